@@ -1,0 +1,240 @@
+"""The command line: ``devlint check``, ``fix``, ``rule``.
+
+Exit codes: 0 nothing found; 1 findings, pending fixes or files that could not
+be checked; 2 usage or configuration error, a path that does not exist, or an
+internal error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from typing import List, Optional, Sequence, Tuple
+
+import click
+
+from devlint import __version__
+from devlint.config import Config, ConfigError, check_codes, load_config
+from devlint.diagnostic import Diagnostic
+from devlint.engine import FileResult
+from devlint.files import discover
+from devlint.reporters import (
+    FORMATS,
+    report_github,
+    report_json,
+    report_sarif,
+    report_statistics,
+    report_text,
+    summary_line,
+)
+from devlint.rule import all_rules
+from devlint.runner import default_jobs, jobs_for, run_jobs, unified_diff
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+
+
+def _split_codes(values: Sequence[str]) -> Tuple[str, ...]:
+    out: List[str] = []
+    for v in values:
+        out.extend(c.strip().upper() for c in v.split(",") if c.strip())
+    return tuple(out)
+
+
+def _use_color(mode: str) -> bool:
+    if mode == "always":
+        return True
+    if mode == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def _err(msg: str) -> None:
+    click.echo(f"devlint: {msg}", err=True)
+
+
+class _Run:
+    """State shared by check and fix: the configuration, the files, the problems."""
+
+    def __init__(self, paths, config_path, select, ignore, extend_select, verbose) -> None:
+        self.paths = list(paths) or ["."]
+        self.verbose = verbose
+        self.exit = EXIT_OK
+        try:
+            cfg = load_config(self.paths, config_path)
+            for codes in (select, ignore, extend_select):
+                check_codes(_split_codes(codes), where="command line")
+        except ConfigError as exc:
+            _err(f"error: {exc}")
+            raise SystemExit(EXIT_ERROR)
+        if select:
+            cfg = replace(cfg, select=_split_codes(select), extend_select=())
+        if ignore:
+            cfg = replace(cfg, ignore=cfg.ignore + _split_codes(ignore))
+        if extend_select:
+            cfg = replace(cfg, extend_select=cfg.extend_select + _split_codes(extend_select))
+        self.config: Config = cfg
+        rules = all_rules()
+        self.codes = cfg.enabled_codes({c: r.enabled_by_default for c, r in rules.items()})
+        found = discover(self.paths, cfg)
+        for missing in found.missing:
+            _err(f"error: {missing}: no such file or directory")
+            self.exit = EXIT_ERROR
+        for path, problem in found.problems:
+            _err(f"{path}: {problem}")
+            self.exit = max(self.exit, EXIT_FOUND)
+        self.files = found.files
+
+    def file_problems(self, results: Sequence[FileResult]) -> None:
+        for r in results:
+            if r.error:
+                _err(f"{r.path}: {r.error}")
+                self.exit = max(self.exit, EXIT_FOUND)
+            for e in r.internal_errors:
+                _err(f"{r.path}: {e}")
+                self.exit = EXIT_ERROR
+
+
+_common = [
+    click.argument("paths", nargs=-1, type=click.Path()),
+    click.option("--select", multiple=True, help="Only these rule codes or prefixes (comma-separated)."),
+    click.option("--ignore", multiple=True, help="Skip these rule codes or prefixes."),
+    click.option("--extend-select", multiple=True, help="Enable these codes on top of the selection."),
+    click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read the configuration from this pyproject.toml."),
+    click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes to use (default: usable cores)."),
+    click.option("--verbose", "-v", is_flag=True, help="Say more about what is skipped and why."),
+]
+
+
+def common(f):
+    for deco in reversed(_common):
+        f = deco(f)
+    return f
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="devlint")
+def main() -> None:
+    """devlint: find and fix PyTorch device-placement bugs before they reach a GPU."""
+
+
+@main.command()
+@common
+@click.option("--output-format", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+def check(paths, select, ignore, extend_select, config_path, jobs, verbose, output_format, statistics, exit_zero, color) -> None:
+    """Report device-placement bugs; exit 1 when anything is found."""
+    run = _Run(paths, config_path, select, ignore, extend_select, verbose)
+    results = run_jobs(jobs_for(run.files, run.config, run.codes), jobs or default_jobs())
+    run.file_problems(results)
+    diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
+    out = click.get_text_stream("stdout")
+    if statistics:
+        report_statistics(diagnostics, out)
+    elif output_format == "json":
+        report_json(diagnostics, out)
+    elif output_format == "github":
+        report_github(diagnostics, out)
+    elif output_format == "sarif":
+        report_sarif(diagnostics, all_rules(), out)
+    else:
+        report_text(diagnostics, out, _use_color(color), show_source=output_format == "text")
+        if output_format == "text" or diagnostics:
+            files_with = len({d.path for d in diagnostics})
+            click.echo(summary_line(diagnostics, files_with))
+    if verbose:
+        skipped = sum(1 for r in results if r.skipped)
+        _err(f"checked {len(results)} files ({skipped} skipped by the pre-filter), rules: {', '.join(run.codes)}")
+    code = run.exit
+    if diagnostics:
+        code = max(code, EXIT_FOUND)
+    if exit_zero and code == EXIT_FOUND:
+        code = EXIT_OK
+    sys.exit(code)
+
+
+@main.command()
+@common
+@click.option("--apply", is_flag=True, help="Write the fixes (atomically) instead of printing a diff.")
+@click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes that may change behaviour.")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply, unsafe_fixes, color) -> None:
+    """Show the fixes as a unified diff; with --apply, write them."""
+    run = _Run(paths, config_path, select, ignore, extend_select, verbose)
+    unsafe = run.config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply), jobs or default_jobs())
+    run.file_problems(results)
+    out = click.get_text_stream("stdout")
+    fixed = [r for r in results if r.fixed_text is not None and not r.error]
+    n_applied = sum(len(r.applied) for r in fixed)
+    if not apply:
+        for r in fixed:
+            try:
+                from devlint.source import decode_source
+
+                with open(r.path, "rb") as fh:
+                    before = decode_source(fh.read()).text
+            except Exception:
+                continue
+            out.write(unified_diff(r.path, before, r.fixed_text or ""))
+    remaining = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
+    if apply:
+        remaining_to_show = remaining
+    else:
+        # without --apply the diff shows what would be fixed; list the rest
+        remaining_to_show = remaining
+    report_text(remaining_to_show, out, _use_color(color))
+    verb = "Fixed" if apply else "Would fix"
+    msg = f"{verb} {n_applied} problem{'s' if n_applied != 1 else ''} in {len(fixed)} file{'s' if len(fixed) != 1 else ''}"
+    unfixed_unsafe = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
+    msg += f"; {len(remaining)} remaining" if remaining else ""
+    if unfixed_unsafe and not unsafe:
+        msg += f" ({unfixed_unsafe} fixable with --unsafe-fixes)"
+    click.echo(msg + ".", err=not apply and bool(fixed))
+    code = run.exit
+    if remaining or (fixed and not apply):
+        code = max(code, EXIT_FOUND)
+    sys.exit(code)
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rule(code: Optional[str], show_all: bool, output_format: str) -> None:
+    """Explain a rule (what, why, example, fix), or list them all."""
+    rules = all_rules()
+    if show_all or code is None:
+        if output_format == "json":
+            click.echo(json.dumps([_rule_json(r) for r in rules.values()], indent=2))
+        else:
+            for c, r in rules.items():
+                default = "" if r.enabled_by_default else " (off by default)"
+                click.echo(f"{c}  {r.name:<38} fix: {r.fix_safety:<12} {r.summary()}{default}")
+        return
+    r = rules.get(code.upper())
+    if r is None:
+        _err(f"error: unknown rule code '{code}' (see 'devlint rule --all')")
+        sys.exit(EXIT_ERROR)
+    if output_format == "json":
+        click.echo(json.dumps(_rule_json(r), indent=2))
+    else:
+        click.echo(r.documentation())
+
+
+def _rule_json(r) -> dict:
+    return {
+        "code": r.code,
+        "name": r.name,
+        "fix_safety": r.fix_safety,
+        "enabled_by_default": r.enabled_by_default,
+        "summary": r.summary(),
+        "documentation": r.documentation(),
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

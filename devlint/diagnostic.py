@@ -1,0 +1,129 @@
+"""The records rules produce and reporters consume: diagnostics, fixes, edits."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+import libcst as cst
+
+
+class FixSafety(str, enum.Enum):
+    """Whether a fix keeps the behaviour of correct code (ruff's applicability)."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A text edit in 1-based line / 1-based column coordinates (end exclusive)."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+    content: str
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "start": {"line": self.start_line, "column": self.start_col},
+            "end": {"line": self.end_line, "column": self.end_col},
+            "content": self.content,
+        }
+
+
+@dataclass
+class Fix:
+    """A fix as libcst node replacements: each (original node, new node) pair.
+
+    Replacing a node with ``cst.RemovalSentinel.REMOVE`` deletes it (only
+    allowed where libcst allows removal, e.g. a statement).
+    """
+
+    replacements: List[Tuple[cst.CSTNode, Any]]
+    safety: FixSafety = FixSafety.SAFE
+    description: str = ""
+    #: filled in by the engine once positions are known
+    edits: List[Edit] = field(default_factory=list)
+
+    @property
+    def is_safe(self) -> bool:
+        return self.safety == FixSafety.SAFE
+
+
+@dataclass
+class Diagnostic:
+    """One finding. ``node`` is dropped once the engine has resolved positions."""
+
+    code: str
+    name: str
+    message: str
+    path: str = ""
+    line: int = 0
+    col: int = 0  # 1-based
+    end_line: int = 0
+    end_col: int = 0
+    fix: Optional[Fix] = None
+    #: why there is no fix, when there is none
+    no_fix_reason: str = ""
+    node: Optional[cst.CSTNode] = field(default=None, repr=False, compare=False)
+    source_line: str = ""
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    def sort_key(self) -> Tuple[str, int, int, str]:
+        return (self.path, self.line, self.col, self.code)
+
+    def to_json(self) -> Dict[str, Any]:
+        fix = None
+        if self.fix is not None:
+            fix = {
+                "applicability": self.fix.safety.value,
+                "message": self.fix.description,
+                "edits": [e.to_json() for e in self.fix.edits],
+            }
+        return {
+            "code": self.code,
+            "name": self.name,
+            "message": self.message,
+            "filename": self.path,
+            "location": {"line": self.line, "column": self.col},
+            "end_location": {"line": self.end_line, "column": self.end_col},
+            "fix": fix,
+            "no_fix_reason": self.no_fix_reason or None,
+        }
+
+    @classmethod
+    def from_json(cls, data: Dict[str, Any]) -> "Diagnostic":
+        """Rebuild a diagnostic from :meth:`to_json` (used by the result cache)."""
+        fix = None
+        if data.get("fix"):
+            f = data["fix"]
+            fix = Fix(
+                replacements=[],
+                safety=FixSafety(f["applicability"]),
+                description=f.get("message", ""),
+                edits=[
+                    Edit(
+                        e["start"]["line"], e["start"]["column"],
+                        e["end"]["line"], e["end"]["column"], e["content"],
+                    )
+                    for e in f.get("edits", [])
+                ],
+            )
+        return cls(
+            code=data["code"],
+            name=data["name"],
+            message=data["message"],
+            path=data["filename"],
+            line=data["location"]["line"],
+            col=data["location"]["column"],
+            end_line=data["end_location"]["line"],
+            end_col=data["end_location"]["column"],
+            fix=fix,
+            no_fix_reason=data.get("no_fix_reason") or "",
+        )

@@ -1,0 +1,377 @@
+"""The engine: source text -> one parse -> shared facts -> every enabled rule in
+one traversal -> diagnostics with positions, suppressions applied; and the
+fixer that applies non-overlapping fixes in rounds until nothing changes."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from devlint.diagnostic import Diagnostic, Edit, Fix
+from devlint.rule import Context, Rule, all_rules
+from devlint.semantic import FileFacts, build_facts
+from devlint.source import SourceError, SourceText, decode_source
+from devlint.suppress import parse_suppressions
+
+MAX_FIX_ROUNDS = 20
+SYNTAX_ERROR = ("DL000", "syntax-error")
+
+
+class InternalError(Exception):
+    """A bug in devlint (a rule that crashed, a fix that does not parse)."""
+
+
+@dataclass
+class FileResult:
+    path: str
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    #: a one-line problem that stopped the file from being checked (unreadable, undecodable)
+    error: Optional[str] = None
+    #: one-line internal errors (a crashed rule, a fix that broke the code)
+    internal_errors: List[str] = field(default_factory=list)
+    #: set by fixing: the fixed text and the codes of the fixes applied
+    fixed_text: Optional[str] = None
+    applied: List[Diagnostic] = field(default_factory=list)
+    skipped: bool = False  # no enabled rule could fire (pre-filter)
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "error": self.error,
+            "internal_errors": self.internal_errors,
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FileResult":
+        return cls(
+            path=data["path"],
+            diagnostics=[Diagnostic.from_json(d) for d in data["diagnostics"]],
+            error=data.get("error"),
+            internal_errors=list(data.get("internal_errors", [])),
+            skipped=bool(data.get("skipped")),
+        )
+
+
+def select_rules(codes: Optional[Sequence[str]] = None) -> List[Type[Rule]]:
+    rules = all_rules()
+    if codes is None:
+        return [r for r in rules.values() if r.enabled_by_default]
+    return [rules[c] for c in codes if c in rules]
+
+
+class _Dispatcher(cst.CSTVisitor):
+    """Runs every rule's visit/leave methods in one traversal, keeping the
+    shared :class:`Context` (class and function stacks) up to date around
+    them. A rule that raises is switched off for the rest of the file and
+    reported as an internal error; the other rules go on."""
+
+    def __init__(self, context: Context, rules: List[Rule]) -> None:
+        self.context = context
+        self.rules = rules
+        self.errors: List[str] = []
+        self._visit: Dict[str, List[Tuple[Rule, Callable]]] = {}
+        self._leave: Dict[str, List[Tuple[Rule, Callable]]] = {}
+        self._dead: Set[int] = set()
+
+    def _methods(self, table: Dict[str, List[Tuple[Rule, Callable]]], prefix: str, node_type: str):
+        methods = table.get(node_type)
+        if methods is None:
+            methods = []
+            for rule in self.rules:
+                m = getattr(rule, f"{prefix}_{node_type}", None)
+                if m is not None and getattr(type(rule), f"{prefix}_{node_type}", None) is not getattr(
+                    cst.CSTVisitor, f"{prefix}_{node_type}", None
+                ):
+                    methods.append((rule, m))
+            table[node_type] = methods
+        return methods
+
+    def _call(self, rule: Rule, method: Callable, node: cst.CSTNode) -> None:
+        if id(rule) in self._dead:
+            return
+        try:
+            method(node)
+        except Exception as exc:  # a rule bug must not stop the other rules
+            self._dead.add(id(rule))
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            self.errors.append(
+                f"internal error in {rule.code} ({type(exc).__name__}: {exc}) at {where.filename.rsplit('/', 1)[-1]}:{where.lineno}; "
+                "please report this as a devlint bug"
+            )
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        ctx = self.context
+        if isinstance(node, cst.ClassDef):
+            ctx.class_stack.append(ctx.facts.classes.get(node.name.value) if not ctx.function_stack or True else None)
+            ctx._class_depths.append(len(ctx.function_stack))
+        elif isinstance(node, cst.FunctionDef):
+            ctx.function_stack.append(node)
+        for rule, method in self._methods(self._visit, "visit", type(node).__name__):
+            self._call(rule, method, node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        for rule, method in self._methods(self._leave, "leave", type(original_node).__name__):
+            self._call(rule, method, original_node)
+        ctx = self.context
+        if isinstance(original_node, cst.ClassDef):
+            ctx.class_stack.pop()
+            ctx._class_depths.pop()
+        elif isinstance(original_node, cst.FunctionDef):
+            ctx.function_stack.pop()
+
+
+def _token_filter(text: str, rules: Sequence[Type[Rule]]) -> List[Type[Rule]]:
+    return [r for r in rules if any(tok in text for tok in r.tokens)]
+
+
+@dataclass
+class Analysis:
+    """One parse of one file with its facts and raw diagnostics (nodes kept)."""
+
+    module: cst.Module
+    facts: FileFacts
+    diagnostics: List[Diagnostic]
+    errors: List[str]
+
+
+def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analysis:
+    facts = build_facts(module)
+    context = Context(facts, module, path)
+    instances = [r(context) for r in rules]
+    dispatcher = _Dispatcher(context, instances)
+    module.visit(dispatcher)
+    diagnostics = [d for r in instances for d in r.diagnostics]
+    return Analysis(module, facts, diagnostics, dispatcher.errors)
+
+
+def _positions(module: cst.Module, diagnostics: List[Diagnostic], lines: List[str]) -> None:
+    if not diagnostics:
+        return
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    for d in diagnostics:
+        pos = positions.get(d.node) if d.node is not None else None
+        if pos is not None:
+            d.line, d.col = pos.start.line, pos.start.column + 1
+            d.end_line, d.end_col = pos.end.line, pos.end.column + 1
+        if 0 < d.line <= len(lines):
+            d.source_line = lines[d.line - 1]
+        if d.fix is not None:
+            edits = []
+            for old, new in d.fix.replacements:
+                p = positions.get(old)
+                if p is None:
+                    continue
+                content = "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)
+                edits.append(Edit(p.start.line, p.start.column + 1, p.end.line, p.end.column + 1, content))
+            d.fix.edits = edits
+
+
+def parse(text: str) -> cst.Module:
+    return cst.parse_module(text)
+
+
+def _syntax_error(path: str, exc: cst.ParserSyntaxError, lines: List[str]) -> Diagnostic:
+    line = max(exc.raw_line, 1)
+    msg = " ".join(str(exc.message).split())
+    d = Diagnostic(
+        code=SYNTAX_ERROR[0],
+        name=SYNTAX_ERROR[1],
+        message=f"SyntaxError: {msg}",
+        path=path,
+        line=line,
+        col=exc.raw_column + 1,
+        end_line=line,
+        end_col=exc.raw_column + 1,
+    )
+    if line <= len(lines):
+        d.source_line = lines[line - 1]
+    return d
+
+
+def lint_source(
+    source: "str | bytes",
+    path: str = "<stdin>",
+    codes: Optional[Sequence[str]] = None,
+    ignore: Sequence[str] = (),
+) -> FileResult:
+    """Check one file's source. ``codes``: the enabled rule codes (default:
+    the rules enabled by default); ``ignore``: codes or prefixes ignored for
+    this file."""
+    result = FileResult(path=path)
+    try:
+        text = decode_source(source).text if isinstance(source, bytes) else source
+    except SourceError as exc:
+        result.error = str(exc)
+        return result
+    rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
+    rules = _token_filter(text, rules)
+    if not rules:
+        result.skipped = True
+        return result
+    lines = text.splitlines()
+    try:
+        module = parse(text)
+    except cst.ParserSyntaxError as exc:
+        result.diagnostics.append(_syntax_error(path, exc, lines))
+        return result
+    except (RecursionError, MemoryError) as exc:
+        result.error = f"skipped: too deeply nested or too large to parse ({type(exc).__name__})"
+        return result
+    try:
+        analysis = analyse(module, path, rules)
+    except RecursionError:
+        result.error = "skipped: too deeply nested to analyse"
+        return result
+    result.internal_errors.extend(analysis.errors)
+    diagnostics = analysis.diagnostics
+    _positions(module, diagnostics, lines)
+    suppressions = parse_suppressions(text)
+    kept = []
+    for d in diagnostics:
+        d.path = path
+        d.node = None
+        if d.fix is not None:
+            d.fix.replacements = []
+        if not suppressions.suppresses(d.code, d.line):
+            kept.append(d)
+    kept.sort(key=Diagnostic.sort_key)
+    result.diagnostics = kept
+    return result
+
+
+# --------------------------------------------------------------------------
+# fixing
+
+
+class _Replacer(cst.CSTTransformer):
+    def __init__(self, replacements: Dict[int, object]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        new = self.replacements.get(id(original_node))
+        if new is not None:
+            return new
+        return updated_node
+
+
+def _apply_round(
+    module: cst.Module, diagnostics: List[Diagnostic], positions
+) -> Tuple[cst.Module, List[Diagnostic]]:
+    """Apply the fixes whose replaced ranges overlap no fix applied before."""
+    taken: List[Tuple[Tuple[int, int], Tuple[int, int]]] = []
+    table: Dict[int, object] = {}
+    applied: List[Diagnostic] = []
+    for d in diagnostics:
+        fix = d.fix
+        assert fix is not None
+        ranges = []
+        for old, _ in fix.replacements:
+            p = positions.get(old)
+            if p is None:
+                break
+            ranges.append(((p.start.line, p.start.column), (p.end.line, p.end.column)))
+        else:
+            if any(not (r[1] <= t[0] or t[1] <= r[0]) for r in ranges for t in taken):
+                continue
+            taken.extend(ranges)
+            for old, new in fix.replacements:
+                table[id(old)] = new
+            applied.append(d)
+    if not table:
+        return module, []
+    return module.visit(_Replacer(table)), applied
+
+
+def fix_source(
+    source: str,
+    path: str = "<stdin>",
+    codes: Optional[Sequence[str]] = None,
+    unsafe: bool = False,
+    ignore: Sequence[str] = (),
+) -> FileResult:
+    """Fix one file's (decoded) source in rounds until nothing changes.
+
+    The result carries ``fixed_text`` (equal to ``source`` when nothing was
+    fixed), the fixes ``applied``, and the ``diagnostics`` that remain.
+    Raises nothing for bad input: problems land in the result.
+    """
+    result = FileResult(path=path)
+    rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
+    text = source
+    suppressions = parse_suppressions(source)
+    for _round in range(MAX_FIX_ROUNDS):
+        active = _token_filter(text, rules)
+        if not active:
+            break
+        try:
+            module = parse(text)
+        except cst.ParserSyntaxError:
+            if _round == 0:
+                return lint_source(source, path, codes, ignore)
+            result.internal_errors.append(
+                f"internal error: fixes by {', '.join(sorted({d.code for d in result.applied}))} produced code that does not parse; "
+                "the file was not changed; please report this as a devlint bug"
+            )
+            result.fixed_text = source
+            result.applied = []
+            return result
+        except (RecursionError, MemoryError) as exc:
+            result.error = f"skipped: too deeply nested or too large to parse ({type(exc).__name__})"
+            result.fixed_text = source
+            return result
+        try:
+            analysis = analyse(module, path, active)
+        except RecursionError:
+            result.error = "skipped: too deeply nested to analyse"
+            result.fixed_text = source
+            return result
+        if analysis.errors:
+            result.internal_errors.extend(e for e in analysis.errors if e not in result.internal_errors)
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        fixable = []
+        for d in analysis.diagnostics:
+            pos = positions.get(d.node) if d.node is not None else None
+            line = pos.start.line if pos is not None else 0
+            # suppressions are read from the text as it is now (fixes keep comments)
+            if line and parse_suppressions(text).suppresses(d.code, line):
+                continue
+            if d.fix is not None and (d.fix.is_safe or unsafe):
+                fixable.append((line, pos.start.column if pos else 0, d))
+        fixable.sort(key=lambda t: (t[0], t[1]))
+        new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
+        if not applied:
+            break
+        new_text = new_module.code
+        if new_text == text:
+            break
+        text = new_text
+        result.applied.extend(applied)
+    # a fixed file must still parse
+    if text != source:
+        try:
+            parse(text)
+        except Exception:
+            result.internal_errors.append(
+                "internal error: the fixed code does not parse; the file was not changed; please report this as a devlint bug"
+            )
+            text = source
+            result.applied = []
+    result.fixed_text = text
+    remaining = lint_source(text, path, codes, ignore)
+    result.diagnostics = remaining.diagnostics
+    result.error = remaining.error
+    for e in remaining.internal_errors:
+        if e not in result.internal_errors:
+            result.internal_errors.append(e)
+    del suppressions
+    return result

@@ -1,0 +1,230 @@
+"""File discovery: walk directories for Python files, honouring default
+excludes, the configuration's excludes and ``.gitignore`` files; a file named
+on the command line is always checked."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from typing import Iterator, List, Optional, Sequence, Tuple
+
+from devlint.config import Config
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+@dataclass
+class Discovery:
+    files: List[str] = field(default_factory=list)
+    #: (path, one-line problem) for paths that could not be walked or read
+    problems: List[Tuple[str, str]] = field(default_factory=list)
+    #: paths named on the command line that do not exist
+    missing: List[str] = field(default_factory=list)
+
+
+class _GitIgnore:
+    """The patterns of one ``.gitignore`` file (the common subset of the
+    syntax: comments, negation, directory-only and anchored patterns, ``**``)."""
+
+    def __init__(self, base: str, lines: Sequence[str]) -> None:
+        self.base = base
+        self.rules: List[Tuple[re.Pattern, bool, bool]] = []
+        for line in lines:
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip() or line.startswith("#"):
+                continue
+            line = line.rstrip(" ")
+            negate = line.startswith("!")
+            if negate:
+                line = line[1:]
+            if line.startswith("\\"):
+                line = line[1:]
+            dir_only = line.endswith("/")
+            line = line.rstrip("/")
+            anchored = "/" in line
+            line = line.lstrip("/")
+            regex = _glob_to_regex(line)
+            if not anchored:
+                regex = r"(?:.*/)?" + regex
+            self.rules.append((re.compile(regex + r"$"), negate, dir_only))
+
+    def match(self, rel: str, is_dir: bool) -> Optional[bool]:
+        result: Optional[bool] = None
+        for regex, negate, dir_only in self.rules:
+            if dir_only and not is_dir:
+                continue
+            if regex.match(rel):
+                result = not negate
+        return result
+
+
+def _glob_to_regex(pattern: str) -> str:
+    out = []
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**/", i):
+            out.append(r"(?:.*/)?")
+            i += 3
+            continue
+        if pattern.startswith("/**", i) and i + 3 == len(pattern):
+            out.append(r"/.*")
+            i += 3
+            continue
+        if pattern.startswith("**", i):
+            out.append(r".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append(r"[^/]*")
+        elif c == "?":
+            out.append(r"[^/]")
+        elif c == "[":
+            j = pattern.find("]", i)
+            if j == -1:
+                out.append(re.escape(c))
+            else:
+                out.append(pattern[i : j + 1].replace("!", "^", 1) if pattern[i + 1 : i + 2] == "!" else pattern[i : j + 1])
+                i = j + 1
+                continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _load_gitignore(folder: str) -> Optional[_GitIgnore]:
+    path = os.path.join(folder, ".gitignore")
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return _GitIgnore(folder, fh.readlines())
+    except OSError:
+        return None
+
+
+def _excluded_name(name: str, rel: str, patterns: Sequence[str]) -> bool:
+    for p in patterns:
+        p = p.rstrip("/")
+        if "/" in p:
+            if fnmatch.fnmatch(rel, p) or fnmatch.fnmatch(rel, p + "/*"):
+                return True
+        elif fnmatch.fnmatch(name, p):
+            return True
+    return False
+
+
+def discover(paths: Sequence[str], config: Config, suffixes: Sequence[str] = PYTHON_SUFFIXES) -> Discovery:
+    result = Discovery()
+    excludes = tuple(config.exclude) + tuple(config.extend_exclude)
+    seen = set()
+
+    def add(path: str) -> None:
+        key = os.path.normpath(path)
+        if key not in seen:
+            seen.add(key)
+            result.files.append(path)
+
+    for raw in paths:
+        path = raw
+        if not os.path.lexists(path):
+            result.missing.append(raw)
+            continue
+        if os.path.islink(path) and not os.path.exists(path):
+            result.problems.append((raw, "broken symbolic link"))
+            continue
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            result.problems.append((raw, _oserror(exc)))
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            add(path)  # named explicitly: always checked
+            continue
+        for f in _walk(path, excludes, config.root, result):
+            if f.endswith(tuple(suffixes)):
+                add(f)
+    result.files.sort(key=lambda p: os.path.normpath(p))
+    return result
+
+
+def _oserror(exc: OSError) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if exc.errno == 40:  # ELOOP
+        return "too many levels of symbolic links (a symlink loop)"
+    return exc.strerror or str(exc)
+
+
+def _walk(top: str, excludes: Sequence[str], root: str, result: Discovery) -> Iterator[str]:
+    ignores: List[_GitIgnore] = []
+    # .gitignore files of the folders above `top`, up to the repository root
+    above = []
+    folder = os.path.abspath(top)
+    while True:
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+        gi = _load_gitignore(folder)
+        if gi is not None:
+            above.append(gi)
+        if os.path.isdir(os.path.join(folder, ".git")):
+            break
+    ignores.extend(reversed(above))
+    visited = set()
+    yield from _walk_dir(top, excludes, os.path.abspath(root), ignores, result, visited)
+
+
+def _ignored(path: str, is_dir: bool, ignores: Sequence[_GitIgnore]) -> bool:
+    verdict: Optional[bool] = None
+    apath = os.path.abspath(path)
+    for gi in ignores:
+        rel = os.path.relpath(apath, gi.base).replace(os.sep, "/")
+        if rel.startswith(".."):
+            continue
+        m = gi.match(rel, is_dir)
+        if m is not None:
+            verdict = m
+    return bool(verdict)
+
+
+def _walk_dir(folder, excludes, root, ignores, result, visited) -> Iterator[str]:
+    try:
+        st = os.stat(folder)
+    except OSError as exc:
+        result.problems.append((folder, _oserror(exc)))
+        return
+    key = (st.st_dev, st.st_ino)
+    if key in visited:
+        result.problems.append((folder, "symlink loop: folder already visited"))
+        return
+    visited.add(key)
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError as exc:
+        result.problems.append((folder, f"cannot list folder: {_oserror(exc)}"))
+        return
+    gi = _load_gitignore(folder)
+    local = ignores + [gi] if gi is not None else ignores
+    for entry in entries:
+        rel = os.path.relpath(os.path.abspath(entry.path), root).replace(os.sep, "/")
+        if _excluded_name(entry.name, rel, excludes):
+            continue
+        try:
+            is_dir = entry.is_dir()  # follows symlinks
+        except OSError as exc:
+            result.problems.append((entry.path, _oserror(exc)))
+            continue
+        if entry.is_symlink() and not os.path.exists(entry.path):
+            if entry.name.endswith(PYTHON_SUFFIXES):
+                result.problems.append((entry.path, "broken symbolic link"))
+            continue
+        if _ignored(entry.path, is_dir, local):
+            continue
+        if is_dir:
+            yield from _walk_dir(entry.path, excludes, root, local, result, visited)
+        else:
+            yield entry.path

@@ -1,0 +1,171 @@
+"""Reporters: text (with source line and caret), JSON, GitHub workflow
+annotations and SARIF 2.1.0. They format; they never decide what is found."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from typing import Dict, List, Sequence, TextIO, Type
+
+from devlint import __version__
+from devlint.diagnostic import Diagnostic
+from devlint.rule import Rule
+
+FORMATS = ("text", "json", "github", "sarif", "concise")
+
+
+def _style(text: str, color: bool, code: str) -> str:
+    return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+
+def report_text(diagnostics: Sequence[Diagnostic], out: TextIO, color: bool, show_source: bool = True) -> None:
+    for d in diagnostics:
+        fixable = " [*]" if d.fixable else ""
+        loc = f"{_style(d.path, color, '1')}:{d.line}:{d.col}:"
+        out.write(f"{loc} {_style(d.code, color, '1;31')} {d.message}{fixable}\n")
+        if show_source and d.source_line:
+            line = d.source_line.expandtabs(4) if "\t" not in d.source_line[: d.col] else d.source_line
+            prefix = d.source_line[: max(d.col - 1, 0)]
+            pad = len(prefix.expandtabs(4)) if line is not d.source_line else len(prefix)
+            width = (d.end_col - d.col) if d.end_line == d.line and d.end_col > d.col else 1
+            out.write(f"    {line.rstrip()}\n")
+            out.write(f"    {' ' * pad}{_style('^' * max(width, 1), color, '31')}\n")
+        if d.fix is None and d.no_fix_reason and d.code != "DL000":
+            out.write(f"    = no autofix: {d.no_fix_reason}\n")
+
+
+def report_json(diagnostics: Sequence[Diagnostic], out: TextIO) -> None:
+    json.dump([d.to_json() for d in diagnostics], out, indent=2)
+    out.write("\n")
+
+
+def _escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_prop(s: str) -> str:
+    return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def report_github(diagnostics: Sequence[Diagnostic], out: TextIO) -> None:
+    for d in diagnostics:
+        level = "error"
+        props = (
+            f"title={_escape_prop(f'devlint ({d.code})')},file={_escape_prop(d.path)},"
+            f"line={d.line},col={d.col},endLine={d.end_line or d.line},endColumn={d.end_col or d.col}"
+        )
+        out.write(f"::{level} {props}::{_escape_data(f'{d.code} {d.message}')}\n")
+
+
+def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]], out: TextIO) -> None:
+    rule_ids = sorted(rules)
+    index = {code: i for i, code in enumerate(rule_ids)}
+    driver_rules = []
+    for code in rule_ids:
+        r = rules[code]
+        driver_rules.append(
+            {
+                "id": code,
+                "name": r.name,
+                "shortDescription": {"text": r.summary()},
+                "fullDescription": {"text": r.summary()},
+                "help": {"text": r.documentation(), "markdown": r.documentation()},
+                "helpUri": f"https://github.com/devlint/devlint/blob/main/docs/rules.md#{code.lower()}",
+                "properties": {"fixSafety": r.fix_safety},
+                "defaultConfiguration": {"level": "error"},
+            }
+        )
+    results = []
+    for d in diagnostics:
+        uri = d.path.replace(os.sep, "/")
+        if uri.startswith("./"):
+            uri = uri[2:]
+        region = {
+            "startLine": max(d.line, 1),
+            "startColumn": max(d.col, 1),
+            "endLine": max(d.end_line or d.line, 1),
+            "endColumn": max(d.end_col or d.col, 1),
+        }
+        res = {
+            "ruleId": d.code,
+            "level": "error",
+            "message": {"text": d.message},
+            "locations": [
+                {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}
+            ],
+        }
+        if d.code in index:
+            res["ruleIndex"] = index[d.code]
+        if d.fix is not None and d.fix.edits:
+            res["fixes"] = [
+                {
+                    "description": {"text": d.fix.description or "devlint fix"},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": {"uri": uri},
+                            "replacements": [
+                                {
+                                    "deletedRegion": {
+                                        "startLine": e.start_line,
+                                        "startColumn": e.start_col,
+                                        "endLine": e.end_line,
+                                        "endColumn": e.end_col,
+                                    },
+                                    "insertedContent": {"text": e.content},
+                                }
+                                for e in d.fix.edits
+                            ],
+                        }
+                    ],
+                }
+            ]
+        results.append(res)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "devlint",
+                        "version": __version__,
+                        "informationUri": "https://github.com/devlint/devlint",
+                        "rules": driver_rules,
+                    }
+                },
+                "results": results,
+            }
+        ],
+    }
+    json.dump(doc, out, indent=2)
+    out.write("\n")
+
+
+def report_statistics(diagnostics: Sequence[Diagnostic], out: TextIO) -> None:
+    counts = Counter((d.code, d.name) for d in diagnostics)
+    fixable = Counter(d.code for d in diagnostics if d.fixable)
+    for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        mark = "[*]" if fixable[code] == n else ("[-]" if fixable[code] else "   ")
+        out.write(f"{n:5d}\t{code}\t{mark} {name}\n")
+
+
+def summary_line(diagnostics: Sequence[Diagnostic], n_files_with: int) -> str:
+    n = len(diagnostics)
+    if n == 0:
+        return "All checks passed!"
+    safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
+    unsafe = sum(1 for d in diagnostics if d.fix is not None and not d.fix.is_safe)
+    s = f"Found {n} problem{'s' if n != 1 else ''} in {n_files_with} file{'s' if n_files_with != 1 else ''}"
+    parts = []
+    if safe:
+        parts.append(f"{safe} fixable with 'devlint fix --apply'")
+    if unsafe:
+        parts.append(f"{unsafe} more with '--unsafe-fixes'")
+    if parts:
+        s += f" ({'; '.join(parts)})"
+    return s + "."
+
+
+def problems_lines(items: List[str]) -> List[str]:
+    return items

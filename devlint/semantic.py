@@ -1,0 +1,801 @@
+"""Per-file semantic facts shared by every rule, computed once per parse.
+
+The facts are a plain, serialisable record (:class:`FileFacts`): names and
+source snippets, never libcst nodes, so that a later cross-file index can
+cache and merge them. Name resolution is a light import-alias table (one pass
+over ``import`` statements), not libcst's scope analysis, which costs about
+seven times the parse itself (``shared/bench/BASELINE.md``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+# Spellings that name the same object; resolved names are normalised to the
+# value so rules compare against one spelling.
+CANONICAL_NAMES: Dict[str, str] = {
+    "torch.nn.parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.modules.module.Module": "torch.nn.Module",
+    "torch.nn.modules.Module": "torch.nn.Module",
+    "torch.nn.modules.container.ModuleList": "torch.nn.ModuleList",
+    "torch.nn.modules.container.ModuleDict": "torch.nn.ModuleDict",
+    "torch.nn.modules.container.Sequential": "torch.nn.Sequential",
+    "torch.nn.parameter.Parameter": "torch.nn.Parameter",
+    "torch.nn.parameter.Buffer": "torch.nn.Buffer",
+}
+
+DATA_PARALLEL = "torch.nn.DataParallel"
+DISTRIBUTED_DATA_PARALLEL = "torch.nn.parallel.DistributedDataParallel"
+WRAPPERS = frozenset({DATA_PARALLEL, DISTRIBUTED_DATA_PARALLEL})
+
+#: torch functions that create a tensor and take ``device=``.
+TENSOR_FACTORIES = frozenset(
+    {
+        "arange", "range", "zeros", "ones", "empty", "full", "rand", "randn",
+        "randint", "randperm", "eye", "linspace", "logspace", "tensor",
+        "as_tensor", "tril_indices", "triu_indices", "empty_strided",
+        "normal", "bartlett_window", "blackman_window", "hamming_window",
+        "hann_window", "kaiser_window", "scalar_tensor", "sparse_coo_tensor",
+        "complex", "polar",
+    }
+)
+#: factories whose device is not given by ``device=`` but by their input.
+_NOT_FACTORIES = frozenset({"complex", "polar", "normal"})
+
+# Classes from outside torch.nn that are nn.Modules; the value says whether
+# the class provides a ``device`` attribute (transformers' PreTrainedModel,
+# Lightning's LightningModule and diffusers' ModelMixin all do). Matched on
+# the last component so relative imports inside those projects count too.
+KNOWN_MODULE_BASES: Dict[str, bool] = {
+    "PreTrainedModel": True,
+    "LightningModule": True,
+    "ModelMixin": True,
+}
+
+#: torch.nn layers that hold a ``weight`` parameter by default, usable as a
+#: device anchor (``self.embed.weight.device``).
+WEIGHTED_LAYERS = frozenset(
+    {
+        "Linear", "Bilinear", "Embedding", "EmbeddingBag", "Conv1d", "Conv2d",
+        "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+        "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+        "PReLU", "RMSNorm", "LazyLinear",
+    }
+)
+#: torch.nn containers of submodules.
+MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
+
+
+# --------------------------------------------------------------------------
+# small node helpers shared by the semantic pass and the rules
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """Source text of an expression node (no surrounding whitespace)."""
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    """The value of a plain (non-f) string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # pragma: no cover - malformed literal
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = string_value(node.left), string_value(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def is_number_literal(node: cst.CSTNode) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return is_number_literal(node.expression)
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return is_number_literal(node.left) and is_number_literal(node.right)
+    return False
+
+
+def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def has_star_kwargs(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)
+
+
+def positional_args(call: cst.Call) -> List[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and a.star == ""]
+
+
+def self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """``x`` for ``self.x``, else None."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == self_name
+    ):
+        return node.attr.value
+    return None
+
+
+def is_cuda_string(value: Optional[str]) -> bool:
+    return value is not None and (value == "cuda" or value.startswith("cuda:"))
+
+
+# --------------------------------------------------------------------------
+# the facts
+
+
+@dataclass
+class AttributeFacts:
+    """What ``self.<name> = <value>`` in a module class assigns.
+
+    kind is one of: ``module`` (a submodule), ``module_container`` (a plain
+    list/tuple/dict of modules), ``nn_container`` (nn.ModuleList & co.),
+    ``tensor``, ``tensor_container``, ``parameter``, ``buffer``, ``device``
+    (a device fixed at construction), ``other``.
+    """
+
+    name: str
+    kind: str
+    method: str
+    line: int
+    value: str = ""
+    #: for modules: the class called (qualified when resolvable)
+    module_class: str = ""
+    #: for modules pinned with ``.to(dev)``/``.cuda(i)``: the device expression
+    device: str = ""
+    #: for containers: the element class when the elements are homogeneous
+    element_class: str = ""
+
+
+@dataclass
+class FunctionFacts:
+    name: str
+    params: List[str]
+    #: parameters known or guessed to hold tensors, in order of preference
+    tensor_params: List[str] = field(default_factory=list)
+    #: ``self.<m>(...)`` calls made in the body
+    self_calls: List[str] = field(default_factory=list)
+    is_property: bool = False
+    line: int = 0
+
+
+@dataclass
+class ClassFacts:
+    name: str
+    line: int
+    bases: List[str]
+    is_module: bool = False
+    #: the class (or a base) defines a ``device`` attribute or property
+    defines_device: bool = False
+    methods: Dict[str, FunctionFacts] = field(default_factory=dict)
+    #: methods that run when ``forward`` runs: forward and what it calls on self
+    forward_reachable: List[str] = field(default_factory=list)
+    attributes: Dict[str, AttributeFacts] = field(default_factory=dict)
+    buffers: List[str] = field(default_factory=list)
+    parameters: List[str] = field(default_factory=list)
+    #: submodule attributes moved to a device after construction
+    #: (``self.blocks[i].to(devices[i])``, ``for b in self.blocks: b.cuda(1)``)
+    placed_attributes: Dict[str, str] = field(default_factory=dict)
+
+    def attribute(self, name: str) -> Optional[AttributeFacts]:
+        return self.attributes.get(name)
+
+    def pinned_devices(self) -> Dict[str, str]:
+        """Submodule attribute -> the device expression it was pinned to."""
+        out = {n: a.device for n, a in self.attributes.items() if a.kind == "module" and a.device}
+        out.update(self.placed_attributes)
+        return out
+
+
+@dataclass
+class FileFacts:
+    #: local name -> qualified names it may refer to (sorted; more than one
+    #: when a name is imported on several branches, e.g. try/except)
+    imports: Dict[str, List[str]] = field(default_factory=dict)
+    classes: Dict[str, ClassFacts] = field(default_factory=dict)
+    #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
+    module_devices: Dict[str, str] = field(default_factory=dict)
+
+    # -- name resolution ---------------------------------------------------
+    def qualify_dotted(self, dotted: str) -> Optional[str]:
+        head, _, rest = dotted.partition(".")
+        targets = self.imports.get(head)
+        if not targets:
+            return None
+        # deterministic: prefer a torch spelling, then the sorted first
+        target = next((t for t in targets if t.split(".")[0] == "torch"), targets[0])
+        full = f"{target}.{rest}" if rest else target
+        return canonical(full)
+
+    def qualify(self, node: cst.CSTNode) -> Optional[str]:
+        """The qualified name an expression refers to through the imports."""
+        dotted = dotted_name(node)
+        return self.qualify_dotted(dotted) if dotted else None
+
+    def torch_function(self, node: cst.CSTNode) -> Optional[str]:
+        """``zeros`` if node refers to ``torch.zeros``, else None."""
+        q = self.qualify(node)
+        if q and q.startswith("torch.") and q.count(".") == 1:
+            return q[len("torch."):]
+        return None
+
+    def is_factory(self, func: cst.CSTNode) -> Optional[str]:
+        name = self.torch_function(func)
+        if name in TENSOR_FACTORIES and name not in _NOT_FACTORIES:
+            return name
+        return None
+
+    def is_wrapper(self, func: cst.CSTNode) -> Optional[str]:
+        q = self.qualify(func)
+        return q if q in WRAPPERS else None
+
+    def local_name_for(self, qualified: str) -> Optional[str]:
+        """How this file can spell ``qualified`` with the names it imports."""
+        best: Optional[str] = None
+        for local, targets in sorted(self.imports.items()):
+            for target in targets:
+                if qualified == target:
+                    cand = local
+                elif qualified.startswith(target + "."):
+                    cand = local + qualified[len(target):]
+                else:
+                    continue
+                if best is None or len(cand) < len(best):
+                    best = cand
+        return best
+
+    def class_of_call(self, func: cst.CSTNode) -> Optional[str]:
+        """Name of the class a constructor call builds: a local class name or
+        a qualified name."""
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        if dotted in self.classes:
+            return dotted
+        return self.qualify_dotted(dotted)
+
+    def is_module_class(self, name: str) -> bool:
+        if name in self.classes:
+            return self.classes[name].is_module
+        return _is_torch_module_name(name)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def canonical(qualified: str) -> str:
+    return CANONICAL_NAMES.get(qualified, qualified)
+
+
+def _is_torch_module_name(q: str) -> bool:
+    if not q.startswith("torch.nn."):
+        return False
+    last = q.rsplit(".", 1)[-1]
+    return last[:1].isupper() and last not in ("Parameter", "Buffer", "Identity_") and not q.startswith(
+        "torch.nn.functional."
+    ) and not q.startswith("torch.nn.init.")
+
+
+# --------------------------------------------------------------------------
+# building the facts
+
+
+_NON_TENSOR_ANNOTATIONS = frozenset(
+    {"int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "None", "Dict", "List", "Tuple", "Optional[int]", "Optional[bool]", "Optional[str]", "Optional[float]", "torch.device", "device", "torch.dtype", "dtype", "Size", "torch.Size"}
+)
+_TENSOR_USES = frozenset({"shape", "size", "device", "dtype", "view", "reshape", "dim", "ndim", "unsqueeze", "flatten", "transpose", "permute", "float", "contiguous", "masked_fill", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "numel", "type_as", "expand", "squeeze", "sum", "mean", "matmul", "softmax", "to"})
+_DEVICE_NAME_HINTS = ("device", "dev")
+
+
+def _annotation_code(param: cst.Param) -> Optional[str]:
+    if param.annotation is None:
+        return None
+    return code_of(param.annotation.annotation).replace(" ", "")
+
+
+class _NameUses(cst.CSTVisitor):
+    """Collects, for a function body: ``p.<attr>`` uses of names and
+    ``self.<m>(...)`` calls."""
+
+    def __init__(self, self_name: str, method_names: Set[str]) -> None:
+        self.self_name = self_name
+        self.method_names = method_names
+        self.attr_uses: Dict[str, Set[str]] = {}
+        self.self_calls: List[str] = []
+        self.args_of_self_calls: Set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name):
+            self.attr_uses.setdefault(node.value.value, set()).add(node.attr.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        attr = self_attribute(node.func, self.self_name)
+        if attr is not None and attr not in self.self_calls:
+            self.self_calls.append(attr)
+        if attr is not None and attr not in self.method_names:
+            # an argument handed to a submodule (self.layer(x)) is a tensor
+            for a in node.args:
+                if isinstance(a.value, cst.Name):
+                    self.args_of_self_calls.add(a.value.value)
+
+    # nested classes have their own self
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset()) -> FunctionFacts:
+    params = [p.name.value for p in fn.params.params]
+    params += [p.name.value for p in fn.params.posonly_params]
+    params += [p.name.value for p in fn.params.kwonly_params]
+    self_name = params[0] if is_method and params else "self"
+    uses = _NameUses(self_name, set(method_names))
+    fn.body.visit(uses)
+    tensor_params: List[str] = []
+    all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
+    if is_method:
+        all_params = all_params[1:] if all_params else []
+    for i, p in enumerate(all_params):
+        name = p.name.value
+        ann = _annotation_code(p)
+        if ann is not None:
+            if "Tensor" in ann and "Optional" not in ann and "None" not in ann:
+                tensor_params.append(name)
+            continue
+        if any(h in name.lower() for h in _DEVICE_NAME_HINTS):
+            continue
+        used = uses.attr_uses.get(name, set())
+        if used & _TENSOR_USES:
+            tensor_params.append(name)
+        elif fn.name.value == "forward" and i == 0 and p.default is None:
+            tensor_params.append(name)
+        elif name in uses.args_of_self_calls and p.default is None:
+            tensor_params.append(name)
+    # a tensor parameter without a default is always bound; prefer those
+    defaults = {p.name.value for p in all_params if p.default is not None}
+    tensor_params.sort(key=lambda n: n in defaults)
+    is_property = any(
+        dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
+        for d in fn.decorators
+    )
+    line = 0
+    return FunctionFacts(
+        name=fn.name.value,
+        params=params,
+        tensor_params=tensor_params,
+        self_calls=uses.self_calls,
+        is_property=is_property,
+        line=line,
+    )
+
+
+def _strip_placement(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, Optional[cst.BaseExpression], bool]:
+    """For ``X(...).to(dev)`` / ``X(...).cuda(i)`` return (X(...), device node, is_cuda_call)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        attr = node.func.attr.value
+        if attr == "to" and node.args:
+            first = node.args[0]
+            dev = first.value if first.keyword is None or first.keyword.value == "device" else None
+            if dev is not None:
+                inner, _, _ = _strip_placement(node.func.value)
+                return inner, dev, False
+        if attr == "cuda":
+            inner, _, _ = _strip_placement(node.func.value)
+            return inner, (node.args[0].value if node.args else None), True
+    return node, None, False
+
+
+class _FactsBuilder:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.facts = FileFacts()
+
+    # -- imports -----------------------------------------------------------
+    def _add_import(self, local: str, target: str) -> None:
+        targets = self.facts.imports.setdefault(local, [])
+        if target not in targets:
+            targets.append(target)
+            targets.sort()
+
+    def _import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self._add_import(alias.asname.name.value, full)
+            else:
+                head = full.split(".")[0]
+                self._add_import(head, head)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        base = dotted_name(node.module) if node.module is not None else ""
+        if base is None:
+            return
+        dots = "".join("." for _ in node.relative)
+        prefix = dots + base
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            target = f"{prefix}.{name}" if prefix and not prefix.endswith(".") else prefix + name
+            self._add_import(local, target)
+
+    # -- walking -----------------------------------------------------------
+    def build(self) -> FileFacts:
+        self._walk_statements(self.module.body, top_level=True)
+        for cls in self.facts.classes.values():
+            cls.is_module = self._class_is_module(cls, set())
+            cls.defines_device = cls.defines_device or self._base_defines_device(cls, set())
+        for cls in self.facts.classes.values():
+            if cls.is_module:
+                self._finish_module_class(cls)
+        return self.facts
+
+    def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import):
+                        self._import(small)
+                    elif isinstance(small, cst.ImportFrom):
+                        self._import_from(small)
+                    elif top_level and isinstance(small, (cst.Assign, cst.AnnAssign)):
+                        self._module_assign(small)
+            elif isinstance(stmt, cst.ClassDef):
+                if stmt.name.value not in self.facts.classes:
+                    self._class(stmt)
+            elif isinstance(stmt, cst.FunctionDef):
+                # imports inside functions are common in scripts (``def main(): import torch``)
+                self._walk_statements(_body_of(stmt), top_level=False)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With, cst.For, cst.While, cst.TryStar)):
+                for block in _blocks_of(stmt):
+                    self._walk_statements(block, top_level)
+
+    def _module_assign(self, node: Union[cst.Assign, cst.AnnAssign]) -> None:
+        value = node.value
+        if value is None:
+            return
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        if self._is_fixed_device(value, params=()):
+            for t in targets:
+                if isinstance(t, cst.Name):
+                    self.facts.module_devices[t.value] = code_of(value)
+
+    def _is_fixed_device(self, value: cst.BaseExpression, params: Iterable[str]) -> bool:
+        """A device expression fixed at construction: ``torch.device(...)``,
+        a ``"cuda..."``/``"cpu"`` literal, a ``device``-like argument, or a
+        conditional over those."""
+        if isinstance(value, cst.IfExp):
+            return self._is_fixed_device(value.body, params) or self._is_fixed_device(value.orelse, params)
+        s = string_value(value)
+        if s is not None:
+            return s == "cpu" or is_cuda_string(s)
+        if isinstance(value, cst.Call):
+            q = self.facts.qualify(value.func)
+            return q == "torch.device"
+        if isinstance(value, cst.Name):
+            return value.value in params and any(h in value.value.lower() for h in _DEVICE_NAME_HINTS)
+        return False
+
+    # -- classes -----------------------------------------------------------
+    def _class(self, node: cst.ClassDef) -> None:
+        bases = []
+        for arg in node.bases:
+            if arg.keyword is not None:
+                continue
+            dotted = dotted_name(arg.value)
+            if dotted is None:
+                continue
+            q = self.facts.qualify_dotted(dotted)
+            bases.append(q if q is not None and dotted not in self.facts.classes else dotted)
+        cls = ClassFacts(name=node.name.value, line=0, bases=bases)
+        self.facts.classes[cls.name] = cls
+        self._class_nodes[cls.name] = node
+        method_names = {s.name.value for s in _body_of(node) if isinstance(s, cst.FunctionDef)}
+        for stmt in _body_of(node):
+            if isinstance(stmt, cst.FunctionDef):
+                fn = _function_facts(stmt, is_method=True, method_names=method_names)
+                cls.methods[fn.name] = fn
+                if fn.name == "device":
+                    cls.defines_device = True
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                        if any(isinstance(t, cst.Name) and t.value == "device" for t in targets):
+                            cls.defines_device = True
+                    elif isinstance(small, (cst.Import, cst.ImportFrom)):
+                        pass
+
+    _class_nodes: Dict[str, cst.ClassDef]
+
+    def _class_is_module(self, cls: ClassFacts, seen: Set[str]) -> bool:
+        if cls.name in seen:
+            return False
+        seen.add(cls.name)
+        for base in cls.bases:
+            if base in self.facts.classes:
+                if self._class_is_module(self.facts.classes[base], seen):
+                    return True
+            elif _is_torch_module_name(base) or base.rsplit(".", 1)[-1] in KNOWN_MODULE_BASES:
+                return True
+        return False
+
+    def _base_defines_device(self, cls: ClassFacts, seen: Set[str]) -> bool:
+        if cls.name in seen:
+            return False
+        seen.add(cls.name)
+        for base in cls.bases:
+            if base in self.facts.classes:
+                b = self.facts.classes[base]
+                if b.defines_device or self._base_defines_device(b, seen):
+                    return True
+            elif KNOWN_MODULE_BASES.get(base.rsplit(".", 1)[-1]):
+                return True
+            elif not _is_torch_module_name(base) and base not in ("object",):
+                # an unknown base class (imported from elsewhere) may define
+                # ``device``; assume it does rather than cry wolf
+                return True
+        return False
+
+    def _finish_module_class(self, cls: ClassFacts) -> None:
+        # forward reachability
+        reach: List[str] = []
+        todo = [m for m in ("forward",) if m in cls.methods]
+        while todo:
+            m = todo.pop()
+            if m in reach:
+                continue
+            reach.append(m)
+            for callee in cls.methods[m].self_calls:
+                if callee in cls.methods and callee not in reach:
+                    todo.append(callee)
+        cls.forward_reachable = reach
+        # attributes
+        node = self._class_nodes[cls.name]
+        for stmt in _body_of(node):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value != "forward":
+                self._method_attributes(cls, stmt)
+
+    def _method_attributes(self, cls: ClassFacts, fn: cst.FunctionDef) -> None:
+        params = [p.name.value for p in fn.params.params]
+        self_name = params[0] if params else "self"
+        collector = _AttributeCollector(self, cls, fn.name.value, self_name, params)
+        fn.body.visit(collector)
+
+    def classify_value(
+        self, value: cst.BaseExpression, params: Sequence[str]
+    ) -> Tuple[str, str, str, str]:
+        """(kind, module_class, device, element_class) for an assigned value."""
+        inner, device, is_cuda = _strip_placement(value)
+        if isinstance(inner, cst.Call):
+            cls_name = self.facts.class_of_call(inner.func)
+            if cls_name is not None:
+                if cls_name == "torch.nn.Parameter":
+                    return "parameter", "", "", ""
+                if cls_name.rsplit(".", 1)[-1] in MODULE_CONTAINERS and cls_name.startswith("torch.nn."):
+                    elem = self._element_class(inner.args[0].value) if inner.args else ""
+                    return "nn_container", cls_name, "", elem
+                if self.facts.is_module_class(cls_name):
+                    dev = ""
+                    if device is not None:
+                        dev = code_of(device)
+                    elif is_cuda:
+                        dev = "cuda"
+                    return "module", cls_name, dev, ""
+            if self._is_tensor_expr(inner):
+                return "tensor", "", "", ""
+        if self._is_fixed_device(value, params):
+            return "device", "", "", ""
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)):
+            elem = self._element_class(value)
+            if elem:
+                return "module_container", "", "", elem
+            if self._container_of_tensors(value):
+                return "tensor_container", "", "", ""
+        return "other", "", "", ""
+
+    def _is_tensor_expr(self, node: cst.BaseExpression) -> bool:
+        if isinstance(node, cst.Call):
+            name = self.facts.torch_function(node.func)
+            if name is not None and (name in TENSOR_FACTORIES or name in ("from_numpy", "stack", "cat", "load")):
+                return name != "load"
+            # a tensor method chained on a tensor: torch.arange(n).float()
+            if isinstance(node.func, cst.Attribute):
+                return self._is_tensor_expr(node.func.value)
+        return False
+
+    def _element_class(self, node: cst.BaseExpression) -> str:
+        elements: List[cst.BaseExpression] = []
+        if isinstance(node, (cst.List, cst.Tuple)):
+            elements = [e.value for e in node.elements if isinstance(e, (cst.Element,))]
+        elif isinstance(node, cst.ListComp):
+            elements = [node.elt]
+        elif isinstance(node, cst.Dict):
+            elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(node, cst.DictComp):
+            elements = [node.value]
+        elif isinstance(node, cst.Call) and dotted_name(node.func) in ("list", "tuple", "dict"):
+            return self._element_class(node.args[0].value) if node.args else ""
+        classes = set()
+        for e in elements:
+            inner, _, _ = _strip_placement(e)
+            if not isinstance(inner, cst.Call):
+                return ""
+            c = self.facts.class_of_call(inner.func)
+            if c is None or not self.facts.is_module_class(c):
+                return ""
+            classes.add(c)
+        if len(classes) == 1:
+            return classes.pop()
+        return "torch.nn.Module" if classes else ""
+
+    def _container_of_tensors(self, node: cst.BaseExpression) -> bool:
+        elements: List[cst.BaseExpression] = []
+        if isinstance(node, (cst.List, cst.Tuple)):
+            elements = [e.value for e in node.elements if isinstance(e, cst.Element)]
+        elif isinstance(node, cst.ListComp):
+            elements = [node.elt]
+        elif isinstance(node, cst.Dict):
+            elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(node, cst.DictComp):
+            elements = [node.value]
+        return bool(elements) and all(self._is_tensor_expr(e) for e in elements)
+
+
+class _AttributeCollector(cst.CSTVisitor):
+    """``self.x = ...``, ``self.register_buffer(...)`` and post-construction
+    placement (``self.blocks[i].to(dev)``, ``for b in self.blocks: b.to(dev)``)
+    in one method of a module class."""
+
+    def __init__(self, builder: _FactsBuilder, cls: ClassFacts, method: str, self_name: str, params: Sequence[str]) -> None:
+        self.b = builder
+        self.cls = cls
+        self.method = method
+        self.self_name = self_name
+        self.params = params
+        # loop variable -> attribute it iterates (``for blk in self.blocks``)
+        self.loop_vars: Dict[str, str] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        it = node.iter
+        # for i, b in enumerate(self.blocks)
+        if isinstance(it, cst.Call) and dotted_name(it.func) == "enumerate" and it.args:
+            it_attr = self_attribute(it.args[0].value, self.self_name)
+            if it_attr and isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2:
+                var = node.target.elements[1].value
+                if isinstance(var, cst.Name):
+                    self.loop_vars[var.value] = it_attr
+            return
+        attr = self_attribute(it, self.self_name)
+        if attr and isinstance(node.target, cst.Name):
+            self.loop_vars[node.target.value] = attr
+
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode) -> None:
+        name = self_attribute(target, self.self_name)
+        if name is None:
+            return
+        kind, mclass, device, elem = self.b.classify_value(value, self.params)
+        if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
+            return  # __init__ says what the attribute is
+        self.cls.attributes[name] = AttributeFacts(
+            name=name, kind=kind, method=self.method, line=0, value=code_of(value),
+            module_class=mclass, device=device, element_class=elem,
+        )
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)):
+                for te, ve in zip(t.target.elements, node.value.elements):
+                    self._record(te.value, ve.value, node)
+            else:
+                self._record(t.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record(node.target, node.value, node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        attr = func.attr.value
+        owner = func.value
+        if attr in ("register_buffer", "register_parameter") and isinstance(owner, cst.Name) and owner.value == self.self_name:
+            if node.args:
+                name = string_value(node.args[0].value)
+                if name:
+                    (self.cls.buffers if attr == "register_buffer" else self.cls.parameters).append(name)
+            return
+        if attr in ("to", "cuda"):
+            _, device, is_cuda = _strip_placement(node)
+            dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+            if not dev:
+                return
+            target = owner
+            if isinstance(target, cst.Subscript):
+                target = target.value
+            name = self_attribute(target, self.self_name)
+            if name is None and isinstance(target, cst.Name):
+                name = self.loop_vars.get(target.value)
+            if name is not None:
+                self.cls.placed_attributes[name] = dev
+
+    def leave_Module(self, original_node: cst.Module) -> None:  # pragma: no cover
+        pass
+
+
+def _body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+    body = getattr(node, "body", None)
+    if isinstance(body, (cst.IndentedBlock,)):
+        return body.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return ()
+    return ()
+
+
+def _blocks_of(node: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
+    blocks = [_body_of(node)]
+    if isinstance(node, (cst.Try, cst.TryStar)):
+        blocks += [_body_of(h) for h in node.handlers]
+        if node.orelse is not None:
+            blocks.append(_body_of(node.orelse))
+        if node.finalbody is not None:
+            blocks.append(_body_of(node.finalbody))
+    elif isinstance(node, (cst.If,)):
+        orelse = node.orelse
+        while orelse is not None:
+            blocks.append(_body_of(orelse))
+            orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    elif isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
+        blocks.append(_body_of(node.orelse))
+    return blocks
+
+
+def build_facts(module: cst.Module) -> FileFacts:
+    """Compute the shared facts of one parsed file."""
+    builder = _FactsBuilder(module)
+    builder._class_nodes = {}
+    return builder.build()

@@ -1,0 +1,266 @@
+"""DL001 factory-without-device
+
+## What it does
+Flags a torch tensor factory (`torch.arange`, `zeros`, `ones`, `empty`, `full`,
+`rand*`, `eye`, `linspace`, `logspace`, `tensor`, `as_tensor`,
+`tril_indices`, ...) called without `device=` inside `forward` of an
+`nn.Module`, or inside a method that `forward` calls.
+
+## Why is this bad?
+A factory without `device=` creates its tensor on the CPU (or the default
+device). The model's parameters live on a GPU, so the first operation that
+mixes the two fails, and under `nn.DataParallel` every replica but one is on
+another GPU than the one the tensor was moved to:
+
+```
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!
+```
+
+It only shows on a GPU machine, often after a long set-up.
+
+## Example
+```python
+class Encoder(nn.Module):
+    def forward(self, src):
+        pos = torch.arange(0, src.shape[1]).unsqueeze(0)
+        return self.tok(src) + self.pos(pos)
+```
+
+## Use instead
+```python
+class Encoder(nn.Module):
+    def forward(self, src):
+        pos = torch.arange(0, src.shape[1], device=src.device).unsqueeze(0)
+        return self.tok(src) + self.pos(pos)
+```
+
+The device is taken from a tensor the method already has (a tensor argument
+such as `src`); where there is none, from a parameter or buffer the module
+holds directly (`self.tok.weight.device`). Never `next(self.parameters())`:
+inside DataParallel replicas `parameters()` is empty (PyTorch >= 1.5), so that
+"fix" raises `StopIteration` exactly where the bug was.
+
+Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
+`x.new_zeros(...)`, a factory whose result is immediately moved with
+`.to(...)`, `.cuda()` or `.type_as(...)`, a 0-dim `torch.tensor(2.0)` (a CPU
+scalar tensor mixes with CUDA tensors), a factory used as an index
+(`x[torch.arange(n)]`, indexing accepts CPU indices), factories in `__init__`
+and outside modules.
+
+## Fix safety
+Safe: it only adds `device=` pointing at the device the computation already
+runs on. When no tensor or held parameter is in reach the finding has no fix.
+"""
+
+from __future__ import annotations
+
+from typing import Set
+
+import libcst as cst
+
+from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import has_star_kwargs, is_number_literal, keyword_arg, positional_args
+
+_MOVES = frozenset({"to", "cuda", "type_as", "cpu"})
+# tensor methods that keep a chain "the same tensor" for the purpose of a
+# later .to(...): torch.arange(n).unsqueeze(0).to(x.device)
+_CHAIN = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int",
+     "half", "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach",
+     "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
+     "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
+)
+
+
+class FactoryWithoutDevice(Rule):
+    code = "DL001"
+    name = "factory-without-device"
+    message = "`torch.{fn}` in `{method}` creates its tensor on the CPU, not on the model's device"
+    fix_safety = "safe"
+    tokens = ("torch",)
+
+    VALID = [
+        Valid(
+            """
+import torch
+import torch.nn as nn
+
+class M(nn.Module):
+    def forward(self, x):
+        a = torch.arange(x.size(1), device=x.device)
+        b = torch.zeros_like(x)
+        c = x.new_zeros(3)
+        d = torch.ones(3).to(x.device)
+        e = torch.arange(4).unsqueeze(0).type_as(x)
+        f = torch.tensor(2.0)
+        g = x[:, torch.randperm(x.size(1))]
+        return a + b + c + d + e + f + g
+"""
+        ),
+        Valid(
+            """
+import torch
+
+def make_grid(n, device):
+    return torch.arange(n)
+
+class NotAModule:
+    def forward(self, x):
+        return torch.zeros(3)
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch import nn
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pos", torch.arange(16))
+
+    def forward(self, x, **kw):
+        return x + torch.ones(3, **kw)
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def forward(self, src):
+        pos = torch.arange(0, src.shape[1]).unsqueeze(0)
+        return src + pos
+""",
+            """
+import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def forward(self, src):
+        pos = torch.arange(0, src.shape[1], device=src.device).unsqueeze(0)
+        return src + pos
+""",
+        ),
+        Invalid(
+            """
+import torch as T
+from torch import nn, zeros
+
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(8, 16)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, steps: int):
+        h = self.init_hidden(steps)
+        return self.head(h + T.rand(1, 16))
+
+    def init_hidden(self, batch):
+        return zeros(batch, 16)
+""",
+            """
+import torch as T
+from torch import nn, zeros
+
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(8, 16)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, steps: int):
+        h = self.init_hidden(steps)
+        return self.head(h + T.rand(1, 16, device=self.head.weight.device))
+
+    def init_hidden(self, batch):
+        return zeros(batch, 16, device=self.head.weight.device)
+""",
+            count=2,
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # factory calls whose result is moved right away (ids of Call nodes)
+        self._moved: Set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.context
+        if not ctx.in_forward:
+            return
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MOVES:
+            self._mark_moved(func.value)
+            return
+        fn = self.facts.is_factory(func)
+        if fn is None or id(node) in self._moved:
+            return
+        if keyword_arg(node, "device") is not None or keyword_arg(node, "out") is not None or has_star_kwargs(node):
+            return
+        if fn in ("tensor", "as_tensor", "scalar_tensor"):
+            args = positional_args(node)
+            if fn == "scalar_tensor" or (args and is_number_literal(args[0].value)):
+                return  # a 0-dim CPU tensor mixes with CUDA tensors
+        if fn == "as_tensor" and len(positional_args(node)) >= 3:
+            return  # as_tensor(data, dtype, device)
+        method = ctx.current_method.name.value if ctx.current_method else "forward"
+        message = self.message.format(fn=fn, method=method)
+        anchor, why = ctx.device_anchor()
+        if anchor is None:
+            self.report(node, message, no_fix_reason=why)
+            return
+        self.report(
+            node,
+            message,
+            fix=self.replace(node, _add_device(node, anchor), f"add `device={anchor}`"),
+        )
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        # x[torch.arange(n)]: indexing accepts CPU index tensors on any device
+        if not self.context.in_forward:
+            return
+        for el in node.slice:
+            if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Call):
+                self._moved.add(id(el.slice.value))
+
+    def _mark_moved(self, node: cst.BaseExpression) -> None:
+        while True:
+            if isinstance(node, cst.Call):
+                self._moved.add(id(node))
+                if isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+                    node = node.func.value
+                    continue
+                return
+            if isinstance(node, cst.Subscript):
+                node = node.value
+                continue
+            if isinstance(node, (cst.Attribute,)) and node.attr.value in ("T", "mT"):
+                node = node.value
+                continue
+            return
+
+
+def _add_device(call: cst.Call, anchor: str) -> cst.Call:
+    value = cst.parse_expression(anchor)
+    args = list(call.args)
+    new_arg = cst.Arg(
+        keyword=cst.Name("device"),
+        value=value,
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+    if args:
+        last = args[-1]
+        if isinstance(last.comma, cst.Comma):
+            # trailing comma: keep the layout, the new argument takes it too
+            new_arg = new_arg.with_changes(comma=last.comma)
+        else:
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.append(new_arg)
+    return call.with_changes(args=args)
