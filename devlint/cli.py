@@ -181,12 +181,8 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
                 continue
             out.write(unified_diff(r.path, before, r.fixed_text or ""))
     remaining = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
-    if apply:
-        remaining_to_show = remaining
-    else:
-        # without --apply the diff shows what would be fixed; list the rest
-        remaining_to_show = remaining
-    report_text(remaining_to_show, out, _use_color(color))
+    # after --apply: what could not be fixed; without it: what the diff does not fix
+    report_text(remaining, out, _use_color(color))
     verb = "Fixed" if apply else "Would fix"
     msg = f"{verb} {n_applied} problem{'s' if n_applied != 1 else ''} in {len(fixed)} file{'s' if len(fixed) != 1 else ''}"
     unfixed_unsafe = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
