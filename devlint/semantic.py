@@ -226,9 +226,10 @@ class FileFacts:
     classes: Dict[str, ClassFacts] = field(default_factory=dict)
     #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
     module_devices: Dict[str, str] = field(default_factory=dict)
-    #: script facts per scope (``<module>``, ``main``, ``Trainer``,
-    #: ``Trainer.fit``): models moved to devices, loaders, device names
-    scopes: Dict[str, "ScopeFacts"] = field(default_factory=dict)
+    #: training-script facts per scope name (``<module>``, ``main``,
+    #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
+    #: device names, loaded checkpoints (see :class:`ScriptScope`)
+    script_scopes: Dict[str, "ScriptScope"] = field(default_factory=dict)
 
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
@@ -802,7 +803,7 @@ def build_facts(module: cst.Module) -> FileFacts:
     builder = _FactsBuilder(module)
     builder._class_nodes = {}
     facts = builder.build()
-    facts.scopes = build_script_facts(module, facts)
+    facts.script_scopes = build_training_facts(module, facts)
     return facts
 
 
@@ -878,7 +879,7 @@ class CallSite:
 
 
 @dataclass
-class ScopeFacts:
+class ScriptScope:
     name: str
     kind: str  # "module", "class" or "function"
     params: List[str] = field(default_factory=list)
@@ -904,7 +905,7 @@ class ScopeFacts:
 class ScopeStack:
     """The scope name of the current position, kept by a visitor's
     visit/leave of ``ClassDef`` and ``FunctionDef`` (same names as
-    :attr:`FileFacts.scopes`)."""
+    :attr:`FileFacts.script_scopes`)."""
 
     def __init__(self) -> None:
         self._names: List[str] = []
@@ -990,12 +991,12 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
 def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optional[object]:
     """``ref`` in the ``table`` (``placements``, ``wrapped``, ``loaders``) of
     scope, then of its class (for ``self.x``)."""
-    s = facts.scopes.get(scope)
+    s = facts.script_scopes.get(scope)
     if s is None:
         return None
     found = getattr(s, table).get(ref)
     if found is None and ref.startswith("self.") and s.class_scope:
-        cs = facts.scopes.get(s.class_scope)
+        cs = facts.script_scopes.get(s.class_scope)
         if cs is not None:
             found = getattr(cs, table).get(ref)
     return found
@@ -1047,13 +1048,13 @@ def device_candidates(facts: FileFacts, scope: str) -> List[str]:
     (as ``f"cuda:{i}"``). Names from the module scope come last."""
     out: List[str] = []
     chain = [scope]
-    s = facts.scopes.get(scope)
+    s = facts.script_scopes.get(scope)
     if s is not None and s.class_scope:
         chain.append(s.class_scope)
     if scope != MODULE_SCOPE:
         chain.append(MODULE_SCOPE)
     for name in chain:
-        sf = facts.scopes.get(name)
+        sf = facts.script_scopes.get(name)
         if sf is None:
             continue
         for p in sf.placements.values():
@@ -1095,10 +1096,10 @@ def _as_map_location(device: str, how: str) -> Optional[str]:
     return None
 
 
-class _ScriptCollector(cst.CSTVisitor):
+class _TrainingCollector(cst.CSTVisitor):
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
-        self.scopes: Dict[str, ScopeFacts] = {MODULE_SCOPE: ScopeFacts(MODULE_SCOPE, "module")}
+        self.scopes: Dict[str, ScriptScope] = {MODULE_SCOPE: ScriptScope(MODULE_SCOPE, "module")}
         self.stack: List[str] = []
         # per scope: the method's self name (functions directly in a class)
         self.self_names: List[str] = ["self"]
@@ -1107,7 +1108,7 @@ class _ScriptCollector(cst.CSTVisitor):
 
     # -- scopes --------------------------------------------------------------
     @property
-    def scope(self) -> ScopeFacts:
+    def scope(self) -> ScriptScope:
         return self.scopes[".".join(self.stack) if self.stack else MODULE_SCOPE]
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -1124,7 +1125,7 @@ class _ScriptCollector(cst.CSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.stack.append(node.name.value)
         name = ".".join(self.stack)
-        self.scopes.setdefault(name, ScopeFacts(name, "class"))
+        self.scopes.setdefault(name, ScriptScope(name, "class"))
         self.self_names.append("self")
         self.class_of.append(name)
 
@@ -1138,7 +1139,7 @@ class _ScriptCollector(cst.CSTVisitor):
         self.stack.append(node.name.value)
         name = ".".join(self.stack)
         params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
-        sf = self.scopes.setdefault(name, ScopeFacts(name, "function"))
+        sf = self.scopes.setdefault(name, ScriptScope(name, "function"))
         sf.params = params
         sf.class_scope = self.class_of[-1] if in_class else ""
         self.self_names.append(params[0] if in_class and params else "self")
@@ -1154,14 +1155,14 @@ class _ScriptCollector(cst.CSTVisitor):
         self.class_of.pop()
 
     # -- bindings ------------------------------------------------------------
-    def _target_scope(self, ref: str) -> ScopeFacts:
+    def _target_scope(self, ref: str) -> ScriptScope:
         """``self.x`` facts live on the class scope."""
         sf = self.scope
         if ref.startswith("self.") and sf.class_scope:
             return self.scopes[sf.class_scope]
         return sf
 
-    def _note_name(self, sf: ScopeFacts, name: str, value: Optional[cst.BaseExpression]) -> None:
+    def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
         last = name.rsplit(".", 1)[-1].lower()
         if _is_device_name(last):
             if (value is None or _is_device_value(value)) and name not in sf.device_names:
@@ -1197,7 +1198,7 @@ class _ScriptCollector(cst.CSTVisitor):
             self._bind_load(sf, ref, value)
         self._bind_loader(sf, ref, value)
 
-    def _place(self, sf: ScopeFacts, ref: str, p: Placement) -> None:
+    def _place(self, sf: ScriptScope, ref: str, p: Placement) -> None:
         if sf.kind == "class" and p.device:
             # self.model = Net().to(device) in __init__: ``device`` is a local
             # there, unknown to the other methods
@@ -1211,7 +1212,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 p = Placement("self" + p.device[len(head):], p.how, p.known)
         sf.placements[ref] = p
 
-    def _bind_placement(self, sf: ScopeFacts, ref: str, value: cst.BaseExpression) -> None:
+    def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         p = placement_of(self.facts, value)
         if p is not None:
             self._place(sf, ref, p)
@@ -1238,7 +1239,7 @@ class _ScriptCollector(cst.CSTVisitor):
             # rebound to something new (``model = Net()``): no longer placed
             del sf.placements[ref]
 
-    def _bind_loader(self, sf: ScopeFacts, ref: str, value: cst.BaseExpression) -> None:
+    def _bind_loader(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         is_dl = False
         places = False
         if isinstance(value, cst.Call):
@@ -1264,7 +1265,7 @@ class _ScriptCollector(cst.CSTVisitor):
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
 
-    def _bind_load(self, sf: ScopeFacts, ref: str, value: cst.BaseExpression) -> None:
+    def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         if "." in ref:
             return
         inner = value
@@ -1410,7 +1411,7 @@ def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     return False
 
 
-def _resolve_callee(scopes: Dict[str, ScopeFacts], caller: str, callee: str) -> Optional[str]:
+def _resolve_callee(scopes: Dict[str, ScriptScope], caller: str, callee: str) -> Optional[str]:
     if "." in callee:
         return callee if callee in scopes else None
     nested = f"{caller}.{callee}" if caller != MODULE_SCOPE else callee
@@ -1421,7 +1422,7 @@ def _resolve_callee(scopes: Dict[str, ScopeFacts], caller: str, callee: str) -> 
     return None
 
 
-def _bind_params(site: CallSite, callee: ScopeFacts) -> Dict[str, str]:
+def _bind_params(site: CallSite, callee: ScriptScope) -> Dict[str, str]:
     """parameter -> argument code for one call site."""
     params = list(callee.params)
     if callee.class_scope and site.is_method_call and params:
@@ -1433,8 +1434,8 @@ def _bind_params(site: CallSite, callee: ScopeFacts) -> Dict[str, str]:
     return out
 
 
-def _translate_device(device: str, how: str, binding: Dict[str, str], caller: ScopeFacts, callee: ScopeFacts,
-                      module: ScopeFacts) -> Optional[str]:
+def _translate_device(device: str, how: str, binding: Dict[str, str], caller: ScriptScope, callee: ScriptScope,
+                      module: ScriptScope) -> Optional[str]:
     """The caller's device expression as the callee can spell it, else None."""
     if not device:
         return device  # .cuda()
@@ -1465,14 +1466,14 @@ def _translate_device(device: str, how: str, binding: Dict[str, str], caller: Sc
     return None
 
 
-def _module_binds(module: ScopeFacts, name: str) -> bool:
+def _module_binds(module: ScriptScope, name: str) -> bool:
     return name in module.device_names or name in module.rank_names or name in module.placements
 
 
-def build_script_facts(module: cst.Module, facts: FileFacts) -> Dict[str, ScopeFacts]:
+def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, ScriptScope]:
     """Collect the script facts of every scope, then carry models and loaders
     passed as arguments into the functions defined in the same file."""
-    collector = _ScriptCollector(facts)
+    collector = _TrainingCollector(facts)
     module.visit(collector)
     scopes = collector.scopes
     modscope = scopes[MODULE_SCOPE]

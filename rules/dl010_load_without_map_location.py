@@ -196,7 +196,7 @@ def embeddings(path, device):
         args = positional_args(node)
         if len(args) >= 2:
             return
-        scope = self.facts.scopes.get(self.scopes.name)
+        scope = self.facts.script_scopes.get(self.scopes.name)
         file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
         if file_arg is not None and scope is not None and code_of(file_arg) in scope.saved_files:
             return  # torch.save(obj, buf) ... torch.load(buf): an in-process round trip
