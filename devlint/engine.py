@@ -108,7 +108,9 @@ class _Dispatcher(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         ctx = self.context
         if isinstance(node, cst.ClassDef):
-            ctx.class_stack.append(ctx.facts.classes.get(node.name.value) if not ctx.function_stack or True else None)
+            # facts exist for classes at module level (or under if/try there)
+            top = not ctx.function_stack and not ctx.class_stack
+            ctx.class_stack.append(ctx.facts.classes.get(node.name.value) if top else None)
             ctx._class_depths.append(len(ctx.function_stack))
         elif isinstance(node, cst.FunctionDef):
             ctx.function_stack.append(node)
@@ -333,7 +335,6 @@ def fix_source(
     result = FileResult(path=path)
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     text = source
-    suppressions = parse_suppressions(source)
     for _round in range(MAX_FIX_ROUNDS):
         active = _token_filter(text, rules)
         if active and scan:
@@ -401,5 +402,4 @@ def fix_source(
     for e in remaining.internal_errors:
         if e not in result.internal_errors:
             result.internal_errors.append(e)
-    del suppressions
     return result

@@ -5,6 +5,7 @@ examples and fix safety; the engine discovers rule modules under
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -240,24 +241,20 @@ class Rule(cst.CSTVisitor):
         return " ".join(text.split())
 
 
-_REGISTRY: Optional[Dict[str, Type[Rule]]] = None
-
-
+@functools.lru_cache(maxsize=None)
 def all_rules() -> Dict[str, Type[Rule]]:
-    """Every rule class found under ``devlint.rules``, by code (sorted)."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        import devlint.rules as package
+    """Every rule class found under ``devlint.rules``, by code (sorted).
+    Discovered once per process (the rule modules do not change at run time)."""
+    import devlint.rules as package
 
-        found: Dict[str, Type[Rule]] = {}
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{package.__name__}.{info.name}")
-            for obj in vars(mod).values():
-                if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.__module__ == mod.__name__:
-                    if obj.code in found:
-                        raise RuntimeError(f"two rules share the code {obj.code}")
-                    found[obj.code] = obj
-        _REGISTRY = dict(sorted(found.items()))
-    return _REGISTRY
+    found: Dict[str, Type[Rule]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.__module__ == mod.__name__:
+                if obj.code in found:
+                    raise RuntimeError(f"two rules share the code {obj.code}")
+                found[obj.code] = obj
+    return dict(sorted(found.items()))
