@@ -48,6 +48,8 @@ TENSOR_FACTORIES = frozenset(
 )
 #: factories whose device is not given by ``device=`` but by their input.
 _NOT_FACTORIES = frozenset({"complex", "polar", "normal"})
+#: the factories :meth:`FileFacts.is_factory` recognises.
+DEVICE_FACTORIES = TENSOR_FACTORIES - _NOT_FACTORIES
 
 # Classes from outside torch.nn that are nn.Modules; the value says whether
 # the class provides a ``device`` attribute (transformers' PreTrainedModel,
