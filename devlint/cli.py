@@ -50,6 +50,16 @@ def _use_color(mode: str) -> bool:
     return sys.stdout.isatty()
 
 
+class _Stdout:
+    """A text stream over click.echo (works under click's test runner)."""
+
+    def __init__(self, color: bool = False) -> None:
+        self.color = color
+
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False, color=self.color)
+
+
 def _err(msg: str) -> None:
     click.echo(f"devlint: {msg}", err=True)
 
@@ -145,7 +155,7 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
     results = run_jobs(jobs_for(run.files, run.config, run.codes), jobs or default_jobs())
     run.file_problems(results)
     diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
-    out = click.get_text_stream("stdout")
+    out = _Stdout(_use_color(color))
     if statistics:
         report_statistics(diagnostics, out)
     elif output_format == "json":
@@ -181,7 +191,7 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
     unsafe = run.config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
     results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply), jobs or default_jobs())
     run.file_problems(results)
-    out = click.get_text_stream("stdout")
+    out = _Stdout(_use_color(color))
     fixed = [r for r in results if r.fixed_text is not None and not r.error]
     n_applied = sum(len(r.applied) for r in fixed)
     if not apply:
@@ -195,12 +205,8 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
                 continue
             out.write(unified_diff(r.path, before, r.fixed_text or ""))
     remaining = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
-    if apply:
-        remaining_to_show = remaining
-    else:
-        # without --apply the diff shows what would be fixed; list the rest
-        remaining_to_show = remaining
-    report_text(remaining_to_show, out, _use_color(color))
+    # after --apply: what could not be fixed; without it: what the diff does not fix
+    report_text(remaining, out, _use_color(color))
     verb = "Fixed" if apply else "Would fix"
     msg = f"{verb} {n_applied} problem{'s' if n_applied != 1 else ''} in {len(fixed)} file{'s' if len(fixed) != 1 else ''}"
     unfixed_unsafe = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)

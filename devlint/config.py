@@ -68,7 +68,7 @@ class Config:
 
 
 def _matches_any(code: str, prefixes: Iterable[str]) -> bool:
-    return any(code.startswith(p) for p in prefixes)
+    return any(p == "ALL" or code.startswith(p) for p in prefixes)
 
 
 def _relative(path: str, root: str) -> str:

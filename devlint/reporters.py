@@ -166,6 +166,3 @@ def summary_line(diagnostics: Sequence[Diagnostic], n_files_with: int) -> str:
         s += f" ({'; '.join(parts)})"
     return s + "."
 
-
-def problems_lines(items: List[str]) -> List[str]:
-    return items
