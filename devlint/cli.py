@@ -80,7 +80,8 @@ class _Run:
     """State shared by check and fix: the configuration, the files, the problems."""
 
     def __init__(self, paths, config_path, select, ignore, extend_select, verbose) -> None:
-        self.paths = list(paths) or ["."]
+        hook = _hook_mode()
+        self.paths = list(paths) or ([] if hook else ["."])
         self.verbose = verbose
         self.exit = EXIT_OK
         try:
@@ -100,7 +101,7 @@ class _Run:
         from devlint.catalog import rule_table
 
         self.codes = cfg.enabled_codes(rule_table())
-        found = discover(self.paths, cfg)
+        found = discover(self.paths, cfg, force_exclude=hook)
         for missing in found.missing:
             _err(f"error: {missing}: no such file or directory")
             self.exit = EXIT_ERROR
@@ -143,7 +144,20 @@ _common = [
     click.option("--verbose", "-v", is_flag=True, help="Say more about what is skipped and why."),
     click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember, help="Neither read nor write the result cache (.devlint_cache/)."),
     click.option("--no-scan", is_flag=True, expose_value=False, callback=_remember, hidden=True, help="Parse every file with libcst, without the ast candidate scan (to compare findings)."),
+    click.option(
+        "--hook",
+        is_flag=True,
+        expose_value=False,
+        callback=lambda ctx, _param, value: ctx.meta.__setitem__("devlint.hook", value),
+        help="Run as a pre-commit hook: check exactly the files given, minus those the configuration "
+        "excludes; with no files, check nothing and exit 0.",
+    ),
 ]
+
+
+def _hook_mode() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get("devlint.hook"))
 
 
 def common(f):
