@@ -68,7 +68,8 @@ class _Run:
     """State shared by check and fix: the configuration, the files, the problems."""
 
     def __init__(self, paths, config_path, select, ignore, extend_select, verbose) -> None:
-        self.paths = list(paths) or ["."]
+        hook = _hook_mode()
+        self.paths = list(paths) or ([] if hook else ["."])
         self.verbose = verbose
         self.exit = EXIT_OK
         try:
@@ -87,7 +88,7 @@ class _Run:
         self.config: Config = cfg
         rules = all_rules()
         self.codes = cfg.enabled_codes({c: r.enabled_by_default for c, r in rules.items()})
-        found = discover(self.paths, cfg)
+        found = discover(self.paths, cfg, force_exclude=hook)
         for missing in found.missing:
             _err(f"error: {missing}: no such file or directory")
             self.exit = EXIT_ERROR
@@ -114,7 +115,20 @@ _common = [
     click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read the configuration from this pyproject.toml."),
     click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes to use (default: usable cores)."),
     click.option("--verbose", "-v", is_flag=True, help="Say more about what is skipped and why."),
+    click.option(
+        "--hook",
+        is_flag=True,
+        expose_value=False,
+        callback=lambda ctx, _param, value: ctx.meta.__setitem__("devlint.hook", value),
+        help="Run as a pre-commit hook: check exactly the files given, minus those the configuration "
+        "excludes; with no files, check nothing and exit 0.",
+    ),
 ]
+
+
+def _hook_mode() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get("devlint.hook"))
 
 
 def common(f):
