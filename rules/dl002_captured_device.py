@@ -265,6 +265,11 @@ class YoloHead(nn.Module):
         ),
     ]
 
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a move or a device= argument in a method that may run from forward
+        return any(c.attr in ("to", "cuda") or "device" in c.keywords for c in scan.calls_in_forward())
+
     def __init__(self, context) -> None:
         super().__init__(context)
         self._bound: Dict[int, Set[str]] = {}

@@ -265,6 +265,11 @@ class GPT(nn.Module):
         ),
     ]
 
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # pinning a submodule takes a .to()/.cuda() call inside a class
+        return any(c.cls is not None and c.attr in ("to", "cuda") for c in scan.calls)
+
     def __init__(self, context) -> None:
         super().__init__(context)
         self._reported: Set[int] = set()

@@ -245,6 +245,10 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         ),
     ]
 
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        return "device" in scan.attributes
+
     def __init__(self, context) -> None:
         super().__init__(context)
         # loop variable -> container attribute it iterates, innermost last
