@@ -10,12 +10,15 @@ import importlib
 import pkgutil
 import re
 from dataclasses import dataclass
-from typing import ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from devlint.diagnostic import Diagnostic, Fix, FixSafety
 from devlint.semantic import ClassFacts, FileFacts, FunctionFacts, code_of, self_attribute
+
+if TYPE_CHECKING:  # pragma: no cover
+    from devlint.scan import ScanSummary
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
 
@@ -178,6 +181,18 @@ class Rule(cst.CSTVisitor):
         super().__init__()
         self.context = context
         self.diagnostics: List[Diagnostic] = []
+
+    @classmethod
+    def candidate(cls, scan: "ScanSummary") -> bool:
+        """Can this rule fire in the file ``scan`` summarises? Answered from
+        the cheap ``ast`` scan (:mod:`devlint.scan`) before libcst parses the
+        file; when no enabled rule is a candidate the parse is skipped.
+
+        Must over-approximate the visitor: return False only when the rule
+        certainly reports nothing (a wrong False drops a finding, a wrong True
+        only costs time). The default, for a rule without a hook, is True.
+        """
+        return True
 
     @property
     def facts(self) -> FileFacts:

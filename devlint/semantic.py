@@ -48,6 +48,8 @@ TENSOR_FACTORIES = frozenset(
 )
 #: factories whose device is not given by ``device=`` but by their input.
 _NOT_FACTORIES = frozenset({"complex", "polar", "normal"})
+#: the factories :meth:`FileFacts.is_factory` recognises.
+DEVICE_FACTORIES = TENSOR_FACTORIES - _NOT_FACTORIES
 
 # Classes from outside torch.nn that are nn.Modules; the value says whether
 # the class provides a ``device`` attribute (transformers' PreTrainedModel,
@@ -207,6 +209,9 @@ class ClassFacts:
     #: submodule attributes moved to a device after construction
     #: (``self.blocks[i].to(devices[i])``, ``for b in self.blocks: b.cuda(1)``)
     placed_attributes: Dict[str, str] = field(default_factory=dict)
+    #: submodule attributes that hold a DataParallel/DDP wrapper, set in
+    #: ``__init__`` or a helper method (attribute -> wrapper qualified name)
+    inner_wrappers: Dict[str, str] = field(default_factory=dict)
 
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
@@ -226,6 +231,20 @@ class FileFacts:
     classes: Dict[str, ClassFacts] = field(default_factory=dict)
     #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
     module_devices: Dict[str, str] = field(default_factory=dict)
+    #: script facts per function scope (index 0: module level), in the order
+    #: a pre-order walk meets the ``def`` statements (see :class:`ScopeFacts`)
+    scopes: List["ScopeFacts"] = field(default_factory=list)
+    #: functions started once per process by ``mp.spawn(fn, ...)`` (their
+    #: first parameter is the process index)
+    spawn_targets: List[str] = field(default_factory=list)
+    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]``
+    sets_visible_devices: bool = False
+
+    def scope_named(self, name: str) -> Optional["ScopeFacts"]:
+        for scope in self.scopes:
+            if scope.name == name:
+                return scope
+        return None
 
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
@@ -468,6 +487,7 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if cls.is_module:
                 self._finish_module_class(cls)
+        collect_script_facts(self.module, self.facts)
         return self.facts
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
@@ -802,3 +822,633 @@ def build_facts(module: cst.Module) -> FileFacts:
     builder = _FactsBuilder(module)
     builder._class_nodes = {}
     return builder.build()
+
+
+# --------------------------------------------------------------------------
+# script facts: how models are built, wrapped and placed in each function
+#
+# Training scripts wrap and move models at module level, in ``main()``, in
+# trainer methods. For each function scope (index 0 is the module level; then
+# every ``def`` in the order a pre-order walk meets it) the facts list, in
+# evaluation order, the wrapper calls, the ``.to()``/``.cuda()`` calls and the
+# name bindings. A rule walking the tree meets the same calls in the same
+# order (after their arguments: at ``leave_Call``), so the k-th wrapper call
+# it leaves in a scope is ``scope.wraps[k]`` (see :func:`placement_call`).
+#
+# ``branch`` says on which arm of which ``if``/``try``/loop an event sits:
+# ``"3:0"`` is the body of the scope's branch point 3, ``"3:1"`` its ``else``.
+# Event A happens on every path through event B when A's branch list is a
+# subset of B's.
+
+
+@dataclass
+class WrapEvent:
+    """``DataParallel(...)`` / ``DistributedDataParallel(...)`` called."""
+
+    index: int
+    order: int
+    wrapper: str
+    #: dotted name the result is bound to (``model``, ``self.net``), else ""
+    target: str = ""
+    #: dotted target of the statement the call sits in, at any depth
+    statement_target: str = ""
+    #: source of the wrapped expression (first argument)
+    wrapped: str = ""
+    #: dotted name under the wrapped expression, placements stripped
+    wrapped_name: str = ""
+    #: class constructed when the wrapped expression is a constructor call
+    wrapped_class: str = ""
+    #: dotted names passed to that constructor (``Seq2Seq(enc, dec)``)
+    wrapped_args: List[str] = field(default_factory=list)
+    #: the wrapped expression is itself a wrapper call (``DP(DP(m))``)
+    wrapped_is_wrap: bool = False
+    #: device of a placement inside: ``DP(m.to(dev))`` ("" none; ``.cuda()``: "cuda")
+    placed_inside: str = ""
+    #: device of a placement chained on the result: ``DP(m).to(dev)``
+    placed_after: str = ""
+    device_ids: str = ""
+    output_device: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class PlaceEvent:
+    """``X.to(...)`` / ``X.cuda(...)`` called (on anything: models, tensors)."""
+
+    index: int
+    order: int
+    method: str
+    #: dotted name placed, or "" when it is not a plain name
+    target: str = ""
+    #: index of the wrap event when placed directly on a wrapper call
+    on_wrap: int = -1
+    #: source of the device argument ("" for ``.cuda()`` / ``.to(dtype=...)``)
+    device: str = ""
+    #: ``expr``: the whole statement is the call; ``assign``: ``X = <call>``
+    #: rebinding the placed name; else ""
+    statement: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class BindEvent:
+    """A name (or ``self.x``) bound in the scope.
+
+    kind: ``param``, ``wrap`` (to a wrapper call, ``wrap_index``), ``place``
+    (to ``source.to(...)``), ``unwrap`` (``source.module``), ``construct``
+    (an nn.Module constructor, ``value_class``), ``call`` (another call,
+    ``call``), ``alias`` (``= source``), ``other``.
+    """
+
+    order: int
+    target: str
+    kind: str
+    source: str = ""
+    wrap_index: int = -1
+    value_class: str = ""
+    call: str = ""
+    #: dotted names passed to the constructor or call
+    args: List[str] = field(default_factory=list)
+    #: device the value was placed on (``Encoder().to("cuda:1")``)
+    placed: str = ""
+    #: ``device_map=`` given to the call (``from_pretrained(..., device_map="auto")``)
+    device_map: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class ScopeFacts:
+    index: int
+    #: qualified name: ``<module>``, ``main``, ``Trainer.setup``
+    name: str
+    #: the class when the scope is a method, else ""
+    class_name: str = ""
+    params: List[str] = field(default_factory=list)
+    wraps: List[WrapEvent] = field(default_factory=list)
+    placements: List[PlaceEvent] = field(default_factory=list)
+    binds: List[BindEvent] = field(default_factory=list)
+    #: expressions holding this process's rank usable as a CUDA index, best
+    #: first (``local_rank``, ``args.local_rank``, a ``rank`` parameter, ...)
+    rank_names: List[str] = field(default_factory=list)
+    #: the function returns a wrapper around this parameter (index), else -1
+    wraps_param: int = -1
+    #: wrapper the function returns around its parameter
+    wraps_param_with: str = ""
+    #: the function calls ``torch.cuda.set_device``
+    sets_cuda_device: bool = False
+
+    def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
+        """The latest binding of ``name`` before order ``before`` on a path
+        that can reach an event on ``branch``; placements that rebind a name
+        to itself (``model = model.to(dev)``) are skipped."""
+        for b in reversed(self.binds):
+            if b.order >= before or b.target != name:
+                continue
+            if not branches_compatible(b.branch, branch):
+                continue
+            if b.kind == "place" and b.source == name:
+                continue
+            return b
+        return None
+
+    def binds_between(self, name: str, start: int, end: int) -> List[BindEvent]:
+        return [b for b in self.binds if b.target == name and start < b.order < end]
+
+
+def branches_compatible(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Can one run pass through both branch positions?"""
+    arms = {}
+    for item in a:
+        point, _, arm = item.partition(":")
+        arms[point] = arm
+    for item in b:
+        point, _, arm = item.partition(":")
+        if point in arms and arms[point] != arm:
+            return False
+    return True
+
+
+def always_before(first: Sequence[str], then: Sequence[str]) -> bool:
+    """Does every path through ``then`` pass through ``first`` (given
+    ``first`` comes earlier)?"""
+    return set(first) <= set(then)
+
+
+def placement_call(call: cst.Call) -> Optional[Tuple[cst.BaseExpression, str, Optional[cst.BaseExpression]]]:
+    """(owner, method, device node) for ``owner.to(...)`` / ``owner.cuda(...)``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        return None
+    device: Optional[cst.BaseExpression] = None
+    kw = keyword_arg(call, "device")
+    if kw is not None:
+        device = kw.value
+    else:
+        args = positional_args(call)
+        if args:
+            device = args[0].value
+    return func.value, func.attr.value, device
+
+
+def strip_placements(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, str]:
+    """``X.to(dev).cuda()`` -> (X, device code of the outermost placement)."""
+    device = ""
+    first = True
+    while isinstance(node, cst.Call):
+        p = placement_call(node)
+        if p is None:
+            break
+        owner, method, dev = p
+        if first:
+            device = code_of(dev) if dev is not None else ("cuda" if method == "cuda" else "")
+            first = False
+        node = owner
+    return node, device
+
+
+_RANK_ATTRS = ("local_rank", "LOCAL_RANK")
+
+
+class _ScriptCollector(cst.CSTVisitor):
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.scopes: List[ScopeFacts] = []
+        self.stack: List[ScopeFacts] = []
+        self.names: List[str] = []
+        self.class_names: List[Optional[str]] = []
+        # per-scope walking state, saved on entering a nested def
+        self.branch: List[str] = []
+        self.loops = 0
+        self.points = 0
+        self.order = 0
+        self.saved: List[Tuple[List[str], int, int, int]] = []
+        self.try_ids: List[int] = []
+        self.assign_target: Dict[int, str] = {}
+        self.statement_targets: List[str] = []
+        self.pending_after: Dict[int, str] = {}
+        self.wrap_index_of: Dict[int, int] = {}
+        self.statement_kind: Dict[int, str] = {}
+
+    # -- scopes ------------------------------------------------------------
+    def _open(self, name: str, class_name: str, params: List[str]) -> ScopeFacts:
+        scope = ScopeFacts(index=len(self.scopes), name=name, class_name=class_name, params=params)
+        self.scopes.append(scope)
+        self.stack.append(scope)
+        self.saved.append((self.branch, self.loops, self.points, self.order))
+        self.branch, self.loops, self.points, self.order = [], 0, 0, 0
+        return scope
+
+    def _close(self) -> None:
+        self.stack.pop()
+        self.branch, self.loops, self.points, self.order = self.saved.pop()
+
+    @property
+    def scope(self) -> ScopeFacts:
+        return self.stack[-1]
+
+    def _next(self) -> int:
+        self.order += 1
+        return self.order
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._open("<module>", "", [])
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._close()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.append(node.name.value)
+        self.class_names.append(node.name.value)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.pop()
+        self.class_names.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # a method: the def sits directly in a class body
+        class_name = self.class_names[-1] if self.class_names and self.class_names[-1] is not None else ""
+        self.names.append(node.name.value)
+        params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
+        scope = self._open(".".join(self.names), class_name, params)
+        self.class_names.append(None)
+        for p in params:
+            scope.binds.append(BindEvent(order=self._next(), target=p, kind="param"))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.names.pop()
+        self.class_names.pop()
+        self._close()
+
+    # -- branches ----------------------------------------------------------
+    def _point(self) -> int:
+        self.points += 1
+        return self.points
+
+    def visit_If(self, node: cst.If) -> None:
+        self.try_ids.append(self._point())
+
+    def leave_If(self, node: cst.If) -> None:
+        self.try_ids.pop()
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.branch.pop()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:1")
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.branch.pop()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.try_ids.append(self._point())
+
+    def leave_Try(self, node: cst.Try) -> None:
+        self.try_ids.pop()
+
+    def visit_Try_body(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_Try_body(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def visit_Try_orelse(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_Try_orelse(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def visit_Try_handlers(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:1")
+
+    def leave_Try_handlers(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def _loop_body(self, node: Union[cst.For, cst.While]) -> None:
+        self.try_ids.append(self._point())
+        self.branch.append(f"{self.try_ids[-1]}:0")
+        self.loops += 1
+
+    def _loop_body_end(self) -> None:
+        self.loops -= 1
+        self.branch.pop()
+        self.try_ids.pop()
+
+    def visit_For_body(self, node: cst.For) -> None:
+        self._loop_body(node)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self._loop_body_end()
+
+    def visit_While_body(self, node: cst.While) -> None:
+        self._loop_body(node)
+
+    def leave_While_body(self, node: cst.While) -> None:
+        self._loop_body_end()
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _target_names(node.target):
+            self.scope.binds.append(self._bind(name, "other"))
+
+    # -- statements --------------------------------------------------------
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) != 1:
+            return
+        small = node.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            self.statement_kind[id(small.value)] = "expr"
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call):
+            target = dotted_name(small.targets[0].target)
+            p = placement_call(small.value)
+            if target is not None and p is not None and dotted_name(p[0]) == target:
+                self.statement_kind[id(small.value)] = "assign"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES":
+                self.facts.sets_visible_devices = True
+        target = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
+        self.statement_targets.append(target or "")
+        if target is not None:
+            self._mark_value(node.value, target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        target = dotted_name(node.target)
+        self.statement_targets.append(target or "")
+        if target is not None and node.value is not None:
+            self._mark_value(node.value, target)
+
+    def _mark_value(self, value: cst.BaseExpression, target: str) -> None:
+        node = value
+        self.assign_target[id(node)] = target
+        while isinstance(node, cst.Call) and placement_call(node) is not None:
+            node = node.func.value  # type: ignore[attr-defined]
+            self.assign_target[id(node)] = target
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self.statement_targets.pop()
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)):
+                for name in _target_names(t.target):
+                    self.scope.binds.append(self._bind(name, "other"))
+                continue
+            target = dotted_name(t.target)
+            if target is not None:
+                self.scope.binds.append(self._bind_value(target, node.value))
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.statement_targets.pop()
+        target = dotted_name(node.target)
+        if target is not None and node.value is not None:
+            self.scope.binds.append(self._bind_value(target, node.value))
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        target = dotted_name(node.target)
+        if target is not None:
+            self.scope.binds.append(self._bind(target, "other"))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            for name in _target_names(node.asname.name):
+                self.scope.binds.append(self._bind(name, "other"))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is None or len(self.stack) < 2:
+            return
+        inner, _ = strip_placements(node.value)
+        if isinstance(inner, cst.Call):
+            wrapper = self.facts.is_wrapper(inner.func)
+            args = positional_args(inner)
+            if wrapper and args:
+                wrapped, _ = strip_placements(args[0].value)
+                name = dotted_name(wrapped)
+                if name in self.scope.params:
+                    self.scope.wraps_param = self.scope.params.index(name)
+                    self.scope.wraps_param_with = wrapper
+
+    def _bind(self, target: str, kind: str, **kw) -> BindEvent:
+        return BindEvent(order=self._next(), target=target, kind=kind, branch=list(self.branch), in_loop=self.loops > 0, **kw)
+
+    def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
+        inner, placed = strip_placements(value)
+        rank = self._rank_value(value)
+        if rank is None and "." not in target and "rank" in target.lower() and not is_number_literal(value):
+            rank = 0 if "local" in target.lower() else 1
+        if rank is not None and "." not in target:
+            self._add_rank(target, rank)
+        if isinstance(inner, cst.Call):
+            if id(inner) in self.wrap_index_of:
+                return self._bind(target, "wrap", wrap_index=self.wrap_index_of[id(inner)], placed=placed)
+            args = _arg_names(inner)
+            device_map = ""
+            dm = keyword_arg(inner, "device_map")
+            if dm is not None and not (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
+                device_map = code_of(dm.value)
+            cls = self.facts.class_of_call(inner.func)
+            if cls is not None and self.facts.is_module_class(cls):
+                return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
+            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map)
+        name = dotted_name(inner)
+        if placed and name is not None:
+            return self._bind(target, "place", source=name, placed=placed)
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "module":
+            src = dotted_name(inner.value)
+            if src is not None:
+                return self._bind(target, "unwrap", source=src)
+        if name is not None:
+            return self._bind(target, "alias", source=name)
+        return self._bind(target, "other")
+
+    # -- calls -------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        p = placement_call(node)
+        if p is not None and isinstance(p[0], cst.Call):
+            dev = p[2]
+            self.pending_after[id(p[0])] = code_of(dev) if dev is not None else ("cuda" if p[1] == "cuda" else "")
+        if self.facts.qualify(node.func) == "torch.cuda.set_device":
+            self.scope.sets_cuda_device = True
+        if self.facts.qualify(node.func) in ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"):
+            args = positional_args(node)
+            name = dotted_name(args[0].value) if args else None
+            if name and name not in self.facts.spawn_targets:
+                self.facts.spawn_targets.append(name)
+
+    def leave_Call(self, node: cst.Call) -> None:
+        scope = self.scope
+        wrapper = self.facts.is_wrapper(node.func)
+        if wrapper:
+            ev = WrapEvent(
+                index=len(scope.wraps), order=self._next(), wrapper=wrapper,
+                target=self.assign_target.get(id(node), ""),
+                statement_target=self.statement_targets[-1] if self.statement_targets else "",
+                branch=list(self.branch), in_loop=self.loops > 0,
+                placed_after=self.pending_after.pop(id(node), ""),
+            )
+            args = positional_args(node)
+            first = args[0].value if args else (keyword_arg(node, "module").value if keyword_arg(node, "module") else None)
+            if first is not None:
+                ev.wrapped = code_of(first)
+                inner, ev.placed_inside = strip_placements(first)
+                ev.wrapped_name = dotted_name(inner) or ""
+                if isinstance(inner, cst.Call):
+                    if self.facts.is_wrapper(inner.func):
+                        ev.wrapped_is_wrap = True
+                    else:
+                        cls = self.facts.class_of_call(inner.func)
+                        if cls is not None and self.facts.is_module_class(cls):
+                            ev.wrapped_class = cls
+                            ev.wrapped_args = _arg_names(inner)
+            ids = keyword_arg(node, "device_ids")
+            if ids is None and len(args) > 1:
+                ids = args[1]
+            ev.device_ids = code_of(ids.value) if ids is not None else ""
+            out = keyword_arg(node, "output_device")
+            if out is None and len(args) > 2:
+                out = args[2]
+            ev.output_device = code_of(out.value) if out is not None else ""
+            self.wrap_index_of[id(node)] = ev.index
+            scope.wraps.append(ev)
+            return
+        p = placement_call(node)
+        if p is not None:
+            owner, method, dev = p
+            ev2 = PlaceEvent(
+                index=len(scope.placements), order=self._next(), method=method,
+                target=dotted_name(owner) or "",
+                on_wrap=self.wrap_index_of.get(id(owner), -1),
+                device=code_of(dev) if dev is not None else "",
+                statement=self.statement_kind.get(id(node), ""),
+                branch=list(self.branch), in_loop=self.loops > 0,
+            )
+            scope.placements.append(ev2)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # ``args.local_rank`` read in the scope: usable as the rank
+        if node.attr.value in _RANK_ATTRS and dotted_name(node.value) is not None:
+            self._add_rank(code_of(node), 0)
+
+    # -- ranks -------------------------------------------------------------
+    def _rank_value(self, value: cst.BaseExpression) -> Optional[int]:
+        """0: a local rank; 2: a global rank; None: not a rank."""
+        if isinstance(value, cst.Call):
+            q = self.facts.qualify(value.func)
+            if q in ("torch.distributed.get_node_local_rank",):
+                return 0
+            if q in ("torch.distributed.get_rank",):
+                return 2
+            if dotted_name(value.func) == "int" and value.args:
+                env = _env_read(value.args[0].value)
+                if env == "LOCAL_RANK":
+                    return 0
+                if env == "RANK":
+                    return 2
+        if isinstance(value, cst.Attribute) and value.attr.value in _RANK_ATTRS:
+            return 0
+        return None
+
+    def _add_rank(self, name: str, priority: int) -> None:
+        ranks = self.scope.rank_names
+        if name not in ranks:
+            ranks.append(name)
+            self._rank_priority[(self.scope.index, name)] = priority
+
+    _rank_priority: Dict[Tuple[int, str], float]
+
+    def finish(self) -> None:
+        for scope in self.scopes:
+            for p in scope.params:
+                if "local_rank" in p.lower():
+                    self._rank_priority[(scope.index, p)] = 0
+                elif "rank" in p.lower():
+                    self._rank_priority[(scope.index, p)] = 1
+                else:
+                    continue
+                if p not in scope.rank_names:
+                    scope.rank_names.append(p)
+            if scope.name in self.facts.spawn_targets and scope.params and scope.params[0] not in scope.rank_names:
+                scope.rank_names.append(scope.params[0])
+            if scope.name in self.facts.spawn_targets and scope.params:
+                # mp.spawn passes the process index on this node: a local rank
+                self._rank_priority[(scope.index, scope.params[0])] = 0
+        # ``self.local_rank = ...`` in one method is the rank in the others
+        class_ranks: Dict[str, List[Tuple[str, int]]] = {}
+        for scope in self.scopes:
+            if not scope.class_name or not scope.params:
+                continue
+            me = scope.params[0] + "."
+            for b in scope.binds:
+                attr = b.target[len(me):] if b.target.startswith(me) else ""
+                if attr and "." not in attr and "rank" in attr.lower() and b.kind != "param":
+                    entry = (attr, 0 if "local" in attr.lower() else 1)
+                    if entry not in class_ranks.setdefault(scope.class_name, []):
+                        class_ranks[scope.class_name].append(entry)
+        for scope in self.scopes:
+            for attr, priority in class_ranks.get(scope.class_name, []) if scope.params else []:
+                name = f"{scope.params[0]}.{attr}"
+                if name not in scope.rank_names:
+                    scope.rank_names.append(name)
+                    self._rank_priority[(scope.index, name)] = priority + 0.5
+            scope.rank_names.sort(key=lambda n: self._rank_priority.get((scope.index, n), 3))
+        # which module classes hold wrappers (set in a method or a helper)
+        for scope in self.scopes:
+            cls = self.facts.classes.get(scope.class_name)
+            if cls is None or not cls.is_module or not scope.params:
+                continue
+            me = scope.params[0] + "."
+            for w in scope.wraps:
+                t = w.statement_target
+                if t.startswith(me) and "." not in t[len(me):]:
+                    cls.inner_wrappers.setdefault(t[len(me):], w.wrapper)
+            for b in scope.binds:
+                if b.kind == "call" and b.call.startswith(me) and b.target.startswith(me):
+                    helper = self.facts.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
+                    if helper is not None and helper.wraps_param >= 0:
+                        cls.inner_wrappers.setdefault(b.target[len(me):], helper.wraps_param_with)
+
+
+def _env_read(node: cst.BaseExpression) -> Optional[str]:
+    """``"LOCAL_RANK"`` for ``os.environ["LOCAL_RANK"]``, ``os.environ.get(...)``,
+    ``os.getenv(...)``."""
+    if isinstance(node, cst.Subscript) and node.slice:
+        el = node.slice[0].slice
+        if isinstance(el, cst.Index) and (dotted_name(node.value) or "").endswith("environ"):
+            return string_value(el.value)
+    if isinstance(node, cst.Call) and node.args:
+        name = dotted_name(node.func) or ""
+        if name.endswith("environ.get") or name.endswith("getenv"):
+            return string_value(node.args[0].value)
+    return None
+
+
+def _target_names(node: cst.BaseExpression) -> List[str]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for el in node.elements:
+            out += _target_names(el.value)
+        return out
+    name = dotted_name(node)
+    return [name] if name is not None else []
+
+
+def _arg_names(call: cst.Call) -> List[str]:
+    out = []
+    for a in call.args:
+        inner, _ = strip_placements(a.value)
+        name = dotted_name(inner)
+        if name is not None:
+            out.append(name)
+    return out
+
+
+def collect_script_facts(module: cst.Module, facts: FileFacts) -> None:
+    """Fill ``facts.scopes`` and ``ClassFacts.inner_wrappers``."""
+    collector = _ScriptCollector(facts)
+    collector._rank_priority = {}
+    module.visit(collector)
+    facts.scopes = collector.scopes
+    collector.finish()
