@@ -68,6 +68,8 @@ class ScriptRule(Rule):
         self._parent_block: Dict[int, cst.BaseSuite] = {}
         self._classes: List[str] = []
         #: wrapper call node id -> (statement line, its block, block owner)
+        self.wrap_nodes: Dict[Tuple[int, int], cst.Call] = {}
+        self.calls_by_name: Dict[Tuple[int, str], List[cst.Call]] = {}
         self.statement_of: Dict[int, Tuple[Optional[cst.SimpleStatementLine], Optional[cst.BaseSuite]]] = {}
 
     # -- scopes ------------------------------------------------------------
@@ -86,6 +88,7 @@ class ScriptRule(Rule):
     def leave_Module(self, original_node: cst.Module) -> None:
         self.on_scope_end(self._frames[-1].scope)
         self._frames.pop()
+        self.on_file_end()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._enter()
@@ -133,8 +136,12 @@ class ScriptRule(Rule):
             ev = frame.scope.wraps[frame.wraps]
             frame.wraps += 1
             self.statement_of[id(original_node)] = (self._lines[-1] if self._lines else None, None)
+            self.wrap_nodes[(frame.scope.index, ev.index)] = original_node
             self.on_wrap(original_node, frame.scope, ev)
             return
+        callee = dotted_name(original_node.func)
+        if callee is not None:
+            self.calls_by_name.setdefault((frame.scope.index, callee), []).append(original_node)
         if placement_call(original_node) is not None:
             ev2 = frame.scope.placements[frame.places]
             frame.places += 1
@@ -163,6 +170,10 @@ class ScriptRule(Rule):
 
     def on_class_end(self, cls: ClassFacts, node: cst.ClassDef) -> None:
         pass
+
+    def on_file_end(self) -> None:
+        """Everything has been walked: every node in ``wrap_nodes``,
+        ``calls_by_name`` and ``module_reads`` is known."""
 
     # -- fixes -------------------------------------------------------------
     def remove_statement(self, line: cst.SimpleStatementLine) -> Tuple[cst.CSTNode, object]:
@@ -206,24 +217,32 @@ class ScriptRule(Rule):
             return [self.remove_statement(line)]
         return [(node, first)]
 
-    def module_read_fixes(
-        self, name: str, scope_index: int, after_wraps: int, depth: int = 1, class_name: str = ""
-    ) -> List[Tuple[cst.CSTNode, object]]:
+    def module_read_fixes(self, name: str, scope: ScopeFacts, after_wraps: int, depth: int = 1) -> List[Tuple[cst.CSTNode, object]]:
         """``name.module`` -> ``name`` (``depth=2``: ``name.module.module`` ->
-        ``name.module``) for the reads after the wrapper call."""
+        ``name.module``) for the reads after the ``after_wraps``-th wrapper
+        call of ``scope``; for ``self.x`` also the reads in the other methods
+        of the class."""
+        read_name = name if depth == 1 else f"{name}.module"
+        is_attr = bool(scope.class_name and scope.params and name.startswith(scope.params[0] + "."))
         out: List[Tuple[cst.CSTNode, object]] = []
         for r in self.module_reads:
-            if class_name:
-                if r.class_name != class_name or r.name != name:
-                    continue
-            elif r.scope != scope_index or r.name != name or r.wraps_before <= after_wraps:
+            if r.name != read_name:
                 continue
-            if depth == 1:
+            if r.scope == scope.index:
+                if r.wraps_before <= after_wraps:
+                    continue
+            elif not (is_attr and r.class_name == scope.class_name):
+                continue
+            out.append((r.node, r.node.value))
+        return out
+
+    def class_read_fixes(self, class_name: str, attr_names: Sequence[str]) -> List[Tuple[cst.CSTNode, object]]:
+        """``self.<attr>.module`` -> ``self.<attr>`` everywhere in a class."""
+        out: List[Tuple[cst.CSTNode, object]] = []
+        for r in self.module_reads:
+            head, _, attr = r.name.partition(".")
+            if r.class_name == class_name and attr in attr_names and "." not in attr:
                 out.append((r.node, r.node.value))
-        if depth == 2:
-            for r in self.module_reads:
-                if r.scope == scope_index and r.wraps_before > after_wraps and r.name == f"{name}.module":
-                    out.append((r.node, r.node.value))
         return out
 
 
@@ -344,3 +363,10 @@ def list_first_index(code: str) -> Optional[int]:
             return int(first.value)
         return _cuda_index_node(first, {}, 2)
     return None
+
+
+def calls_a_wrapper(scan) -> bool:
+    """Candidate hook: the file calls something that may be DataParallel/DDP."""
+    from devlint.semantic import WRAPPERS
+
+    return any(scan.refers_to(c.func, WRAPPERS) for c in scan.calls)
