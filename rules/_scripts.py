@@ -370,3 +370,76 @@ def calls_a_wrapper(scan) -> bool:
     from devlint.semantic import WRAPPERS
 
     return any(scan.refers_to(c.func, WRAPPERS) for c in scan.calls)
+
+
+@dataclass
+class Origin:
+    """Where a wrapped model comes from: the classes it was built from, the
+    dotted names handed to its constructor (with the scope and bindings they
+    resolve to), and any ``device_map`` it was loaded with."""
+
+    classes: List[str] = field(default_factory=list)
+    args: List[Tuple[str, ScopeFacts, List[BindEvent]]] = field(default_factory=list)
+    device_map: str = ""
+    #: devices the model was placed on before the wrap
+    placed: List[str] = field(default_factory=list)
+
+
+def resolve_name(facts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> Tuple[ScopeFacts, List[BindEvent]]:
+    """The bindings of ``name`` at ``order`` in ``scope``, falling back to the
+    module level for a name the function never binds."""
+    chain = binding_chain(scope, name, order, branch)
+    if not chain and scope.index != 0 and "." not in name and name not in scope.params:
+        module = facts.scopes[0]
+        return module, binding_chain(module, name, 10 ** 9, [])
+    return scope, chain
+
+
+def wrapped_origin(facts, scope: ScopeFacts, ev: WrapEvent) -> Origin:
+    origin = Origin()
+    args: List[str] = []
+    if ev.placed_inside:
+        origin.placed.append(ev.placed_inside)
+    if ev.wrapped_class:
+        origin.classes.append(ev.wrapped_class)
+        args = list(ev.wrapped_args)
+        origin.device_map = ev.wrapped_device_map
+        where, order, branch = scope, ev.order, ev.branch
+    elif ev.wrapped_name:
+        origin.device_map = ev.wrapped_device_map
+        where, chain = resolve_name(facts, scope, ev.wrapped_name, ev.order, ev.branch)
+        for b in chain:
+            if b.placed:
+                origin.placed.append(b.placed)
+        if not chain:
+            return origin
+        last = chain[-1]
+        if last.kind == "construct":
+            origin.classes.append(last.value_class)
+            args = list(last.args)
+        if last.kind in ("construct", "call") and last.device_map:
+            origin.device_map = last.device_map
+        order, branch = last.order, last.branch
+    else:
+        return origin
+    for a in args:
+        where_a, chain_a = resolve_name(facts, where, a, order, branch)
+        origin.args.append((a, where_a, chain_a))
+    return origin
+
+
+def contained_classes(facts, roots: Sequence[str]) -> List[str]:
+    """``roots`` and the local module classes their submodules are built
+    from, transitively (``Seq2Seq`` -> ``Encoder`` -> ``EncoderLayer``)."""
+    seen: List[str] = []
+    todo = [r for r in roots if r in facts.classes]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        for attr in facts.classes[name].attributes.values():
+            for c in (attr.module_class, attr.element_class):
+                if c and c in facts.classes and c not in seen:
+                    todo.append(c)
+    return seen
