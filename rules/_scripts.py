@@ -176,26 +176,42 @@ class ScriptRule(Rule):
         ``calls_by_name`` and ``module_reads`` is known."""
 
     # -- fixes -------------------------------------------------------------
-    def remove_statement(self, line: cst.SimpleStatementLine) -> Tuple[cst.CSTNode, object]:
-        """A (node, replacement) pair deleting ``line``: the line itself when
-        its block keeps other statements, the enclosing ``if`` when the line
-        was all it guarded, else ``pass``."""
+    def remove_statement(self, line: cst.SimpleStatementLine) -> List[Tuple[cst.CSTNode, object]]:
+        """Replacements deleting ``line``: the line itself when its block
+        keeps other statements (comments above it move to the next
+        statement), the enclosing ``if`` when the line was all it guarded,
+        else ``pass``."""
         block = self._parent_block.get(id(line))
-        if isinstance(block, cst.IndentedBlock) and len(block.body) > 1:
-            return line, cst.RemovalSentinel.REMOVE
+        body = block.body if isinstance(block, cst.IndentedBlock) else None
+        if body is None and block is None:
+            body = self.context.module.body  # module level
+        if body is not None and len(body) > 1:
+            return [(line, cst.RemovalSentinel.REMOVE)] + self._keep_comments(line, body)
         owner = self._block_owner.get(id(block)) if block is not None else None
+        parent = self._parent_block.get(id(owner)) if owner is not None else None
         if (
             isinstance(owner, cst.If)
             and owner.orelse is None
             and id(owner) not in self._elif
-            and isinstance(self._parent_block.get(id(owner)), cst.IndentedBlock)
-            and len(self._parent_block[id(owner)].body) > 1  # type: ignore[union-attr]
+            and isinstance(parent, cst.IndentedBlock)
+            and len(parent.body) > 1
+            and not any(l.comment for l in line.leading_lines)
         ):
-            return owner, cst.RemovalSentinel.REMOVE
-        if block is None:
-            # module level: the module keeps its other statements
-            return line, cst.RemovalSentinel.REMOVE
-        return line, line.with_changes(body=[cst.Pass()])
+            return [(owner, cst.RemovalSentinel.REMOVE)] + self._keep_comments(owner, parent.body)
+        return [(line, line.with_changes(body=[cst.Pass()]))]
+
+    @staticmethod
+    def _keep_comments(stmt: cst.CSTNode, body: Sequence[cst.CSTNode]) -> List[Tuple[cst.CSTNode, object]]:
+        leading = list(getattr(stmt, "leading_lines", ()))
+        if not any(l.comment for l in leading):
+            return []
+        index = next((i for i, s in enumerate(body) if s is stmt), -1)
+        if index < 0 or index + 1 >= len(body):
+            return []
+        nxt = body[index + 1]
+        if not hasattr(nxt, "leading_lines"):
+            return []
+        return [(nxt, nxt.with_changes(leading_lines=leading + list(nxt.leading_lines)))]
 
     def unwrap_replacements(self, node: cst.Call, event: WrapEvent) -> Optional[List[Tuple[cst.CSTNode, object]]]:
         """Replacements that remove the wrapper call ``node``: the statement
@@ -214,7 +230,7 @@ class ScriptRule(Rule):
             and isinstance(line.body[0], cst.Assign)
             and line.body[0].value is node
         ):
-            return [self.remove_statement(line)]
+            return self.remove_statement(line)
         return [(node, first)]
 
     def module_read_fixes(self, name: str, scope: ScopeFacts, after_wraps: int, depth: int = 1) -> List[Tuple[cst.CSTNode, object]]:

@@ -345,7 +345,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
                 return None, f"`{name}` changes between the wrap and the placement"
         line, _ = self.statement_of.get(id(node), (None, None))
         if event.statement in ("expr", "assign") and line is not None and always_before(wrap.branch, event.branch):
-            return Fix([(wrap_node, new_wrap), self.remove_statement(line)], safety, "place the model before wrapping it"), ""
+            return Fix([(wrap_node, new_wrap)] + self.remove_statement(line), safety, "place the model before wrapping it"), ""
         # the later placement still serves the paths that do not wrap (and
         # is a no-op on the path that does): keep it
         return Fix([(wrap_node, new_wrap)], safety, "place the model before wrapping it"), ""
