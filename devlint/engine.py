@@ -11,7 +11,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devlint.diagnostic import Diagnostic, Edit, Fix
+from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
@@ -23,39 +23,6 @@ SYNTAX_ERROR = ("DL000", "syntax-error")
 
 class InternalError(Exception):
     """A bug in devlint (a rule that crashed, a fix that does not parse)."""
-
-
-@dataclass
-class FileResult:
-    path: str
-    diagnostics: List[Diagnostic] = field(default_factory=list)
-    #: a one-line problem that stopped the file from being checked (unreadable, undecodable)
-    error: Optional[str] = None
-    #: one-line internal errors (a crashed rule, a fix that broke the code)
-    internal_errors: List[str] = field(default_factory=list)
-    #: set by fixing: the fixed text and the codes of the fixes applied
-    fixed_text: Optional[str] = None
-    applied: List[Diagnostic] = field(default_factory=list)
-    skipped: bool = False  # no enabled rule could fire (pre-filter)
-
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "diagnostics": [d.to_json() for d in self.diagnostics],
-            "error": self.error,
-            "internal_errors": self.internal_errors,
-            "skipped": self.skipped,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> "FileResult":
-        return cls(
-            path=data["path"],
-            diagnostics=[Diagnostic.from_json(d) for d in data["diagnostics"]],
-            error=data.get("error"),
-            internal_errors=list(data.get("internal_errors", [])),
-            skipped=bool(data.get("skipped")),
-        )
 
 
 def select_rules(codes: Optional[Sequence[str]] = None) -> List[Type[Rule]]:

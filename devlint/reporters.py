@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from typing import Dict, List, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Dict, List, Sequence, TextIO, Type
 
 from devlint import __version__
 from devlint.diagnostic import Diagnostic
-from devlint.rule import Rule
+
+if TYPE_CHECKING:  # pragma: no cover - importing the rules imports libcst
+    from devlint.rule import Rule
 
 FORMATS = ("text", "json", "github", "sarif", "concise")
 

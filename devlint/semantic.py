@@ -231,6 +231,10 @@ class FileFacts:
     classes: Dict[str, ClassFacts] = field(default_factory=dict)
     #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
     module_devices: Dict[str, str] = field(default_factory=dict)
+    #: training-script facts per scope name (``<module>``, ``main``,
+    #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
+    #: device names, loaded checkpoints (see :class:`ScriptScope`)
+    script_scopes: Dict[str, "ScriptScope"] = field(default_factory=dict)
     #: script facts per function scope (index 0: module level), in the order
     #: a pre-order walk meets the ``def`` statements (see :class:`ScopeFacts`)
     scopes: List["ScopeFacts"] = field(default_factory=list)
@@ -818,7 +822,721 @@ def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
     builder = _FactsBuilder(module)
     builder._class_nodes = {}
-    return builder.build()
+    facts = builder.build()
+    facts.script_scopes = build_training_facts(module, facts)
+    return facts
+
+
+# --------------------------------------------------------------------------
+# script facts: training and evaluation code (models moved to devices, data
+# loaders, device and rank names, checkpoints loaded), per scope.
+#
+# A scope is named by the classes and functions around it: ``<module>``,
+# ``main``, ``Trainer`` (the class: ``self.<x>`` facts of every method) and
+# ``Trainer.fit``. :class:`ScopeStack` gives rules the same names.
+
+MODULE_SCOPE = "<module>"
+
+#: qualified names of torch's data loader class
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+#: callables whose result iterates like their first argument
+_ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+#: names that hold the index of a CUDA device (``local_rank``, ``args.gpu``)
+_RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
+#: words in a loader's binding or arguments that say batches arrive on a device
+_PLACING_WORDS = ("device", "cuda", "prepare", "accelerator", "fabric", "to_gpu", "gpu")
+
+
+@dataclass
+class Placement:
+    """A name moved to a device: ``model.to(device)``, ``model = Net().cuda()``.
+
+    ``device`` is the device expression as it can be written in the scope the
+    fact belongs to (``""`` with ``how == "cuda"``: ``.cuda()`` without an
+    argument); ``known`` is False when the model reached this scope as an
+    argument and its device expression has no spelling here."""
+
+    device: str
+    how: str  # "to" or "cuda"
+    known: bool = True
+
+    def is_cpu(self) -> bool:
+        return self.how == "to" and self.device in ('"cpu"', "'cpu'")
+
+
+@dataclass
+class WrapFacts:
+    """A name bound to a DataParallel/DDP wrapper."""
+
+    wrapper: str
+    #: the wrapper moves its inputs onto the device (DataParallel always,
+    #: DistributedDataParallel when given ``device_ids``)
+    moves_inputs: bool
+
+
+@dataclass
+class LoaderFacts:
+    """What a name that may hold a data loader is bound to.
+
+    kind: ``dataloader`` (a ``torch.utils.data.DataLoader`` built here and
+    only that), ``other`` (some other value), ``param`` (a parameter).
+    ``places_on_device``: batches may already be on the device (a
+    ``collate_fn`` or ``pin_memory_device``, a dataset built with a device, a
+    device-moving wrapper such as ``accelerator.prepare``)."""
+
+    kind: str
+    places_on_device: bool = False
+
+
+@dataclass
+class CallSite:
+    """A call of a function or method defined in the same file."""
+
+    callee: str
+    args: List[str]
+    kwargs: Dict[str, str]
+    is_method_call: bool = False
+
+
+@dataclass
+class ScriptScope:
+    name: str
+    kind: str  # "module", "class" or "function"
+    params: List[str] = field(default_factory=list)
+    #: the class scope whose ``self.<x>`` facts apply here (methods)
+    class_scope: str = ""
+    #: names (``model``, ``self.model``) moved to a device
+    placements: Dict[str, Placement] = field(default_factory=dict)
+    wrapped: Dict[str, WrapFacts] = field(default_factory=dict)
+    loaders: Dict[str, LoaderFacts] = field(default_factory=dict)
+    #: names holding a device (``device = torch.device(...)``, a ``device`` parameter)
+    device_names: List[str] = field(default_factory=list)
+    #: names holding a CUDA device index (``local_rank``, ``args.gpu``,
+    #: the argument of ``torch.cuda.set_device``)
+    rank_names: List[str] = field(default_factory=list)
+    #: names bound to ``torch.load(...)``: True when every use feeds
+    #: ``load_state_dict`` (which copies onto the parameters' devices)
+    loaded: Dict[str, bool] = field(default_factory=dict)
+    #: file arguments given to ``torch.save`` here (an in-process round trip)
+    saved_files: List[str] = field(default_factory=list)
+    calls: List[CallSite] = field(default_factory=list)
+
+
+class ScopeStack:
+    """The scope name of the current position, kept by a visitor's
+    visit/leave of ``ClassDef`` and ``FunctionDef`` (same names as
+    :attr:`FileFacts.script_scopes`)."""
+
+    def __init__(self) -> None:
+        self._names: List[str] = []
+
+    def push(self, node: cst.CSTNode) -> None:
+        self._names.append(node.name.value)  # type: ignore[attr-defined]
+
+    def pop(self) -> None:
+        self._names.pop()
+
+    @property
+    def name(self) -> str:
+        return ".".join(self._names) if self._names else MODULE_SCOPE
+
+
+def ref_of(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """``x`` for a name, ``self.x`` for an attribute of the method's self
+    (spelt ``self.`` whatever the parameter is called), else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    attr = self_attribute(node, self_name)
+    return f"self.{attr}" if attr is not None else None
+
+
+def looks_like_loader(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lower()
+    return "loader" in last or last in ("dl", "train_dl", "valid_dl", "val_dl", "test_dl")
+
+
+def _is_dtype_expr(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """``.to(torch.float16)``/``.to(dtype)``/``.to(other_tensor)`` are no device moves."""
+    dotted = dotted_name(node)
+    if dotted is None:
+        return False
+    if "dtype" in dotted.rsplit(".", 1)[-1].lower():
+        return True
+    q = facts.qualify_dotted(dotted)
+    return q is not None and q.startswith("torch.") and q != "torch.device"
+
+
+def placement_of(facts: FileFacts, value: cst.BaseExpression) -> Optional[Placement]:
+    """The device a ``X.to(dev)``/``X.cuda(i)`` expression moves X to."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return None
+    attr = value.func.attr.value
+    if attr == "cuda":
+        args = positional_args(value)
+        dev = args[0].value if args else (keyword_arg(value, "device").value if keyword_arg(value, "device") else None)
+        return Placement(code_of(dev) if dev is not None else "", "cuda")
+    if attr == "to" and value.args:
+        first = value.args[0]
+        if first.star:
+            return None
+        if first.keyword is not None and first.keyword.value != "device":
+            dev_arg = keyword_arg(value, "device")
+            if dev_arg is None:
+                return None
+            first = dev_arg
+        if _is_dtype_expr(facts, first.value):
+            return None
+        return Placement(code_of(first.value), "to")
+    return None
+
+
+def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
+    """(the iterable under ``enumerate(tqdm(loader))``, whether enumerate was on top)."""
+    enumerated = False
+    first = True
+    while isinstance(node, cst.Call) and node.args and node.args[0].star == "":
+        dotted = dotted_name(node.func)
+        if dotted is None:
+            break
+        q = facts.qualify_dotted(dotted) or dotted
+        if q not in _ITER_WRAPPERS and dotted not in _ITER_WRAPPERS:
+            break
+        if first and dotted == "enumerate":
+            enumerated = True
+        first = False
+        node = node.args[0].value
+    return node, enumerated
+
+
+def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optional[object]:
+    """``ref`` in the ``table`` (``placements``, ``wrapped``, ``loaders``) of
+    scope, then of its class (for ``self.x``)."""
+    s = facts.script_scopes.get(scope)
+    if s is None:
+        return None
+    found = getattr(s, table).get(ref)
+    if found is None and ref.startswith("self.") and s.class_scope:
+        cs = facts.script_scopes.get(s.class_scope)
+        if cs is not None:
+            found = getattr(cs, table).get(ref)
+    return found
+
+
+@dataclass
+class LoaderLoop:
+    """A ``for`` loop over a data loader: its batch item names."""
+
+    loader: str
+    #: names the loop target binds to batch items (not the enumerate index)
+    items: List[str]
+    #: True when the target is one name (the whole batch, not unpacked)
+    whole_batch: bool
+
+
+def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
+    """The batch items of a loop over a data loader whose batches are not
+    placed on a device by the loader itself, else None."""
+    it, enumerated = _strip_iter_wrappers(facts, node.iter)
+    base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
+    ref = ref_of(base, self_name)
+    if ref is None:
+        return None
+    info = lookup_scoped(facts, scope, ref, "loaders")
+    if isinstance(info, LoaderFacts):
+        if info.places_on_device:
+            return None
+        if info.kind != "dataloader" and not looks_like_loader(ref):
+            return None
+    elif not looks_like_loader(ref):
+        return None
+    target = node.target
+    if enumerated:
+        if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+            return None
+        target = target.elements[1].value
+    if isinstance(target, cst.Name):
+        return LoaderLoop(ref, [target.value], True)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
+        return LoaderLoop(ref, names, False)
+    return None
+
+
+def device_candidates(facts: FileFacts, scope: str) -> List[str]:
+    """Expressions naming the device this scope targets, best first:
+    where its models were moved, names holding a device, then CUDA indices
+    (as ``f"cuda:{i}"``). Names from the module scope come last."""
+    out: List[str] = []
+    chain = [scope]
+    s = facts.script_scopes.get(scope)
+    if s is not None and s.class_scope:
+        chain.append(s.class_scope)
+    if scope != MODULE_SCOPE:
+        chain.append(MODULE_SCOPE)
+    for name in chain:
+        sf = facts.script_scopes.get(name)
+        if sf is None:
+            continue
+        for p in sf.placements.values():
+            if p.known and p.device and not p.is_cpu():
+                cand = _as_map_location(p.device, p.how)
+                if cand and cand not in out:
+                    out.append(cand)
+        for d in sf.device_names:
+            if d not in out:
+                out.append(d)
+        for r in sorted(sf.rank_names, key=_rank_preference):
+            cand = _as_map_location(r, "cuda")
+            if cand and cand not in out:
+                out.append(cand)
+    return out
+
+
+def _rank_preference(name: str) -> int:
+    last = name.rsplit(".", 1)[-1]
+    return 0 if "local" in last else (1 if "gpu" in last or "device" in last else 2)
+
+
+def _as_map_location(device: str, how: str) -> Optional[str]:
+    """A ``map_location`` value for a device expression (an index becomes
+    ``f"cuda:{i}"``; map_location does not accept a bare int)."""
+    try:
+        node = cst.parse_expression(device)
+    except Exception:
+        return None
+    dotted = dotted_name(node)
+    last = dotted.rsplit(".", 1)[-1].lower() if dotted else ""
+    is_index = isinstance(node, cst.Integer) or (dotted is not None and (last in _RANK_NAMES or how == "cuda") and "device" not in last)
+    if is_index:
+        if dotted is None and not isinstance(node, cst.Integer):
+            return None
+        return f'"cuda:{device}"' if isinstance(node, cst.Integer) else f'f"cuda:{{{device}}}"'
+    if dotted is not None or isinstance(node, (cst.SimpleString, cst.FormattedString)):
+        return device
+    return None
+
+
+class _TrainingCollector(cst.CSTVisitor):
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.scopes: Dict[str, ScriptScope] = {MODULE_SCOPE: ScriptScope(MODULE_SCOPE, "module")}
+        self.stack: List[str] = []
+        # per scope: the method's self name (functions directly in a class)
+        self.self_names: List[str] = ["self"]
+        self.class_of: List[str] = [""]
+        self.parents: List[cst.CSTNode] = []
+
+    # -- scopes --------------------------------------------------------------
+    @property
+    def scope(self) -> ScriptScope:
+        return self.scopes[".".join(self.stack) if self.stack else MODULE_SCOPE]
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        go = super().on_visit(node)
+        if go:
+            self.parents.append(node)
+        return go
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if self.parents and self.parents[-1] is original_node:
+            self.parents.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+        name = ".".join(self.stack)
+        self.scopes.setdefault(name, ScriptScope(name, "class"))
+        self.self_names.append("self")
+        self.class_of.append(name)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.stack.pop()
+        self.self_names.pop()
+        self.class_of.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        in_class = self.scope.kind == "class"
+        self.stack.append(node.name.value)
+        name = ".".join(self.stack)
+        params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
+        sf = self.scopes.setdefault(name, ScriptScope(name, "function"))
+        sf.params = params
+        sf.class_scope = self.class_of[-1] if in_class else ""
+        self.self_names.append(params[0] if in_class and params else "self")
+        self.class_of.append(self.class_of[-1] if in_class else "")
+        for p in params[1:] if in_class else params:
+            self._note_name(sf, p, None)
+            if looks_like_loader(p):
+                sf.loaders.setdefault(p, LoaderFacts("param"))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+        self.self_names.pop()
+        self.class_of.pop()
+
+    # -- bindings ------------------------------------------------------------
+    def _target_scope(self, ref: str) -> ScriptScope:
+        """``self.x`` facts live on the class scope."""
+        sf = self.scope
+        if ref.startswith("self.") and sf.class_scope:
+            return self.scopes[sf.class_scope]
+        return sf
+
+    def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
+        last = name.rsplit(".", 1)[-1].lower()
+        if _is_device_name(last):
+            if (value is None or _is_device_value(value)) and name not in sf.device_names:
+                sf.device_names.append(name)
+        elif last in _RANK_NAMES and name not in sf.rank_names:
+            sf.rank_names.append(name)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # args.local_rank, args.gpu, cfg.device: a device the script targets
+        dotted = dotted_name(node)
+        if dotted is None or dotted.startswith("self.") or dotted.count(".") != 1:
+            return
+        sf = self.scope
+        last = node.attr.value
+        if last in ("local_rank", "gpu", "local_gpu") and dotted not in sf.rank_names:
+            sf.rank_names.append(dotted)
+        elif last == "device" and dotted.split(".")[0] in ("args", "opt", "opts", "cfg", "config", "hparams", "FLAGS") and dotted not in sf.device_names:
+            sf.device_names.append(dotted)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, whole: bool) -> None:
+        """``target = value`` (``whole``: value is the whole right-hand side
+        of a tuple unpacking, not this target's own element)."""
+        ref = ref_of(target, self.self_names[-1])
+        if ref is None:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                for e in target.elements:
+                    self._bind(e.value, value, True)
+            return
+        sf = self._target_scope(ref)
+        self._note_name(sf, ref, value if not whole else None)
+        if not whole:
+            self._bind_placement(sf, ref, value)
+            self._bind_load(sf, ref, value)
+        self._bind_loader(sf, ref, value)
+
+    def _place(self, sf: ScriptScope, ref: str, p: Placement) -> None:
+        if sf.kind == "class" and p.device:
+            # self.model = Net().to(device) in __init__: ``device`` is a local
+            # there, unknown to the other methods
+            head = p.device.split(".")[0].split("(")[0]
+            me = self.scope
+            local = head in me.params or head in me.device_names or head in me.rank_names
+            literal = p.device[:1] in ("'", '"') or p.device.isdigit()
+            if not literal and head != self.self_names[-1] and (local or head not in self.scopes[MODULE_SCOPE].device_names):
+                p = Placement(p.device, p.how, False)
+            elif head == self.self_names[-1] and head != "self":
+                p = Placement("self" + p.device[len(head):], p.how, p.known)
+        sf.placements[ref] = p
+
+    def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
+        p = placement_of(self.facts, value)
+        if p is not None:
+            self._place(sf, ref, p)
+            return
+        wrapper = self.facts.is_wrapper(value.func) if isinstance(value, cst.Call) else None
+        if wrapper is not None and isinstance(value, cst.Call):
+            args = positional_args(value)
+            moves = wrapper == DATA_PARALLEL
+            if wrapper != DATA_PARALLEL:
+                ids = keyword_arg(value, "device_ids")
+                given = ids.value if ids is not None else (args[1].value if len(args) > 1 else None)
+                moves = given is not None and not (isinstance(given, cst.Name) and given.value == "None")
+            sf.wrapped[ref] = WrapFacts(wrapper, moves)
+            inner = args[0].value if args else (keyword_arg(value, "module").value if keyword_arg(value, "module") else None)
+            if inner is not None:
+                ip = placement_of(self.facts, inner)
+                inner_ref = ref_of(inner, self.self_names[-1])
+                if ip is None and inner_ref is not None:
+                    ip = self._target_scope(inner_ref).placements.get(inner_ref)
+                if ip is not None:
+                    self._place(sf, ref, ip)
+            return
+        if ref in sf.placements and not _mentions_name(value, ref.rsplit(".", 1)[-1]):
+            # rebound to something new (``model = Net()``): no longer placed
+            del sf.placements[ref]
+
+    def _bind_loader(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
+        is_dl = False
+        places = False
+        if isinstance(value, cst.Call):
+            cls = self.facts.class_of_call(value.func)
+            dotted = dotted_name(value.func) or ""
+            is_dl = cls in DATA_LOADERS or (cls is not None and cls.rsplit(".", 1)[-1] == "DataLoader" and dotted.rsplit(".", 1)[-1] == "DataLoader")
+            if is_dl:
+                places = any(
+                    a.keyword is not None and a.keyword.value in ("collate_fn", "pin_memory_device") for a in value.args
+                ) or any(_mentions_placing(a.value) for a in value.args) or any(a.star for a in value.args)
+                ds = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
+                ds_ref = ref_of(ds, self.self_names[-1]) if ds is not None else None
+                if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
+                    places = places or self._target_scope(ds_ref).loaders[ds_ref].places_on_device
+        if not is_dl:
+            places = _mentions_placing(value)
+            if not looks_like_loader(ref) and ref not in sf.loaders:
+                # remember datasets built with a device (TensorDataset(x.cuda()))
+                dotted = dotted_name(value.func) if isinstance(value, cst.Call) else None
+                if not (places and dotted is not None and "dataset" in dotted.rsplit(".", 1)[-1].lower()):
+                    return
+        old = sf.loaders.get(ref)
+        kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
+        sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
+        if "." in ref:
+            return
+        inner = value
+        while isinstance(inner, cst.Subscript):
+            inner = inner.value
+        if isinstance(inner, cst.Call) and is_torch_load(self.facts, inner.func):
+            sf.loaded[ref] = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)) and len(target.elements) == len(node.value.elements):
+                for te, ve in zip(target.elements, node.value.elements):
+                    self._bind(te.value, ve.value, False)
+            else:
+                self._bind(target, node.value, isinstance(target, (cst.Tuple, cst.List)))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value, False)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # model.to(device) / model.cuda() as a statement: nn.Module.to moves in place
+        value = node.value
+        p = placement_of(self.facts, value)
+        if p is not None and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            ref = ref_of(value.func.value, self.self_names[-1])
+            if ref is not None:
+                self._place(self._target_scope(ref), ref, p)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        sf = self.scope
+        q = self.facts.qualify(node.func)
+        if q == "torch.cuda.set_device" and node.args:
+            code = code_of(node.args[0].value)
+            if code not in sf.rank_names and dotted_name(node.args[0].value) is not None:
+                sf.rank_names.append(code)
+        elif q in ("torch.save", "torch.serialization.save"):
+            args = positional_args(node)
+            f = args[1].value if len(args) > 1 else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
+            if f is not None:
+                sf.saved_files.append(code_of(f))
+        func = node.func
+        callee = None
+        is_method = False
+        if isinstance(func, cst.Name):
+            callee = func.value
+        elif self_attribute(func, self.self_names[-1]) is not None and sf.class_scope:
+            callee = f"{sf.class_scope}.{func.attr.value}"  # type: ignore[attr-defined]
+            is_method = True
+        if callee is not None:
+            args = []
+            for a in node.args:
+                if a.keyword is not None or a.star:
+                    break
+                args.append(code_of(a.value))
+            kwargs = {a.keyword.value: code_of(a.value) for a in node.args if a.keyword is not None}
+            sf.calls.append(CallSite(callee, args, kwargs, is_method))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        sf = self.scope
+        if node.value not in sf.loaded or not sf.loaded[node.value]:
+            return
+        sf.loaded[node.value] = _feeds_load_state_dict(node, self.parents)
+
+
+def _is_device_name(last: str) -> bool:
+    return last in ("device", "dev", "target_device") or (last.endswith("_device") and not last.startswith(("num_", "n_")))
+
+
+def _is_device_value(value: cst.BaseExpression) -> bool:
+    """A value a ``device`` name may hold: a literal, ``torch.device(...)``,
+    an f-string, another device name, a call whose name says device."""
+    if isinstance(value, cst.IfExp):
+        return _is_device_value(value.body) and _is_device_value(value.orelse)
+    if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    target = value.func if isinstance(value, cst.Call) else value
+    dotted = dotted_name(target)
+    if dotted is None:
+        return False
+    last = dotted.rsplit(".", 1)[-1].lower()
+    return "device" in last and "count" not in last and "ids" not in last
+
+
+def _mentions_name(node: cst.CSTNode, name: str) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+    node.visit(V())
+    return bool(found)
+
+
+def _mentions_placing(node: cst.CSTNode) -> bool:
+    code = code_of(node).lower()
+    return any(w in code for w in _PLACING_WORDS)
+
+
+def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
+    q = facts.qualify(func)
+    return q in ("torch.load", "torch.serialization.load")
+
+
+def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
+    """Whether this occurrence of a loaded checkpoint's name is harmless under
+    ``map_location="cpu"``: an argument of ``load_state_dict`` (possibly
+    subscripted: ``ckpt["model"]``), a ``"key" in ckpt`` test,
+    ``ckpt = ckpt["model"]``, the binding itself or ``del``. ``parents``: the
+    nodes around the name, innermost last."""
+    if not parents:
+        return True
+    parent = parents[-1]
+    if isinstance(parent, (cst.AssignTarget, cst.Del)):
+        return True
+    if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
+        return parent.comparator is name
+    node: cst.CSTNode = name
+    i = len(parents) - 1
+    while i >= 0 and isinstance(parents[i], cst.Subscript) and parents[i].value is node:  # type: ignore[attr-defined]
+        node = parents[i]
+        i -= 1
+    if i < 0:
+        return False
+    parent = parents[i]
+    if isinstance(parent, cst.Arg) and i >= 1 and isinstance(parents[i - 1], cst.Call):
+        call = parents[i - 1]
+        if (
+            isinstance(call.func, cst.Attribute)  # type: ignore[attr-defined]
+            and call.func.attr.value == "load_state_dict"  # type: ignore[attr-defined]
+            and (parent.keyword is None or parent.keyword.value == "state_dict")
+            and not parent.star
+        ):
+            assign = keyword_arg(call, "assign")  # type: ignore[arg-type]
+            return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
+        return False
+    if isinstance(parent, cst.Assign) and node is not name and parent.value is node:
+        # ckpt = ckpt["state_dict"]
+        return all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in parent.targets)
+    return False
+
+
+def _resolve_callee(scopes: Dict[str, ScriptScope], caller: str, callee: str) -> Optional[str]:
+    if "." in callee:
+        return callee if callee in scopes else None
+    nested = f"{caller}.{callee}" if caller != MODULE_SCOPE else callee
+    if nested in scopes and scopes[nested].kind == "function":
+        return nested
+    if callee in scopes and scopes[callee].kind == "function":
+        return callee
+    return None
+
+
+def _bind_params(site: CallSite, callee: ScriptScope) -> Dict[str, str]:
+    """parameter -> argument code for one call site."""
+    params = list(callee.params)
+    if callee.class_scope and site.is_method_call and params:
+        params = params[1:]
+    out = dict(zip(params, site.args))
+    for k, v in site.kwargs.items():
+        if k in callee.params:
+            out[k] = v
+    return out
+
+
+def _translate_device(device: str, how: str, binding: Dict[str, str], caller: ScriptScope, callee: ScriptScope,
+                      module: ScriptScope) -> Optional[str]:
+    """The caller's device expression as the callee can spell it, else None."""
+    if not device:
+        return device  # .cuda()
+    try:
+        node = cst.parse_expression(device)
+    except Exception:
+        return None
+    if isinstance(node, (cst.SimpleString, cst.Integer)):
+        return device
+    dotted = dotted_name(node)
+    if dotted is None:
+        for param, arg in binding.items():
+            if arg == device:
+                return param
+        return None
+    head, _, rest = dotted.partition(".")
+    for param, arg in binding.items():
+        if arg == dotted:
+            return param
+        if arg == head:
+            return param + ("." + rest if rest else "")
+    if head == "self" and caller.class_scope and caller.class_scope == callee.class_scope:
+        return device
+    if head not in callee.params and caller.name != MODULE_SCOPE and _module_binds(module, head):
+        return device
+    if caller.name == MODULE_SCOPE and head not in callee.params:
+        return device  # a module-level name, visible in the function
+    return None
+
+
+def _module_binds(module: ScriptScope, name: str) -> bool:
+    return name in module.device_names or name in module.rank_names or name in module.placements
+
+
+def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, ScriptScope]:
+    """Collect the script facts of every scope, then carry models and loaders
+    passed as arguments into the functions defined in the same file."""
+    collector = _TrainingCollector(facts)
+    module.visit(collector)
+    scopes = collector.scopes
+    modscope = scopes[MODULE_SCOPE]
+    for _round in range(3):
+        changed = False
+        for caller in list(scopes.values()):
+            for site in caller.calls:
+                target = _resolve_callee(scopes, caller.name, site.callee)
+                if target is None:
+                    continue
+                callee = scopes[target]
+                binding = _bind_params(site, callee)
+                for param, arg in binding.items():
+                    src = caller.placements.get(arg)
+                    if src is None and arg.startswith("self.") and caller.class_scope:
+                        src = scopes[caller.class_scope].placements.get(arg)
+                    if src is not None and param not in callee.placements:
+                        dev = _translate_device(src.device, src.how, binding, caller, callee, modscope) if src.known else None
+                        callee.placements[param] = Placement(dev or "", src.how, dev is not None)
+                        changed = True
+                    wrap = caller.wrapped.get(arg)
+                    if wrap is not None and param not in callee.wrapped:
+                        callee.wrapped[param] = wrap
+                        changed = True
+                    loader = caller.loaders.get(arg)
+                    if loader is None and arg.startswith("self.") and caller.class_scope:
+                        loader = scopes[caller.class_scope].loaders.get(arg)
+                    if loader is not None:
+                        mine = callee.loaders.get(param)
+                        if mine is None or (mine.kind == "param" and (loader.places_on_device or loader.kind == "dataloader")):
+                            callee.loaders[param] = LoaderFacts(loader.kind if mine is None or mine.kind == "param" else "other",
+                                                                loader.places_on_device or (mine.places_on_device if mine else False))
+                            changed = mine is None or changed
+                    elif param in callee.loaders and _mentions_placing_code(arg) and not callee.loaders[param].places_on_device:
+                        callee.loaders[param] = LoaderFacts("other", True)
+                        changed = True
+        if not changed:
+            break
+    return scopes
+
+
+def _mentions_placing_code(code: str) -> bool:
+    return any(w in code.lower() for w in _PLACING_WORDS)
 
 
 # --------------------------------------------------------------------------
