@@ -1388,9 +1388,13 @@ def _mentions_placing(node: cst.CSTNode) -> bool:
     return any(w in code for w in _PLACING_WORDS)
 
 
+#: the qualified names of ``torch.load``
+TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+
+
 def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
     q = facts.qualify(func)
-    return q in ("torch.load", "torch.serialization.load")
+    return q in TORCH_LOADS
 
 
 def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
