@@ -56,7 +56,7 @@ import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
 from devlint.rule import Invalid, Valid
-from devlint.rules._scripts import ScriptRule, calls_a_wrapper
+from devlint.rules._scripts import ScriptRule
 from devlint.semantic import DISTRIBUTED_DATA_PARALLEL, ScopeFacts, WrapEvent, keyword_arg, positional_args
 
 
@@ -66,10 +66,6 @@ class HardcodedDdpDeviceIds(ScriptRule):
     message = "DistributedDataParallel gets the literal `{what}` although this process's rank is `{rank}`: every rank uses GPU {n}"
     fix_safety = "unsafe"
     tokens = ("DistributedDataParallel",)
-
-    @classmethod
-    def candidate(cls, scan) -> bool:
-        return calls_a_wrapper(scan)
 
     VALID = [
         Valid(
