@@ -404,8 +404,11 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
             tensor_params.append(name)
         elif name in uses.args_of_self_calls and p.default is None:
             tensor_params.append(name)
-    # a tensor parameter without a default is always bound; prefer those
+    # a parameter that defaults to None may be None: never an anchor; one
+    # without a default is always bound: prefer those
+    none_default = {p.name.value for p in all_params if isinstance(p.default, cst.Name) and p.default.value == "None"}
     defaults = {p.name.value for p in all_params if p.default is not None}
+    tensor_params = [n for n in tensor_params if n not in none_default]
     tensor_params.sort(key=lambda n: n in defaults)
     is_property = any(
         dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
