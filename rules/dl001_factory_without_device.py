@@ -59,7 +59,7 @@ from typing import Set
 import libcst as cst
 
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import has_star_kwargs, is_number_literal, keyword_arg, positional_args
+from devlint.semantic import DEVICE_FACTORIES, has_star_kwargs, is_number_literal, keyword_arg, positional_args
 
 _MOVES = frozenset({"to", "cuda", "type_as", "cpu"})
 # tensor methods that keep a chain "the same tensor" for the purpose of a
@@ -183,6 +183,17 @@ class RNN(nn.Module):
             count=2,
         ),
     ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a call that may name a torch factory, without device=/out=/**kw,
+        # in a method that may run from forward
+        for call in scan.calls_in_forward():
+            if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs:
+                continue
+            if scan.torch_functions(call.func) & DEVICE_FACTORIES:
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)
