@@ -315,6 +315,10 @@ def fix_source(
         if active and scan:
             active = _scan_filter(text, active)
         if not active:
+            if _round == 0:  # no rule can fire: nothing to fix, nothing to report
+                result.fixed_text = source
+                result.skipped = True
+                return result
             break
         try:
             module = parse(text)

@@ -472,8 +472,11 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
             tensor_params.append(name)
         elif name in uses.args_of_self_calls and p.default is None:
             tensor_params.append(name)
-    # a tensor parameter without a default is always bound; prefer those
+    # a parameter that defaults to None may be None: never an anchor; one
+    # without a default is always bound: prefer those
+    none_default = {p.name.value for p in all_params if isinstance(p.default, cst.Name) and p.default.value == "None"}
     defaults = {p.name.value for p in all_params if p.default is not None}
+    tensor_params = [n for n in tensor_params if n not in none_default]
     tensor_params.sort(key=lambda n: n in defaults)
     is_property = any(
         dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
@@ -1934,9 +1937,13 @@ def _mentions_placing(node: cst.CSTNode) -> bool:
     return any(w in code for w in _PLACING_WORDS)
 
 
+#: the qualified names of ``torch.load``
+TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+
+
 def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
     q = facts.qualify(func)
-    return q in ("torch.load", "torch.serialization.load")
+    return q in TORCH_LOADS
 
 
 def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:

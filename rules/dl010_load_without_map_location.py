@@ -59,6 +59,7 @@ from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     MODULE_SCOPE,
+    TORCH_LOADS,
     ScopeStack,
     code_of,
     device_candidates,
@@ -146,6 +147,16 @@ def embeddings(path, device):
             unsafe=True,
         ),
     ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a call that may name torch.load, without map_location= or a second positional argument
+        return any(
+            "map_location" not in call.keywords
+            and call.n_args < 2
+            and scan.refers_to(call.func, TORCH_LOADS)
+            for call in scan.calls
+        )
 
     def __init__(self, context) -> None:
         super().__init__(context)
