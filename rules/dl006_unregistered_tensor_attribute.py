@@ -229,6 +229,16 @@ class Pyramid(nn.Module):
         ),
     ]
 
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # an attribute assigned in a method other than forward, a class with
+        # a forward, and some call into torch (every tensor starts with one)
+        if not any(c and m and m != "forward" for c, m, _ in scan.attribute_assigns):
+            return False
+        if not any("forward" in methods for methods in scan.methods.values()):
+            return False
+        return any(q.startswith("torch.") for call in scan.calls for q in scan.resolve(call.func))
+
     def __init__(self, context) -> None:
         super().__init__(context)
         # inside __init__: whether super().__init__() has run by this point

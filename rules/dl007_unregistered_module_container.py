@@ -237,6 +237,18 @@ class Router(nn.Module):
         ),
     ]
 
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # an attribute assigned in a method other than forward, and a call
+        # that may build a module: a class of this file or a torch.nn one
+        if not any(c and m and m != "forward" for c, m, _ in scan.attribute_assigns):
+            return False
+        local_classes = set(scan.bases)
+        return any(
+            call.func in local_classes or any(q.startswith("torch.nn.") for q in scan.resolve(call.func))
+            for call in scan.calls
+        )
+
     def __init__(self, context) -> None:
         super().__init__(context)
         # top-level import statements, for adding ModuleList / ModuleDict
