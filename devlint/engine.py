@@ -12,6 +12,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
+from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
@@ -212,6 +213,7 @@ def lint_source(
         result.error = str(exc)
         return result
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
+    ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     rules = _token_filter(text, rules)
     if rules and scan:
         rules = _scan_filter(text, rules)
@@ -244,6 +246,9 @@ def lint_source(
             d.fix.replacements = []
         if not suppressions.suppresses(d.code, d.line):
             kept.append(d)
+    if UNUSED_NOQA[0] in ran:  # the engine-level rule: needs every other rule's findings
+        stale = unused_noqa(text, path, suppressions, diagnostics, list(all_rules()), ran, module)
+        kept.extend(d for d in stale if not suppressions.suppresses(d.code, d.line))
     kept.sort(key=Diagnostic.sort_key)
     result.diagnostics = kept
     return result
@@ -374,6 +379,11 @@ def fix_source(
             )
             text = source
             result.applied = []
+    if UNUSED_NOQA[0] in {r.code for r in rules}:
+        stale = [d for d in lint_source(text, path, codes, ignore, scan=scan).diagnostics if d.code == UNUSED_NOQA[0] and d.fix]
+        if stale:
+            text = remove_unused_noqa(text, stale)
+            result.applied.extend(stale)
     result.fixed_text = text
     remaining = lint_source(text, path, codes, ignore, scan=scan)
     result.diagnostics = remaining.diagnostics
