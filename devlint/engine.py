@@ -12,6 +12,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
+from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
@@ -159,7 +160,15 @@ def _positions(module: cst.Module, diagnostics: List[Diagnostic], lines: List[st
                 p = positions.get(old)
                 if p is None:
                     continue
-                content = "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)
+                if isinstance(new, cst.RemovalSentinel):
+                    content = ""
+                elif isinstance(new, cst.FlattenSentinel):  # one statement becomes several
+                    content = "".join(module.code_for_node(n) for n in new.nodes)
+                    # the range of a statement stops before its line break
+                    if content.endswith("\n") and module.code_for_node(old).endswith("\n"):
+                        content = content[:-1]
+                else:
+                    content = module.code_for_node(new)
                 edits.append(Edit(p.start.line, p.start.column + 1, p.end.line, p.end.column + 1, content))
             d.fix.edits = edits
 
@@ -204,6 +213,7 @@ def lint_source(
         result.error = str(exc)
         return result
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
+    ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     rules = _token_filter(text, rules)
     if rules and scan:
         rules = _scan_filter(text, rules)
@@ -236,6 +246,9 @@ def lint_source(
             d.fix.replacements = []
         if not suppressions.suppresses(d.code, d.line):
             kept.append(d)
+    if UNUSED_NOQA[0] in ran:  # the engine-level rule: needs every other rule's findings
+        stale = unused_noqa(text, path, suppressions, diagnostics, list(all_rules()), ran, module)
+        kept.extend(d for d in stale if not suppressions.suppresses(d.code, d.line))
     kept.sort(key=Diagnostic.sort_key)
     result.diagnostics = kept
     return result
@@ -307,6 +320,10 @@ def fix_source(
         if active and scan:
             active = _scan_filter(text, active)
         if not active:
+            if _round == 0:  # no rule can fire: nothing to fix, nothing to report
+                result.fixed_text = source
+                result.skipped = True
+                return result
             break
         try:
             module = parse(text)
@@ -362,6 +379,11 @@ def fix_source(
             )
             text = source
             result.applied = []
+    if UNUSED_NOQA[0] in {r.code for r in rules}:
+        stale = [d for d in lint_source(text, path, codes, ignore, scan=scan).diagnostics if d.code == UNUSED_NOQA[0] and d.fix]
+        if stale:
+            text = remove_unused_noqa(text, stale)
+            result.applied.extend(stale)
     result.fixed_text = text
     remaining = lint_source(text, path, codes, ignore, scan=scan)
     result.diagnostics = remaining.diagnostics

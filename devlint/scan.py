@@ -58,6 +58,10 @@ class ScanSummary:
         self.strings: Set[str] = set()
         #: ``self.<attr> = ...`` targets as (class, method, attribute)
         self.attribute_assigns: List[Tuple[Optional[str], Optional[str], str]] = []
+        #: for each ``for`` statement: the dotted name it iterates, calls and
+        #: subscripts peeled off (``enumerate(tqdm(loaders["train"]))`` ->
+        #: ``loaders``), "" when it is not a name
+        self.loops: List[str] = []
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
 
     # -- name resolution ---------------------------------------------------
@@ -160,6 +164,7 @@ class _Scanner:
         Call, Attribute, Name, Constant = ast.Call, ast.Attribute, ast.Name, ast.Constant
         FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
         Import, ImportFrom, Assign, AnnAssign = ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign
+        For, AsyncFor = ast.For, ast.AsyncFor
         iter_fields = ast.iter_fields
         AST = ast.AST
         while stack:
@@ -205,6 +210,8 @@ class _Scanner:
             elif t is ImportFrom:
                 self._import_from(node)
                 continue
+            elif t is For or t is AsyncFor:
+                s.loops.append(_iterated_name(node.iter))
             elif t is Assign or t is AnnAssign:
                 targets = node.targets if t is Assign else [node.target]
                 for target in targets:
@@ -229,6 +236,16 @@ def _flatten_targets(node: ast.AST) -> List[ast.AST]:
     if isinstance(node, ast.Starred):
         return _flatten_targets(node.value)
     return [node]
+
+
+def _iterated_name(node: ast.AST) -> str:
+    while True:
+        if isinstance(node, ast.Call) and (node.args or (node.keywords and node.keywords[0].arg is not None)):
+            node = node.args[0] if node.args else node.keywords[0].value
+        elif isinstance(node, (ast.Subscript, ast.Starred)):
+            node = node.value
+        else:
+            return _dotted(node) or ""
 
 
 def _dotted(node: ast.AST) -> Optional[str]:

@@ -73,6 +73,41 @@ WEIGHTED_LAYERS = frozenset(
 )
 #: torch.nn containers of submodules.
 MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
+#: pre-factory tensor constructors (``torch.FloatTensor([d])``)
+_LEGACY_TENSOR_CONSTRUCTORS = frozenset(
+    f"torch.{p}{t}Tensor"
+    for p in ("", "cuda.")
+    for t in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+) - {"torch.cuda.Tensor"}
+#: torch functions that take tensors but do not return one tensor
+_NOT_ONE_TENSOR = frozenset(
+    {
+        "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_nonzero", "numel", "equal",
+        "allclose", "typename", "get_default_dtype", "split", "chunk", "unbind", "tensor_split",
+        "hsplit", "vsplit", "dsplit", "meshgrid", "broadcast_tensors", "topk", "sort", "max", "min",
+        "median", "nanmedian", "mode", "kthvalue", "var_mean", "std_mean", "unique", "unique_consecutive",
+        "histogram", "frexp", "aminmax", "svd", "qr", "lu", "slogdet", "save", "load", "manual_seed",
+        "device", "dtype", "Size", "no_grad", "set_grad_enabled", "where", "nonzero", "broadcast_shapes",
+    }
+)
+#: tensor methods that do not return a tensor
+_NOT_TENSOR_METHODS = frozenset(
+    {
+        "tolist", "item", "numpy", "size", "dim", "ndimension", "numel", "nelement", "element_size",
+        "data_ptr", "storage", "untyped_storage", "is_contiguous", "is_floating_point", "is_complex",
+        "split", "chunk", "unbind", "tensor_split", "sort", "topk", "max", "min", "median", "mode",
+        "kthvalue", "unique", "nonzero_static", "stride", "get_device", "equal", "allclose", "register_hook",
+        "backward", "__len__", "__iter__", "type", "dtype", "device", "shape",
+    }
+)
+#: functions and methods that keep a tensor's shape (and 0-dim stays 0-dim)
+_ELEMENTWISE = frozenset(
+    {
+        "sqrt", "rsqrt", "exp", "log", "log2", "log10", "log1p", "abs", "neg", "reciprocal", "sin", "cos",
+        "tanh", "sigmoid", "float", "double", "half", "bfloat16", "long", "int", "bool", "clone", "detach",
+        "requires_grad_", "clamp", "clamp_min", "clamp_max", "pow", "square",
+    }
+)
 
 
 # --------------------------------------------------------------------------
@@ -149,6 +184,54 @@ def self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
     return None
 
 
+def loop_over_attribute(node: cst.For, self_name: str = "self") -> Optional[Tuple[str, str, Optional[str]]]:
+    """(loop variable, attribute, index variable) for ``for b in self.blocks``
+    or ``for i, b in enumerate(self.blocks)``, else None."""
+    it, target = node.iter, node.target
+    index: Optional[str] = None
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "enumerate" and it.args:
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+            return None
+        first = target.elements[0].value
+        index = first.value if isinstance(first, cst.Name) else None
+        it, target = it.args[0].value, target.elements[1].value
+    attr = self_attribute(it, self_name)
+    if attr is None or not isinstance(target, cst.Name):
+        return None
+    return target.value, attr, index
+
+
+def module_class_of(
+    facts: "FileFacts", cls: "ClassFacts", node: cst.CSTNode, self_name: str, loop_vars: Dict[str, str]
+) -> Optional[str]:
+    """The class of the nn.Module an expression in a method of ``cls`` refers
+    to: ``self``, ``self.encoder``, ``self.blocks[i]``, or ``block`` where
+    ``loop_vars`` says ``block`` iterates ``self.blocks``; None when unknown."""
+    if isinstance(node, cst.Name):
+        if node.value == self_name:
+            return cls.name if cls.is_module else None
+        attr = loop_vars.get(node.value)
+        return _element_class_of(facts, cls, attr) if attr else None
+    if isinstance(node, cst.Subscript):
+        attr = self_attribute(node.value, self_name)
+        return _element_class_of(facts, cls, attr) if attr else None
+    attr = self_attribute(node, self_name)
+    if attr is not None:
+        a = facts.class_attribute(cls.name, attr)
+        if a is not None and a.kind in ("module", "nn_container") and a.module_class:
+            return a.module_class
+    return None
+
+
+def _element_class_of(facts: "FileFacts", cls: "ClassFacts", attr: str) -> Optional[str]:
+    a = facts.class_attribute(cls.name, attr)
+    if a is None or a.kind not in ("nn_container", "module_container"):
+        return None
+    if not a.element_class or a.element_class == "torch.nn.Module":
+        return None  # empty or mixed
+    return a.element_class
+
+
 def is_cuda_string(value: Optional[str]) -> bool:
     return value is not None and (value == "cuda" or value.startswith("cuda:"))
 
@@ -178,6 +261,16 @@ class AttributeFacts:
     device: str = ""
     #: for containers: the element class when the elements are homogeneous
     element_class: str = ""
+    #: for tensors: a 0-dim tensor (``torch.tensor(0.5)``), which PyTorch lets
+    #: mix with tensors on any device
+    scalar: bool = False
+    #: for containers: ``list``, ``tuple`` or ``dict``
+    container: str = ""
+    #: for dict containers: every key is a string (literal, f-string, ``str()``)
+    str_keys: bool = False
+    #: for module containers: the same modules are also registered another way
+    #: (``nn.Sequential(*layers)``, ``self.add_module(...)``, ``setattr(self, ...)``)
+    registered_elsewhere: bool = False
 
 
 @dataclass
@@ -189,6 +282,8 @@ class FunctionFacts:
     #: ``self.<m>(...)`` calls made in the body
     self_calls: List[str] = field(default_factory=list)
     is_property: bool = False
+    #: a @staticmethod: no ``self``, so no anchor through the module
+    is_static: bool = False
     line: int = 0
 
 
@@ -209,6 +304,32 @@ class ClassFacts:
     #: submodule attributes moved to a device after construction
     #: (``self.blocks[i].to(devices[i])``, ``for b in self.blocks: b.cuda(1)``)
     placed_attributes: Dict[str, str] = field(default_factory=dict)
+    #: every ``self.<name> = value`` outside ``forward``, in source order
+    #: (``attributes`` keeps the one that says what the attribute is)
+    assignments: List[AttributeFacts] = field(default_factory=list)
+    #: attributes whose value is used when ``forward`` runs (forward-reachable
+    #: methods, inherited ones and those of local subclasses included), not
+    #: counting reads where the device does not matter: moved on the spot
+    #: (``self.x.to(t.device)``, ``.cuda()``, ``.type_as(t)``, ``t.new_tensor(self.x)``,
+    #: a call with ``device=``) or only inspected (``.shape``, ``.size()``, ``.dtype``, ``len()``)
+    forward_reads: List[str] = field(default_factory=list)
+    #: attributes assigned when ``forward`` runs (``self.cache = ...``)
+    forward_writes: List[str] = field(default_factory=list)
+    #: names assigned in the class body (class attributes)
+    class_attributes: List[str] = field(default_factory=list)
+    #: container attribute -> the device expressions its elements were placed
+    #: on, one per placement site (``for i, b in enumerate(self.blocks):
+    #: b.to(devices[i % n])``, ``nn.ModuleList([B().to(d0), B().to(d1)])``)
+    element_placements: Dict[str, List[str]] = field(default_factory=dict)
+    #: container attribute -> the index variable an element placement
+    #: expression uses (``i`` above), when it uses one
+    element_index: Dict[str, str] = field(default_factory=dict)
+    #: every ``self.<name>`` assigned in any method, ``forward`` included
+    self_assigned: List[str] = field(default_factory=list)
+    #: a path from an instance to a tensor it holds directly or through its
+    #: own submodules (``ln1.weight``, ``scale``, ``attn.proj.weight``), usable
+    #: as a device anchor (``block.ln1.weight.device``); "" when none is known
+    anchor_tensor: str = ""
     #: submodule attributes that hold a DataParallel/DDP wrapper, set in
     #: ``__init__`` or a helper method (attribute -> wrapper qualified name)
     inner_wrappers: Dict[str, str] = field(default_factory=dict)
@@ -216,9 +337,24 @@ class ClassFacts:
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
 
+    def assignment_for(self, method: str, name: str, value: str) -> Optional[AttributeFacts]:
+        """The record of ``self.<name> = <value>`` in ``method`` (value as source text)."""
+        for record in self.assignments:
+            if record.method == method and record.name == name and record.value == value:
+                return record
+        return None
+
+    def assignments_of(self, name: str) -> List[AttributeFacts]:
+        return [a for a in self.assignments if a.name == name]
+    def elements_spread(self, name: str) -> bool:
+        """The elements of container ``name`` were placed on devices that can
+        differ from one element to the next."""
+        placements = self.element_placements.get(name, [])
+        return len(set(placements)) > 1 or bool(placements and self.element_index.get(name))
+
     def pinned_devices(self) -> Dict[str, str]:
         """Submodule attribute -> the device expression it was pinned to."""
-        out = {n: a.device for n, a in self.attributes.items() if a.kind == "module" and a.device}
+        out = {n: a.device for n, a in self.attributes.items() if a.kind in ("module", "nn_container") and a.device}
         out.update(self.placed_attributes)
         return out
 
@@ -231,6 +367,11 @@ class FileFacts:
     classes: Dict[str, ClassFacts] = field(default_factory=dict)
     #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
     module_devices: Dict[str, str] = field(default_factory=dict)
+    #: module-level names bound to a list/tuple of devices
+    #: (``devices = [torch.device("cuda:0"), torch.device("cuda:1")]``) -> elements
+    module_device_lists: Dict[str, List[str]] = field(default_factory=dict)
+    #: every name assigned at module level (so a rule knows what a method can see)
+    module_assigned: List[str] = field(default_factory=list)
     #: training-script facts per scope name (``<module>``, ``main``,
     #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
     #: device names, loaded checkpoints (see :class:`ScriptScope`)
@@ -313,6 +454,55 @@ class FileFacts:
             return self.classes[name].is_module
         return _is_torch_module_name(name)
 
+    def class_attribute(self, class_name: str, attr: str) -> Optional[AttributeFacts]:
+        """``attr`` as assigned by class ``class_name`` or a base class defined
+        in this file."""
+        seen: Set[str] = set()
+        todo = [class_name]
+        while todo:
+            name = todo.pop(0)
+            cls = self.classes.get(name)
+            if cls is None or name in seen:
+                continue
+            seen.add(name)
+            if attr in cls.attributes:
+                return cls.attributes[attr]
+            todo.extend(cls.bases)
+        return None
+
+    def has_device_attribute(self, class_name: str) -> bool:
+        """Whether instances of ``class_name`` have a ``device`` attribute.
+        torch.nn classes have none; a class of this file has one when it (or
+        a base) defines or assigns it; anything else (an external class) is
+        assumed to have one rather than cry wolf."""
+        cls = self.classes.get(class_name)
+        if cls is None:
+            # DistributedDataParallel sets ``self.device``; no other torch.nn module does
+            return not _is_torch_module_name(class_name) or class_name == DISTRIBUTED_DATA_PARALLEL
+        seen: Set[str] = set()
+        todo = [class_name]
+        while todo:
+            name = todo.pop(0)
+            c = self.classes.get(name)
+            if c is None or name in seen:
+                continue
+            seen.add(name)
+            if c.defines_device or "device" in c.self_assigned or "__getattr__" in c.methods:
+                return True
+            todo.extend(c.bases)
+        return False
+
+    def tensor_path_of_class(self, class_name: str) -> Optional[str]:
+        """A path from an instance of ``class_name`` to a tensor it holds
+        (``weight`` for ``nn.Linear``, ``ln1.weight`` for a local ``Block``),
+        or None."""
+        cls = self.classes.get(class_name)
+        if cls is not None:
+            return cls.anchor_tensor or None
+        if class_name.startswith("torch.nn.") and class_name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+            return "weight"
+        return None
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -378,6 +568,9 @@ class _NameUses(cst.CSTVisitor):
 
 
 def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset()) -> FunctionFacts:
+    decorators = {dotted_name(d.decorator) for d in fn.decorators}
+    is_static = "staticmethod" in decorators
+    is_method = is_method and not is_static
     params = [p.name.value for p in fn.params.params]
     params += [p.name.value for p in fn.params.posonly_params]
     params += [p.name.value for p in fn.params.kwonly_params]
@@ -404,21 +597,20 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
             tensor_params.append(name)
         elif name in uses.args_of_self_calls and p.default is None:
             tensor_params.append(name)
-    # a tensor parameter without a default is always bound; prefer those
+    # a parameter that defaults to None may be None: never an anchor; one
+    # without a default is always bound: prefer those
+    none_default = {p.name.value for p in all_params if isinstance(p.default, cst.Name) and p.default.value == "None"}
     defaults = {p.name.value for p in all_params if p.default is not None}
+    tensor_params = [n for n in tensor_params if n not in none_default]
     tensor_params.sort(key=lambda n: n in defaults)
-    is_property = any(
-        dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
-        for d in fn.decorators
-    )
-    line = 0
+    is_property = bool(decorators & {"property", "functools.cached_property", "cached_property"})
     return FunctionFacts(
         name=fn.name.value,
         params=params,
         tensor_params=tensor_params,
         self_calls=uses.self_calls,
         is_property=is_property,
-        line=line,
+        is_static=is_static,
     )
 
 
@@ -436,6 +628,31 @@ def _strip_placement(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, Opti
             inner, _, _ = _strip_placement(node.func.value)
             return inner, (node.args[0].value if node.args else None), True
     return node, None, False
+
+
+def _is_python_number(node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
+    """An expression that evaluates to a Python number (never a list or an
+    array): a literal, a name known to hold one, ``math.*``/``float()``/``int()``,
+    arithmetic of those, and ``d ** 0.5``."""
+    if is_number_literal(node):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in scalar_names
+    if isinstance(node, cst.Attribute):
+        return dotted_name(node) in ("math.pi", "math.e", "math.tau", "math.inf")
+    if isinstance(node, cst.UnaryOperation):
+        return _is_python_number(node.expression, scalar_names)
+    if isinstance(node, cst.Call):
+        d = dotted_name(node.func) or ""
+        return d in ("float", "int", "abs", "round") or d.startswith("math.")
+    if isinstance(node, cst.BinaryOperation):
+        left = _is_python_number(node.left, scalar_names)
+        right = _is_python_number(node.right, scalar_names)
+        if left and right:
+            return True
+        # ``dim ** -0.5``: the usual attention scale
+        return isinstance(node.operator, cst.Power) and is_number_literal(node.right)
+    return False
 
 
 class _FactsBuilder:
@@ -488,6 +705,8 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if cls.is_module:
                 self._finish_module_class(cls)
+        self._finish_forward_uses()
+        self._finish_anchors()
         collect_script_facts(self.module, self.facts)
         return self.facts
 
@@ -516,10 +735,19 @@ class _FactsBuilder:
         if value is None:
             return
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            if isinstance(t, cst.Name) and t.value not in self.facts.module_assigned:
+                self.facts.module_assigned.append(t.value)
         if self._is_fixed_device(value, params=()):
             for t in targets:
                 if isinstance(t, cst.Name):
                     self.facts.module_devices[t.value] = code_of(value)
+        elif isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+            elements = [e.value for e in value.elements if isinstance(e, cst.Element)]
+            if len(elements) == len(value.elements) and all(self._is_fixed_device(e, params=()) for e in elements):
+                for t in targets:
+                    if isinstance(t, cst.Name):
+                        self.facts.module_device_lists[t.value] = [code_of(e) for e in elements]
 
     def _is_fixed_device(self, value: cst.BaseExpression, params: Iterable[str]) -> bool:
         """A device expression fixed at construction: ``torch.device(...)``,
@@ -564,10 +792,14 @@ class _FactsBuilder:
                         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
                         if any(isinstance(t, cst.Name) and t.value == "device" for t in targets):
                             cls.defines_device = True
+                        if not (isinstance(small, cst.AnnAssign) and small.value is None):
+                            cls.class_attributes.extend(t.value for t in targets if isinstance(t, cst.Name))
                     elif isinstance(small, (cst.Import, cst.ImportFrom)):
                         pass
 
     _class_nodes: Dict[str, cst.ClassDef]
+    #: class -> module-container attributes whose modules are registered another way
+    _registered_attrs: Dict[str, Set[str]]
 
     def _class_is_module(self, cls: ClassFacts, seen: Set[str]) -> bool:
         if cls.name in seen:
@@ -616,26 +848,131 @@ class _FactsBuilder:
         for stmt in _body_of(node):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value != "forward":
                 self._method_attributes(cls, stmt)
+            elif isinstance(stmt, cst.FunctionDef):
+                params = [p.name.value for p in stmt.params.params]
+                assigned = _SelfAssignments(params[0] if params else "self")
+                stmt.body.visit(assigned)
+                for name in assigned.names:
+                    if name not in cls.self_assigned:
+                        cls.self_assigned.append(name)
+        registered = self._registered_attrs.get(cls.name, set())
+        for record in cls.assignments:
+            if record.kind == "module_container" and record.name in registered:
+                record.registered_elsewhere = True
+
+    def _effective_methods(self, cls: ClassFacts, seen: Set[str]) -> Dict[str, Tuple[ClassFacts, cst.FunctionDef]]:
+        """Method name -> (defining class, node), local base classes included."""
+        out: Dict[str, Tuple[ClassFacts, cst.FunctionDef]] = {}
+        if cls.name in seen:
+            return out
+        seen = seen | {cls.name}
+        for base in reversed(cls.bases):
+            if base in self.facts.classes and base in self._class_nodes:
+                out.update(self._effective_methods(self.facts.classes[base], seen))
+        for stmt in _body_of(self._class_nodes[cls.name]):
+            if isinstance(stmt, cst.FunctionDef):
+                out[stmt.name.value] = (cls, stmt)
+        return out
+
+    def _forward_uses(self, cls: ClassFacts) -> Tuple[Set[str], Set[str]]:
+        """(attributes read, attributes written) by the code ``forward`` runs."""
+        methods = self._effective_methods(cls, set())
+        reads: Set[str] = set()
+        writes: Set[str] = set()
+        done: Set[str] = set()
+        todo = ["forward"] if "forward" in methods else []
+        while todo:
+            name = todo.pop()
+            if name in done:
+                continue
+            done.add(name)
+            owner, fn = methods[name]
+            params = [p.name.value for p in fn.params.params]
+            uses = _SelfAttributeUses(params[0] if params else "self")
+            fn.body.visit(uses)
+            reads |= uses.reads
+            writes |= uses.writes
+            facts = owner.methods.get(name)
+            callees = list(facts.self_calls) if facts else []
+            # properties read on self run too
+            callees += [r for r in uses.loaded if r in methods and methods[r][0].methods[r].is_property]
+            todo.extend(c for c in callees if c in methods and c not in done)
+        return reads, writes
+
+    def _finish_forward_uses(self) -> None:
+        modules = [c for c in self.facts.classes.values() if c.is_module and c.name in self._class_nodes]
+        uses = {c.name: self._forward_uses(c) for c in modules}
+        for cls in modules:
+            reads, writes = set(uses[cls.name][0]), set(uses[cls.name][1])
+            # an attribute set up here may be read by a subclass's forward
+            for other in modules:
+                if other is not cls and self._derives_from(other, cls.name, set()):
+                    reads |= uses[other.name][0]
+                    writes |= uses[other.name][1]
+            cls.forward_reads = sorted(reads)
+            cls.forward_writes = sorted(writes)
+
+    def _derives_from(self, cls: ClassFacts, base: str, seen: Set[str]) -> bool:
+        if cls.name in seen:
+            return False
+        seen.add(cls.name)
+        for b in cls.bases:
+            if b == base or (b in self.facts.classes and self._derives_from(self.facts.classes[b], base, seen)):
+                return True
+        return False
+
+    def _finish_anchors(self) -> None:
+        """``anchor_tensor`` of every module class; needs every class's
+        attributes, so it runs after them."""
+        for cls in self.facts.classes.values():
+            if cls.is_module:
+                cls.anchor_tensor = self._anchor_of(cls, depth=0) or ""
+
+    def _anchor_of(self, cls: ClassFacts, depth: int) -> Optional[str]:
+        for name in cls.parameters:
+            return name
+        for name, attr in cls.attributes.items():
+            if attr.kind == "parameter":
+                return name
+        for name in cls.buffers:
+            return name
+        for name, attr in cls.attributes.items():
+            if attr.kind == "module" and attr.module_class.startswith("torch.nn.") and attr.module_class.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+                return f"{name}.weight"
+        if depth < 3:
+            for name, attr in cls.attributes.items():
+                sub = self.facts.classes.get(attr.module_class) if attr.kind == "module" else None
+                if sub is not None and sub.is_module and sub is not cls:
+                    inner = self._anchor_of(sub, depth + 1)
+                    if inner:
+                        return f"{name}.{inner}"
+        return None
 
     def _method_attributes(self, cls: ClassFacts, fn: cst.FunctionDef) -> None:
         params = [p.name.value for p in fn.params.params]
         self_name = params[0] if params else "self"
-        collector = _AttributeCollector(self, cls, fn.name.value, self_name, params)
+        scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
+        collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
         fn.body.visit(collector)
+        collector.finish()
 
     def classify_value(
-        self, value: cst.BaseExpression, params: Sequence[str]
+        self, value: cst.BaseExpression, params: Sequence[str], local_tensors: Iterable[str] = ()
     ) -> Tuple[str, str, str, str]:
-        """(kind, module_class, device, element_class) for an assigned value."""
+        """(kind, module_class, device, element_class) for an assigned value.
+        ``local_tensors``: local names known to hold tensors."""
         inner, device, is_cuda = _strip_placement(value)
         if isinstance(inner, cst.Call):
             cls_name = self.facts.class_of_call(inner.func)
             if cls_name is not None:
                 if cls_name == "torch.nn.Parameter":
                     return "parameter", "", "", ""
+                if cls_name == "torch.nn.Buffer":
+                    return "buffer", "", "", ""
                 if cls_name.rsplit(".", 1)[-1] in MODULE_CONTAINERS and cls_name.startswith("torch.nn."):
                     elem = self._element_class(inner.args[0].value) if inner.args else ""
-                    return "nn_container", cls_name, "", elem
+                    dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+                    return "nn_container", cls_name, dev, elem
                 if self.facts.is_module_class(cls_name):
                     dev = ""
                     if device is not None:
@@ -643,26 +980,77 @@ class _FactsBuilder:
                     elif is_cuda:
                         dev = "cuda"
                     return "module", cls_name, dev, ""
-            if self._is_tensor_expr(inner):
-                return "tensor", "", "", ""
+        if self._is_tensor_expr(inner, local_tensors):
+            return "tensor", "", "", ""
         if self._is_fixed_device(value, params):
             return "device", "", "", ""
         if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)):
             elem = self._element_class(value)
             if elem:
                 return "module_container", "", "", elem
-            if self._container_of_tensors(value):
+            if self._container_of_tensors(value, local_tensors):
                 return "tensor_container", "", "", ""
         return "other", "", "", ""
 
-    def _is_tensor_expr(self, node: cst.BaseExpression) -> bool:
+    def _is_tensor_expr(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
+        """Whether an expression certainly evaluates to one tensor: a torch
+        factory or legacy constructor (``torch.FloatTensor([d])``), a torch
+        function of tensors (``torch.sqrt(...)``), a tensor method chain,
+        arithmetic, indexing or ``.T`` on a tensor, or a local tensor name."""
         if isinstance(node, cst.Call):
+            q = self.facts.qualify(node.func)
+            if q in _LEGACY_TENSOR_CONSTRUCTORS:
+                return True
             name = self.facts.torch_function(node.func)
             if name is not None and (name in TENSOR_FACTORIES or name in ("from_numpy", "stack", "cat", "load")):
                 return name != "load"
+            if name is not None:
+                if name in _NOT_ONE_TENSOR or not name[:1].islower():
+                    return False
+                return any(
+                    self._is_tensor_expr(a.value, local_tensors) or self._container_of_tensors(a.value, local_tensors)
+                    for a in node.args
+                    if a.star == ""
+                )
             # a tensor method chained on a tensor: torch.arange(n).float()
-            if isinstance(node.func, cst.Attribute):
-                return self._is_tensor_expr(node.func.value)
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _NOT_TENSOR_METHODS:
+                return self._is_tensor_expr(node.func.value, local_tensors)
+            return False
+        if isinstance(node, cst.BinaryOperation):
+            return self._is_tensor_expr(node.left, local_tensors) or self._is_tensor_expr(node.right, local_tensors)
+        if isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+            return self._is_tensor_expr(node.expression, local_tensors)
+        if isinstance(node, cst.Subscript):
+            return self._is_tensor_expr(node.value, local_tensors)
+        if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT", "H", "data"):
+            return self._is_tensor_expr(node.value, local_tensors)
+        if isinstance(node, cst.Name):
+            return node.value in local_tensors
+        return False
+
+    def is_scalar_tensor(self, node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
+        """A 0-dim tensor: ``torch.tensor(<number>)`` (``scalar_names``: local
+        names known to hold Python numbers), elementwise functions and
+        arithmetic of those. PyTorch lets a 0-dim CPU tensor mix with CUDA
+        tensors, so it cannot cause a device mismatch."""
+        node, _, _ = _strip_placement(node)
+        if isinstance(node, cst.Call):
+            name = self.facts.torch_function(node.func)
+            if name in ("tensor", "as_tensor", "scalar_tensor"):
+                args = positional_args(node)
+                return bool(args) and _is_python_number(args[0].value, scalar_names)
+            if name in _ELEMENTWISE and node.args:
+                return self.is_scalar_tensor(node.args[0].value, scalar_names)
+            if name is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in _ELEMENTWISE:
+                return self.is_scalar_tensor(node.func.value, scalar_names)
+            return False
+        if isinstance(node, cst.BinaryOperation):
+            sides = (node.left, node.right)
+            return all(self.is_scalar_tensor(x, scalar_names) or _is_python_number(x, scalar_names) for x in sides) and any(
+                self.is_scalar_tensor(x, scalar_names) for x in sides
+            )
+        if isinstance(node, cst.UnaryOperation):
+            return self.is_scalar_tensor(node.expression, scalar_names)
         return False
 
     def _element_class(self, node: cst.BaseExpression) -> str:
@@ -690,7 +1078,7 @@ class _FactsBuilder:
             return classes.pop()
         return "torch.nn.Module" if classes else ""
 
-    def _container_of_tensors(self, node: cst.BaseExpression) -> bool:
+    def _container_of_tensors(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
         elements: List[cst.BaseExpression] = []
         if isinstance(node, (cst.List, cst.Tuple)):
             elements = [e.value for e in node.elements if isinstance(e, cst.Element)]
@@ -700,15 +1088,74 @@ class _FactsBuilder:
             elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
         elif isinstance(node, cst.DictComp):
             elements = [node.value]
-        return bool(elements) and all(self._is_tensor_expr(e) for e in elements)
+        return bool(elements) and all(self._is_tensor_expr(e, local_tensors) for e in elements)
+
+
+@dataclass
+class _LocalContainer:
+    """A local list/dict being filled with modules inside one method."""
+
+    container: str
+    element_class: str = ""
+    str_keys: bool = True
+    registered: bool = False
+    #: local module names appended to it
+    element_locals: Set[str] = field(default_factory=set)
+
+
+_EMPTY_CONTAINER_CALLS = {"list": "list", "dict": "dict", "tuple": "tuple", "collections.OrderedDict": "dict", "OrderedDict": "dict"}
+
+
+def _container_type(node: cst.BaseExpression) -> str:
+    """``list``/``tuple``/``dict`` for a container display, comprehension or
+    ``list(...)``/``dict(...)`` call, else ``""``."""
+    if isinstance(node, (cst.List, cst.ListComp)):
+        return "list"
+    if isinstance(node, cst.Tuple):
+        return "tuple"
+    if isinstance(node, (cst.Dict, cst.DictComp)):
+        return "dict"
+    if isinstance(node, cst.Call):
+        return _EMPTY_CONTAINER_CALLS.get(dotted_name(node.func) or "", "")
+    return ""
+
+
+def _is_empty_container(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.List, cst.Tuple, cst.Dict)):
+        return not node.elements
+    return isinstance(node, cst.Call) and not node.args and _container_type(node) != ""
+
+
+def _is_string_key(node: cst.BaseExpression) -> bool:
+    if string_value(node) is not None or isinstance(node, cst.FormattedString):
+        return True
+    return isinstance(node, cst.Call) and dotted_name(node.func) == "str"
+
+
+def _dict_has_str_keys(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _is_string_key(e.key) for e in node.elements)
+    if isinstance(node, cst.DictComp):
+        return _is_string_key(node.key)
+    return isinstance(node, cst.Call) and not node.args
 
 
 class _AttributeCollector(cst.CSTVisitor):
     """``self.x = ...``, ``self.register_buffer(...)`` and post-construction
     placement (``self.blocks[i].to(dev)``, ``for b in self.blocks: b.to(dev)``)
-    in one method of a module class."""
+    in one method of a module class; and, for module containers, whether the
+    modules are registered another way (``nn.Sequential(*layers)``,
+    ``self.add_module(name, m)``)."""
 
-    def __init__(self, builder: _FactsBuilder, cls: ClassFacts, method: str, self_name: str, params: Sequence[str]) -> None:
+    def __init__(
+        self,
+        builder: _FactsBuilder,
+        cls: ClassFacts,
+        method: str,
+        self_name: str,
+        params: Sequence[str],
+        scalar_names: Iterable[str] = (),
+    ) -> None:
         self.b = builder
         self.cls = cls
         self.method = method
@@ -716,6 +1163,21 @@ class _AttributeCollector(cst.CSTVisitor):
         self.params = params
         # loop variable -> attribute it iterates (``for blk in self.blocks``)
         self.loop_vars: Dict[str, str] = {}
+        # local names known to hold Python numbers, tensors, modules, module lists
+        self.scalar_names: Set[str] = set(scalar_names)
+        self.local_tensors: Set[str] = set()
+        self.local_modules: Dict[str, str] = {}
+        self.local_lists: Dict[str, _LocalContainer] = {}
+        # loop variable -> local list it iterates
+        self.list_loop_vars: Dict[str, str] = {}
+        # local module names registered (``self.add_module(k, m)``, ``self.m = m``)
+        self.registered_locals: Set[str] = set()
+        # records assigned from a local list, settled when the method ends
+        self.pending: List[Tuple[AttributeFacts, _LocalContainer]] = []
+        # attribute -> local module names appended to it
+        self.attr_element_locals: Dict[str, Set[str]] = {}
+        # loop variable -> the index variable beside it (``for i, blk in enumerate(...)``)
+        self.loop_index: Dict[str, str] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -725,29 +1187,136 @@ class _AttributeCollector(cst.CSTVisitor):
 
     def visit_For(self, node: cst.For) -> None:
         it = node.iter
+        var: Optional[cst.BaseExpression] = node.target
+        index: Optional[cst.BaseExpression] = None
         # for i, b in enumerate(self.blocks)
         if isinstance(it, cst.Call) and dotted_name(it.func) == "enumerate" and it.args:
-            it_attr = self_attribute(it.args[0].value, self.self_name)
-            if it_attr and isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2:
-                var = node.target.elements[1].value
-                if isinstance(var, cst.Name):
-                    self.loop_vars[var.value] = it_attr
+            it = it.args[0].value
+            pair = isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2
+            var = node.target.elements[1].value if pair else None
+            index = node.target.elements[0].value if pair else None
+        if not isinstance(var, cst.Name):
             return
         attr = self_attribute(it, self.self_name)
-        if attr and isinstance(node.target, cst.Name):
-            self.loop_vars[node.target.value] = attr
+        if attr:
+            self.loop_vars[var.value] = attr
+            if isinstance(index, cst.Name):
+                self.loop_index[var.value] = index.value
+        elif isinstance(it, cst.Name) and it.value in self.local_lists:
+            self.list_loop_vars[var.value] = it.value
 
     def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode) -> None:
         name = self_attribute(target, self.self_name)
         if name is None:
+            if isinstance(target, cst.Name):
+                self._bind_local(target.value, value)
+            elif isinstance(target, cst.Subscript):
+                self._subscript_store(target, value)
             return
-        kind, mclass, device, elem = self.b.classify_value(value, self.params)
-        if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
-            return  # __init__ says what the attribute is
-        self.cls.attributes[name] = AttributeFacts(
+        if name not in self.cls.self_assigned:
+            self.cls.self_assigned.append(name)
+        if isinstance(value, cst.Name) and value.value in self.local_modules:
+            self.registered_locals.add(value.value)
+        kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        if kind in ("nn_container", "module_container"):
+            self._element_placements(name, value)
+        record = AttributeFacts(
             name=name, kind=kind, method=self.method, line=0, value=code_of(value),
             module_class=mclass, device=device, element_class=elem,
         )
+        if kind == "tensor":
+            record.scalar = self.b.is_scalar_tensor(value, self.scalar_names)
+        record.container = _container_type(value)
+        if record.container == "dict":
+            record.str_keys = _dict_has_str_keys(value)
+        if isinstance(value, cst.Name) and value.value in self.local_lists:
+            local = self.local_lists[value.value]
+            record.container = local.container
+            self.pending.append((record, local))
+        self.cls.assignments.append(record)
+        if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
+            return  # __init__ says what the attribute is
+        self.cls.attributes[name] = record
+
+    def _bind_local(self, name: str, value: cst.BaseExpression) -> None:
+        # a re-bound name forgets what it held
+        self.local_tensors.discard(name)
+        self.scalar_names.discard(name)
+        self.local_modules.pop(name, None)
+        self.local_lists.pop(name, None)
+        if _is_python_number(value, self.scalar_names):
+            self.scalar_names.add(name)
+        elif self.b._is_tensor_expr(value, self.local_tensors):
+            self.local_tensors.add(name)
+        elif isinstance(value, cst.Call):
+            inner, _, _ = _strip_placement(value)
+            c = self.b.facts.class_of_call(inner.func) if isinstance(inner, cst.Call) else None
+            if c is not None and self.b.facts.is_module_class(c) and c.rsplit(".", 1)[-1] not in MODULE_CONTAINERS:
+                self.local_modules[name] = c
+            elif _is_empty_container(value) and _container_type(value) in ("list", "dict"):
+                self.local_lists[name] = _LocalContainer(_container_type(value))
+        if _container_type(value) and name not in self.local_lists and not isinstance(value, cst.Call):
+            elem = self.b._element_class(value)
+            if elem or _is_empty_container(value):
+                kind = _container_type(value)
+                self.local_lists[name] = _LocalContainer(
+                    kind, elem, str_keys=kind != "dict" or _dict_has_str_keys(value)
+                )
+
+    def _element_of(self, node: cst.BaseExpression) -> Tuple[str, Optional[str]]:
+        """(module class, local name) of an element added to a container."""
+        if isinstance(node, cst.Name) and node.value in self.local_modules:
+            return self.local_modules[node.value], node.value
+        inner, _, _ = _strip_placement(node)
+        if isinstance(inner, cst.Call):
+            c = self.b.facts.class_of_call(inner.func)
+            if c is not None and self.b.facts.is_module_class(c):
+                return c, None
+        return "", None
+
+    def _add_elements(self, owner: cst.BaseExpression, elem: str, local: Optional[str], key: Optional[cst.BaseExpression] = None) -> None:
+        if not elem:
+            return
+        attr = self_attribute(owner, self.self_name)
+        if attr is not None:
+            record = self.cls.attributes.get(attr)
+            if record is None or record.kind not in ("other", "module_container") or not record.container:
+                return
+            record.kind = "module_container"
+            record.element_class = _merge_class(record.element_class, elem)
+            if key is not None and not _is_string_key(key):
+                record.str_keys = False
+            if local:
+                self.attr_element_locals.setdefault(attr, set()).add(local)
+        elif isinstance(owner, cst.Name) and owner.value in self.local_lists:
+            lc = self.local_lists[owner.value]
+            lc.element_class = _merge_class(lc.element_class, elem)
+            if key is not None and not _is_string_key(key):
+                lc.str_keys = False
+            if local:
+                lc.element_locals.add(local)
+
+    def _subscript_store(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
+        # self.heads[name] = nn.Linear(...) / heads[name] = nn.Linear(...)
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return
+        elem, local = self._element_of(value)
+        self._add_elements(target.value, elem, local, key=target.slice[0].slice.value)
+
+    def _mark_registered(self, node: cst.BaseExpression) -> None:
+        attr = self_attribute(node, self.self_name)
+        if attr is not None:
+            self.b._registered_attrs.setdefault(self.cls.name, set()).add(attr)
+        elif isinstance(node, cst.Name):
+            name = node.value
+            if name in self.local_lists:
+                self.local_lists[name].registered = True
+            elif name in self.list_loop_vars and self.list_loop_vars[name] in self.local_lists:
+                self.local_lists[self.list_loop_vars[name]].registered = True
+            elif name in self.loop_vars:
+                self.b._registered_attrs.setdefault(self.cls.name, set()).add(self.loop_vars[name])
+            elif name in self.local_modules:
+                self.registered_locals.add(name)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -763,10 +1332,31 @@ class _AttributeCollector(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        # modules handed to a module constructor are registered by it:
+        # nn.Sequential(*layers), nn.ModuleList(self.blocks), Wrapper(blocks)
+        cls_name = self.b.facts.class_of_call(func)
+        if cls_name is not None and self.b.facts.is_module_class(cls_name):
+            for a in node.args:
+                self._mark_registered(a.value)
+        if dotted_name(func) == "setattr" and len(node.args) == 3 and dotted_name(node.args[0].value) == self.self_name:
+            self._mark_registered(node.args[2].value)
+            return
         if not isinstance(func, cst.Attribute):
             return
         attr = func.attr.value
         owner = func.value
+        if attr in ("add_module", "register_module") and dotted_name(owner) == self.self_name and len(node.args) >= 2:
+            self._mark_registered(node.args[1].value)
+            return
+        if attr in ("append", "insert") and node.args:
+            elem, local = self._element_of(node.args[-1].value)
+            self._add_elements(owner, elem, local)
+            return
+        if attr == "extend" and node.args:
+            arg = node.args[0].value
+            elem = self.b._element_class(arg)
+            self._add_elements(owner, elem, None)
+            return
         if attr in ("register_buffer", "register_parameter") and isinstance(owner, cst.Name) and owner.value == self.self_name:
             if node.args:
                 name = string_value(node.args[0].value)
@@ -779,16 +1369,243 @@ class _AttributeCollector(cst.CSTVisitor):
             if not dev:
                 return
             target = owner
+            index: Optional[str] = None
+            element = False
             if isinstance(target, cst.Subscript):
+                element = True
+                sub = target.slice[0].slice if len(target.slice) == 1 else None
+                if isinstance(sub, cst.Index) and isinstance(sub.value, cst.Name):
+                    index = sub.value.value
                 target = target.value
             name = self_attribute(target, self.self_name)
             if name is None and isinstance(target, cst.Name):
                 name = self.loop_vars.get(target.value)
+                if name is not None:
+                    element = True
+                    index = self.loop_index.get(target.value)
             if name is not None:
                 self.cls.placed_attributes[name] = dev
+                if element:
+                    self._add_element_placement(name, device, dev, index)
 
-    def leave_Module(self, original_node: cst.Module) -> None:  # pragma: no cover
-        pass
+    def _add_element_placement(self, name: str, device: Optional[cst.BaseExpression], dev: str, index: Optional[str]) -> None:
+        self.cls.element_placements.setdefault(name, []).append(dev)
+        self.cls.placed_attributes.setdefault(name, dev)
+        if index and device is not None and _uses_name(device, index):
+            self.cls.element_index[name] = index
+
+    def _element_placements(self, name: str, value: cst.BaseExpression) -> None:
+        """Placements written inside a container's constructor:
+        ``nn.ModuleList([B().to(devices[i]) for i in ...])``, ``[A().to(d0), B().to(d1)]``."""
+        inner, _, _ = _strip_placement(value)
+        if isinstance(inner, cst.Call):
+            if len(inner.args) == 1 and inner.args[0].star == "" and not isinstance(inner.args[0].value, cst.Call):
+                inner = inner.args[0].value
+            elif all(a.keyword is None and a.star == "" for a in inner.args):
+                # nn.Sequential(A().to(d0), B().to(d1))
+                for a in inner.args:
+                    self._element_placement_of(name, a.value, None)
+                return
+            elif len(inner.args) == 1 and inner.args[0].star == "*":
+                inner = inner.args[0].value
+        if isinstance(inner, (cst.List, cst.Tuple)):
+            for e in inner.elements:
+                if isinstance(e, cst.Element):
+                    self._element_placement_of(name, e.value, None)
+        elif isinstance(inner, cst.ListComp):
+            target = inner.for_in.target
+            self._element_placement_of(name, inner.elt, target.value if isinstance(target, cst.Name) else None)
+
+    def _element_placement_of(self, name: str, element: cst.BaseExpression, index: Optional[str]) -> None:
+        _, device, is_cuda = _strip_placement(element)
+        dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+        if dev:
+            self._add_element_placement(name, device, dev, index)
+
+    def finish(self) -> None:
+        """Settle what is only known at the end of the method."""
+        for record, local in self.pending:
+            if local.element_class:
+                record.kind = "module_container"
+                record.element_class = local.element_class
+                record.str_keys = local.str_keys
+            if local.registered or local.element_locals & self.registered_locals:
+                record.registered_elsewhere = True
+        for attr, locals_ in self.attr_element_locals.items():
+            if locals_ & self.registered_locals:
+                self.b._registered_attrs.setdefault(self.cls.name, set()).add(attr)
+
+
+def _merge_class(old: str, new: str) -> str:
+    if not old or old == new:
+        return new
+    return "torch.nn.Module"
+
+
+def _is_number_param(param: cst.Param) -> bool:
+    """A parameter that holds a Python number: numeric default or int/float annotation."""
+    ann = _annotation_code(param)
+    if ann is not None:
+        return ann in ("int", "float")
+    return param.default is not None and is_number_literal(param.default)
+
+
+#: attribute accesses that only inspect a tensor (no device involved)
+_INSPECT_ATTRS = frozenset({"shape", "size", "dtype", "ndim", "dim", "numel", "is_cuda", "requires_grad", "nelement"})
+#: calls that place their receiver on the computation's device
+_MOVE_METHODS = frozenset({"to", "cuda", "type_as"})
+_MOVE_CHAIN = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int", "half",
+     "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach", "unfold", "flip"}
+)
+
+
+class _SelfAttributeUses(cst.CSTVisitor):
+    """``self.<x>`` reads and writes in one method body. ``reads`` leaves out
+    reads where the device does not matter (see ``ClassFacts.forward_reads``);
+    ``loaded`` has every read."""
+
+    def __init__(self, self_name: str) -> None:
+        self.self_name = self_name
+        self.reads: Set[str] = set()
+        self.loaded: Set[str] = set()
+        self.writes: Set[str] = set()
+        self._quiet: Set[int] = set()
+        self._stores: Set[int] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def _store(self, target: cst.BaseExpression) -> None:
+        name = self_attribute(target, self.self_name)
+        if name is not None:
+            self.writes.add(name)
+            self._stores.add(id(target))
+        elif isinstance(target, cst.Subscript) and self_attribute(target.value, self.self_name) is not None:
+            # self.grid[i] = ...: forward keeps that container up to date itself
+            self.writes.add(self_attribute(target.value, self.self_name) or "")
+            self._stores.add(id(target.value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._store(e.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._store(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._store(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._store(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._store(node.asname.name)
+
+    def _quiet_chain(self, node: cst.BaseExpression) -> None:
+        # self.pe[:, :n].float().to(x.device): the read of self.pe is moved
+        while True:
+            if self_attribute(node, self.self_name) is not None:
+                self._quiet.add(id(node))
+                return
+            if isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVE_CHAIN:
+                node = node.func.value
+            else:
+                return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            attr = func.attr.value
+            if attr in _MOVE_METHODS and not _is_dtype_only(node):
+                self._quiet_chain(func.value)
+            if attr == "new_tensor":
+                for a in node.args:
+                    self._quiet_chain(a.value)
+        if dotted_name(func) in ("len", "isinstance") or keyword_arg(node, "device") is not None:
+            for a in node.args:
+                self._quiet_chain(a.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _INSPECT_ATTRS and self_attribute(node.value, self.self_name) is not None:
+            self._quiet.add(id(node.value))
+        name = self_attribute(node, self.self_name)
+        if name is None or id(node) in self._stores:
+            return
+        self.loaded.add(name)
+        if id(node) not in self._quiet:
+            self.reads.add(name)
+
+
+def _is_dtype_only(call: cst.Call) -> bool:
+    """``t.to(torch.float16)``, ``t.to(x.dtype)``, ``t.to(dtype=...)``: no device change."""
+    if not call.args:
+        return False
+    first = call.args[0]
+    if first.keyword is not None:
+        return all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy", "memory_format") for a in call.args)
+    d = dotted_name(first.value) or ""
+    last = d.rsplit(".", 1)[-1]
+    return last == "dtype" or (d.startswith("torch.") and last in _DTYPE_NAMES)
+
+
+_DTYPE_NAMES = frozenset(
+    {"float", "float16", "float32", "float64", "bfloat16", "half", "double", "long", "int", "int8", "int16",
+     "int32", "int64", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble", "short"}
+)
+
+
+class _SelfAssignments(cst.CSTVisitor):
+    """Names of ``self.<name> = ...`` targets in one method body."""
+
+    def __init__(self, self_name: str) -> None:
+        self.self_name = self_name
+        self.names: List[str] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for e in node.elements:
+                self._target(e.value)
+            return
+        name = self_attribute(node, self.self_name)
+        if name is not None and name not in self.names:
+            self.names.append(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._target(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+
+def _uses_name(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` appears as a plain name inside ``node``."""
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(_Find())
+    return bool(found)
 
 
 def _body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
@@ -822,6 +1639,7 @@ def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
     builder = _FactsBuilder(module)
     builder._class_nodes = {}
+    builder._registered_attrs = {}
     facts = builder.build()
     facts.script_scopes = build_training_facts(module, facts)
     return facts
@@ -1432,9 +2250,13 @@ def is_memory_buffer(facts: FileFacts, node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")
 
 
+#: the qualified names of ``torch.load``
+TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+
+
 def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
     q = facts.qualify(func)
-    return q in ("torch.load", "torch.serialization.load")
+    return q in TORCH_LOADS
 
 
 def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
@@ -1645,6 +2467,8 @@ class WrapEvent:
     wrapped_args: List[str] = field(default_factory=list)
     #: the wrapped expression is itself a wrapper call (``DP(DP(m))``)
     wrapped_is_wrap: bool = False
+    #: ``device_map=`` of a call wrapped directly (``DP(from_pretrained(..., device_map="auto"))``)
+    wrapped_device_map: str = ""
     #: device of a placement inside: ``DP(m.to(dev))`` ("" none; ``.cuda()``: "cuda")
     placed_inside: str = ""
     #: device of a placement chained on the result: ``DP(m).to(dev)``
@@ -2028,10 +2852,7 @@ class _ScriptCollector(cst.CSTVisitor):
             if id(inner) in self.wrap_index_of:
                 return self._bind(target, "wrap", wrap_index=self.wrap_index_of[id(inner)], placed=placed)
             args = _arg_names(inner)
-            device_map = ""
-            dm = keyword_arg(inner, "device_map")
-            if dm is not None and not (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
-                device_map = code_of(dm.value)
+            device_map = _device_map(inner)
             cls = self.facts.class_of_call(inner.func)
             if cls is not None and self.facts.is_module_class(cls):
                 return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
@@ -2086,6 +2907,7 @@ class _ScriptCollector(cst.CSTVisitor):
                         if cls is not None and self.facts.is_module_class(cls):
                             ev.wrapped_class = cls
                             ev.wrapped_args = _arg_names(inner)
+                        ev.wrapped_device_map = _device_map(inner)
             ids = keyword_arg(node, "device_ids")
             if ids is None and len(args) > 1:
                 ids = args[1]
@@ -2206,6 +3028,13 @@ def _env_read(node: cst.BaseExpression) -> Optional[str]:
         if name.endswith("environ.get") or name.endswith("getenv"):
             return string_value(node.args[0].value)
     return None
+
+
+def _device_map(call: cst.Call) -> str:
+    dm = keyword_arg(call, "device_map")
+    if dm is None or (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
+        return ""
+    return code_of(dm.value)
 
 
 def _target_names(node: cst.BaseExpression) -> List[str]:

@@ -69,6 +69,7 @@ from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     MODULE_SCOPE,
+    TORCH_LOADS,
     ScopeStack,
     code_of,
     device_candidates,
@@ -78,9 +79,6 @@ from devlint.semantic import (
     keyword_arg,
     positional_args,
 )
-
-
-_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 
 
 class LoadWithoutMapLocation(Rule):
@@ -164,13 +162,13 @@ def embeddings(path, device):
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # a call that may name torch.load without map_location or **kwargs
-        for call in scan.calls:
-            if "map_location" in call.keywords or call.has_star_kwargs or call.n_args >= 2:
-                continue
-            if scan.refers_to(call.func, _LOADS):
-                return True
-        return False
+        # a call that may name torch.load, without map_location= or a second positional argument
+        return any(
+            "map_location" not in call.keywords
+            and call.n_args < 2
+            and scan.refers_to(call.func, TORCH_LOADS)
+            for call in scan.calls
+        )
 
     def __init__(self, context) -> None:
         super().__init__(context)

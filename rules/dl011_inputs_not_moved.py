@@ -71,12 +71,14 @@ import libcst as cst
 
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
+    DATA_LOADERS,
     LoaderLoop,
     Placement,
     ScopeStack,
     WrapFacts,
     code_of,
     dotted_name,
+    looks_like_loader,
     loader_loop,
     lookup_scoped,
     ref_of,
@@ -234,6 +236,17 @@ class Trainer:
     def __init__(self, context) -> None:
         super().__init__(context)
         self.scopes = ScopeStack()
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a for loop over something named like a loader, or any for loop in a
+        # file that builds a DataLoader (loaders travel through parameters)
+        if any(looks_like_loader(name) for name in scan.loops if name):
+            return True
+        return bool(scan.loops) and any(
+            (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
+            for call in scan.calls
+        )
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.scopes.push(node)

@@ -157,6 +157,15 @@ if __name__ == "__main__":
         ),
     ]
 
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a call that may name DistributedDataParallel, with device_ids or output_device given
+        return any(
+            ("device_ids" in call.keywords or "output_device" in call.keywords or call.n_args >= 2)
+            and scan.refers_to(call.func, {DISTRIBUTED_DATA_PARALLEL})
+            for call in scan.calls
+        )
+
     def on_wrap(self, node: cst.Call, scope: ScopeFacts, event: WrapEvent) -> None:
         if event.wrapper != DISTRIBUTED_DATA_PARALLEL or self.facts.sets_visible_devices:
             return
