@@ -343,10 +343,12 @@ def environment(env: Environment) -> Iterator[Environment]:
     n = env.plan.count if visible else 0
     patch(torch.cuda, "is_available", lambda: visible)
     patch(torch.cuda, "device_count", lambda: n)
-    if env.simulated:
-        patch(torch.cuda, "_lazy_init", lambda: None)
+    if env.simulated or (visible and not env.plan.real_data_parallel):
+        # the current device is the harness's: fake, or cuda:0 + cpu
         patch(torch.cuda, "current_device", lambda: env.current)
         patch(torch.cuda, "set_device", lambda d: setattr(env, "current", _index(d, env)))
+    if env.simulated:
+        patch(torch.cuda, "_lazy_init", lambda: None)
         patch(torch.cuda, "synchronize", lambda *a, **k: None)
         patch(torch.cuda, "get_device_name", lambda *a, **k: "simulated CUDA device")
         original_to = nn.Module.to
