@@ -234,3 +234,21 @@ def test_real_gpu_model_parallel_and_replicas():
     assert results["model_parallel"]["verdict"] == "confirmed"
     assert results["replica_only"]["original"]["error"]["type"] == "StopIteration"
     assert results["nothing_to_reproduce"]["original"]["status"] == "not reproduced"
+
+
+def test_json_report_round_trips(harness_run):
+    import io
+
+    from devlint.harness.report import report_json, report_text
+
+    rows = [r for rs in harness_run.values() for r in rs]
+    buf = io.StringIO()
+    report_json(rows, buf)
+    doc = json.loads(buf.getvalue())
+    assert doc["summary"]["cases"] == len(rows)
+    assert doc["summary"]["errors"] == 3  # aborts, hangs, malformed
+    text = io.StringIO()
+    report_text(rows, text)
+    assert text.getvalue().splitlines()[0].split() == [
+        "FILE", "CASE", "RULES", "PLACEMENT", "DEVICES", "ORIGINAL", "FIXED", "EQUIVALENCE", "VERDICT"
+    ]
