@@ -257,3 +257,45 @@ def test_json_report_round_trips(harness_run):
     assert text.getvalue().splitlines()[0].split() == [
         "FILE", "CASE", "RULES", "PLACEMENT", "DEVICES", "ORIGINAL", "FIXED", "EQUIVALENCE", "VERDICT"
     ]
+
+
+# --------------------------------------------------------------------------
+# the simulated devices, in process (what fake tensors alone would miss)
+
+
+def _simulated():
+    from devlint.harness import env as E
+
+    environment = E.Environment(E.make_plan(2, True))
+    return E, environment
+
+
+def test_simulated_convolution_checks_devices():
+    E, environment = _simulated()
+    with E.environment(environment):
+        conv = torch.nn.Conv2d(3, 4, 3)  # left on the CPU
+        x = torch.randn(2, 3, 8, 8).to("cuda:1")
+        with E.running(environment):
+            with pytest.raises(RuntimeError, match=r"Input type \(torch.cuda.FloatTensor\) and weight type \(torch.FloatTensor\)"):
+                conv(x)
+            conv.to("cuda:0")
+            with pytest.raises(RuntimeError, match="cuda:1 and cuda:0"):
+                conv(x)
+            conv.to("cuda:1")
+            assert conv(x).device == torch.device("cuda", 1)
+
+
+def test_simulated_gru_and_indexing():
+    E, environment = _simulated()
+    with E.environment(environment):
+        gru = torch.nn.GRU(4, 4, batch_first=True).to("cuda:1")
+        x = torch.randn(2, 3, 4).to("cuda:1")
+        with E.running(environment):
+            out, h = gru(x, torch.zeros(1, 2, 4, device="cuda:1"))
+            assert out.device == h.device == torch.device("cuda", 1) and out.shape == (2, 3, 4)
+            with pytest.raises(RuntimeError, match="Input and hidden tensors are not at the same device"):
+                gru(x, torch.zeros(1, 2, 4))
+            assert x[None, :, 0].shape == (1, 2, 4) and x[None].device == x.device
+            with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same device"):
+                x[torch.zeros(1, dtype=torch.long, device="cuda:0")]
+    assert torch.cuda.is_available() is (_cuda() > 0)  # patches undone

@@ -227,6 +227,8 @@ class _DeviceMap(TorchFunctionMode):
             if target is not None:
                 args[0] = self._fake_if_needed(self_tensor, target)
             return self._call(func, args, kwargs)
+        if env.simulated and name in _CONV_OPS and len(args) > 1:
+            _check_conv_devices(args[0], args[1], args[2] if len(args) > 2 else kwargs.get("bias"))
         if "device" in kwargs:
             target = env.resolve(kwargs["device"])
             if target is not None:
@@ -277,6 +279,32 @@ def _map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
     if isinstance(obj, dict):
         return {k: _map_tensors(v, fn) for k, v in obj.items()}
     return obj
+
+
+_CONV_OPS = frozenset(
+    ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "_convolution", "conv_tbc"]
+)
+_LEGACY = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16"}
+
+
+def _legacy_type(t: torch.Tensor) -> str:
+    kind = _LEGACY.get(t.dtype, str(t.dtype).replace("torch.", "").capitalize())
+    return f"torch.cuda.{kind}Tensor" if t.device.type == "cuda" else f"torch.{kind}Tensor"
+
+
+def _check_conv_devices(inp: Any, weight: Any, bias: Any) -> None:
+    """Fake tensors propagate devices through convolution without checking
+    them; raise what PyTorch's convolution raises."""
+    if not (isinstance(inp, torch.Tensor) and isinstance(weight, torch.Tensor)):
+        return
+    for other, what in ((weight, "weight"), (bias, "bias")):
+        if not isinstance(other, torch.Tensor) or other.device == inp.device:
+            continue
+        if inp.device.type == other.device.type == "cuda":
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, {inp.device} and {other.device}!"
+            )
+        raise RuntimeError(f"Input type ({_legacy_type(inp)}) and {what} type ({_legacy_type(other)}) should be the same")
 
 
 def _needs_cpu_twins(exc: BaseException) -> bool:
