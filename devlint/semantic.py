@@ -1807,6 +1807,9 @@ class _ScriptCollector(cst.CSTVisitor):
         self._close()
 
     # -- branches ----------------------------------------------------------
+    def _branch(self) -> List[str]:
+        return [b for b in self.branch if b]
+
     def _point(self) -> int:
         self.points += 1
         return self.points
@@ -1818,7 +1821,8 @@ class _ScriptCollector(cst.CSTVisitor):
         self.try_ids.pop()
 
     def visit_If_body(self, node: cst.If) -> None:
-        self.branch.append(f"{self.try_ids[-1]}:0")
+        # ``if __name__ == "__main__":`` always runs when the script runs
+        self.branch.append("" if _is_main_guard(node.test) else f"{self.try_ids[-1]}:0")
 
     def leave_If_body(self, node: cst.If) -> None:
         self.branch.pop()
@@ -1956,7 +1960,7 @@ class _ScriptCollector(cst.CSTVisitor):
                     self.scope.wraps_param_with = wrapper
 
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
-        return BindEvent(order=self._next(), target=target, kind=kind, branch=list(self.branch), in_loop=self.loops > 0, **kw)
+        return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
 
     def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
         inner, placed = strip_placements(value)
@@ -2007,7 +2011,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 index=len(scope.wraps), order=self._next(), wrapper=wrapper,
                 target=self.assign_target.get(id(node), ""),
                 statement_target=self.statement_targets[-1] if self.statement_targets else "",
-                branch=list(self.branch), in_loop=self.loops > 0,
+                branch=self._branch(), in_loop=self.loops > 0,
                 placed_after=self.pending_after.pop(id(node), ""),
             )
             args = positional_args(node)
@@ -2045,7 +2049,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 on_wrap=self.wrap_index_of.get(id(owner), -1),
                 device=code_of(dev) if dev is not None else "",
                 statement=self.statement_kind.get(id(node), ""),
-                branch=list(self.branch), in_loop=self.loops > 0,
+                branch=self._branch(), in_loop=self.loops > 0,
             )
             scope.placements.append(ev2)
 
@@ -2131,6 +2135,16 @@ class _ScriptCollector(cst.CSTVisitor):
                     helper = self.facts.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
                     if helper is not None and helper.wraps_param >= 0:
                         cls.inner_wrappers.setdefault(b.target[len(me):], helper.wraps_param_with)
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    names = {dotted_name(left), dotted_name(right)}
+    return isinstance(test.comparisons[0].operator, cst.Equal) and "__name__" in names and (
+        string_value(left) == "__main__" or string_value(right) == "__main__"
+    )
 
 
 def _env_read(node: cst.BaseExpression) -> Optional[str]:

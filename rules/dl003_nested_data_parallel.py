@@ -239,21 +239,24 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             self.report(node, message, no_fix_reason=no_fix or "the wrapped module is not a positional argument")
 
     # -- a wrapper inside a model class ----------------------------------------
-    def _outer_wraps(self) -> Dict[str, Tuple[str, str]]:
-        """class -> (outer wrapper, scope name) for every local module class
-        whose instances end up inside a wrapped model."""
-        out: Dict[str, Tuple[str, str]] = {}
+    def _outer_wraps(self) -> Dict[str, Tuple[str, str, bool]]:
+        """class -> (outer wrapper, scope name, only under a condition) for
+        every local module class whose instances end up inside a wrapped
+        model (an unconditional wrap preferred)."""
+        out: Dict[str, Tuple[str, str, bool]] = {}
         for scope in self.facts.scopes:
             for ev in scope.wraps:
                 origin = wrapped_origin(self.facts, scope, ev)
                 roots = list(origin.classes)
-                for _name, _where, chain in origin.args:
+                for _name, _scope, chain in origin.args:
                     if chain and chain[-1].kind == "construct":
                         roots.append(chain[-1].value_class)
                 for cls in contained_classes(self.facts, roots):
                     if cls == scope.class_name:
                         continue  # a class wrapping its own parts is not wrapped by that
-                    out.setdefault(cls, (ev.wrapper, scope.name))
+                    conditional = bool(ev.branch)
+                    if cls not in out or (out[cls][2] and not conditional):
+                        out[cls] = (ev.wrapper, scope.name, conditional)
         return out
 
     def _inner_in_classes(self) -> None:
@@ -263,8 +266,12 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             if cls is None or not cls.inner_wrappers or cls.name not in outer or not scope.params:
                 continue
             me = scope.params[0] + "."
-            wrapper_out, where = outer[cls.name]
+            wrapper_out, where, outer_conditional = outer[cls.name]
             for ev in scope.wraps:
+                if ev.branch and outer_conditional:
+                    # both wrappers depend on conditions (an "inside" and an
+                    # "outside" mode): nothing shows they meet
+                    continue
                 attr = ev.statement_target[len(me):] if ev.statement_target.startswith(me) else ""
                 if attr in cls.inner_wrappers:
                     attrs = [attr]
@@ -278,7 +285,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 node = self.wrap_nodes[(scope.index, ev.index)]
                 message = (
                     f"{shown} is wrapped in {_short(ev.wrapper)} inside `{cls.name}`, which is itself wrapped in "
-                    f"{_short(wrapper_out)} (in `{where}`): the inner wrapper fails on the replicas"
+                    f"{_short(wrapper_out)} ({_where(where)}): the inner wrapper fails on the replicas"
                 )
                 first = _first_arg(node)
                 replacements = None
@@ -378,12 +385,16 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             return None
         if last.kind == "wrap":
             first = scope.wraps[last.wrap_index]
-            return f"in {_short(first.wrapper)} earlier in `{scope.name}`"
+            return f"in {_short(first.wrapper)} earlier {_where(scope.name)}"
         if last.kind == "call":
             helper = self._wrapping_function(scope, last.call)
             if helper is not None:
                 return f"by `{last.call}`, which returns it wrapped in {_short(helper.wraps_param_with)}"
         return None
+
+
+def _where(scope_name: str) -> str:
+    return "at module level" if scope_name == "<module>" else f"in `{scope_name}`"
 
 
 def _short(wrapper: str) -> str:
