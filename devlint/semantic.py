@@ -1663,6 +1663,8 @@ class ScopeFacts:
     wraps_param_with: str = ""
     #: the function calls ``torch.cuda.set_device``
     sets_cuda_device: bool = False
+    #: the function (may) return a model it wrapped (wrapper qualified name)
+    returns_wrapper: str = ""
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -1949,9 +1951,18 @@ class _ScriptCollector(cst.CSTVisitor):
         if node.value is None or len(self.stack) < 2:
             return
         inner, _ = strip_placements(node.value)
+        name = dotted_name(inner)
+        if name is not None:
+            for b in reversed(self.scope.binds):
+                if b.target == name and not (b.kind == "place" and b.source == name):
+                    if b.kind == "wrap":
+                        self.scope.returns_wrapper = self.scope.wraps[b.wrap_index].wrapper
+                    break
         if isinstance(inner, cst.Call):
             wrapper = self.facts.is_wrapper(inner.func)
             args = positional_args(inner)
+            if wrapper:
+                self.scope.returns_wrapper = wrapper
             if wrapper and args:
                 wrapped, _ = strip_placements(args[0].value)
                 name = dotted_name(wrapped)

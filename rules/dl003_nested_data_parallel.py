@@ -287,10 +287,9 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                     f"{shown} is wrapped in {_short(ev.wrapper)} inside `{cls.name}`, which is itself wrapped in "
                     f"{_short(wrapper_out)} ({_where(where)}): the inner wrapper fails on the replicas"
                 )
-                first = _first_arg(node)
-                replacements = None
-                if first is not None:
-                    replacements = [(node, first)] + self.class_read_fixes(cls.name, attrs)
+                replacements = self.unwrap_replacements(node, ev)
+                if replacements is not None:
+                    replacements += self.class_read_fixes(cls.name, attrs)
                 self._emit(node, message, replacements, f"remove the inner {_short(ev.wrapper)} ({_WHY_UNSAFE})")
 
     # -- a wrapped model passed into a model that is wrapped ---------------------
@@ -314,7 +313,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                         continue
                     inner = where.wraps[chain[-1].wrap_index]
                     node = self.wrap_nodes[(where.index, inner.index)]
-                    model = ev.wrapped_class or ev.wrapped_name
+                    model = origin.classes[0] if origin.classes else (ev.wrapped_class or ev.wrapped_name)
                     message = (
                         f"`{name}` is wrapped in {_short(inner.wrapper)} and then built into `{model}`, "
                         f"which is wrapped in {_short(ev.wrapper)}: the inner wrapper fails on the replicas"
@@ -349,7 +348,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 k = counts.get(b.call, 0)
                 counts[b.call] = k + 1
                 helper = self._wrapping_function(scope, b.call)
-                if helper is None:
+                if helper is None or helper.wraps_param < 0:
                     continue
                 for arg in b.args:
                     earlier = self._already_wrapped(scope, arg, b.order, b.branch)
@@ -371,7 +370,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
             name = f"{scope.class_name}.{call.split('.', 1)[1]}"
         helper = self.facts.scope_named(name)
-        if helper is not None and helper.wraps_param >= 0:
+        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper):
             return helper
         return None
 
@@ -389,7 +388,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         if last.kind == "call":
             helper = self._wrapping_function(scope, last.call)
             if helper is not None:
-                return f"by `{last.call}`, which returns it wrapped in {_short(helper.wraps_param_with)}"
+                return f"by `{last.call}`, which returns it wrapped in {_short(helper.wraps_param_with or helper.returns_wrapper)}"
         return None
 
 
