@@ -237,6 +237,8 @@ class FunctionFacts:
     #: ``self.<m>(...)`` calls made in the body
     self_calls: List[str] = field(default_factory=list)
     is_property: bool = False
+    #: a @staticmethod: no ``self``, so no anchor through the module
+    is_static: bool = False
     line: int = 0
 
 
@@ -499,6 +501,9 @@ class _NameUses(cst.CSTVisitor):
 
 
 def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset()) -> FunctionFacts:
+    decorators = {dotted_name(d.decorator) for d in fn.decorators}
+    is_static = "staticmethod" in decorators
+    is_method = is_method and not is_static
     params = [p.name.value for p in fn.params.params]
     params += [p.name.value for p in fn.params.posonly_params]
     params += [p.name.value for p in fn.params.kwonly_params]
@@ -531,18 +536,14 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     defaults = {p.name.value for p in all_params if p.default is not None}
     tensor_params = [n for n in tensor_params if n not in none_default]
     tensor_params.sort(key=lambda n: n in defaults)
-    is_property = any(
-        dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
-        for d in fn.decorators
-    )
-    line = 0
+    is_property = bool(decorators & {"property", "functools.cached_property", "cached_property"})
     return FunctionFacts(
         name=fn.name.value,
         params=params,
         tensor_params=tensor_params,
         self_calls=uses.self_calls,
         is_property=is_property,
-        line=line,
+        is_static=is_static,
     )
 
 
