@@ -437,7 +437,15 @@ class FileFacts:
         return None
 
     def to_dict(self) -> dict:
+        self.ensure_script_facts()
         return dataclasses.asdict(self)
+
+    def ensure_script_facts(self) -> None:
+        """Collect ``scopes``, ``spawn_targets``, ``sets_visible_devices``
+        and ``ClassFacts.inner_wrappers`` if that has not been done yet."""
+        module = self.__dict__.pop("_script_module", None)
+        if module is not None:
+            collect_script_facts(module, self)
 
 
 def canonical(qualified: str) -> str:
@@ -614,7 +622,9 @@ class _FactsBuilder:
             if cls.is_module:
                 self._finish_module_class(cls)
         self._finish_anchors()
-        collect_script_facts(self.module, self.facts)
+        # the script facts cost a full walk of the tree: collected on first
+        # use (only the wrapping rules and serialisation ask for them)
+        object.__setattr__(self.facts, "_script_module", self.module)
         return self.facts
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:

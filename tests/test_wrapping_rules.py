@@ -316,7 +316,7 @@ def test_script_facts_are_plain_and_serialisable():
         """
     )
     facts = build_facts(libcst.parse_module(src))
-    json.dumps(facts.to_dict())
+    json.dumps(facts.to_dict())  # collects the script facts on the way
     main = facts.scope_named("main")
     assert main.rank_names == ["local_rank"]
     [wrap] = main.wraps
