@@ -272,6 +272,9 @@ class ClassFacts:
     #: own submodules (``ln1.weight``, ``scale``, ``attn.proj.weight``), usable
     #: as a device anchor (``block.ln1.weight.device``); "" when none is known
     anchor_tensor: str = ""
+    #: ``forward`` moves one of its own arguments (``x = x.to(self.w.device)``),
+    #: so callers need not
+    moves_inputs: bool = False
     #: submodule attributes that hold a DataParallel/DDP wrapper, set in
     #: ``__init__`` or a helper method (attribute -> wrapper qualified name)
     inner_wrappers: Dict[str, str] = field(default_factory=dict)
@@ -753,11 +756,12 @@ class _FactsBuilder:
                 self._method_attributes(cls, stmt)
             elif isinstance(stmt, cst.FunctionDef):
                 params = [p.name.value for p in stmt.params.params]
-                assigned = _SelfAssignments(params[0] if params else "self")
+                assigned = _SelfAssignments(params[0] if params else "self", params[1:])
                 stmt.body.visit(assigned)
                 for name in assigned.names:
                     if name not in cls.self_assigned:
                         cls.self_assigned.append(name)
+                cls.moves_inputs = assigned.moves_inputs
 
     def _finish_anchors(self) -> None:
         """``anchor_tensor`` of every module class; needs every class's
@@ -1016,11 +1020,24 @@ class _AttributeCollector(cst.CSTVisitor):
 
 
 class _SelfAssignments(cst.CSTVisitor):
-    """Names of ``self.<name> = ...`` targets in one method body."""
+    """Names of ``self.<name> = ...`` targets in one method body, and whether
+    the method moves one of its own parameters (``x.to(...)``)."""
 
-    def __init__(self, self_name: str) -> None:
+    def __init__(self, self_name: str, params: Sequence[str] = ()) -> None:
         self.self_name = self_name
+        self.params = set(params)
         self.names: List[str] = []
+        self.moves_inputs = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("to", "cuda")
+            and isinstance(func.value, cst.Name)
+            and func.value.value in self.params
+        ):
+            self.moves_inputs = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
