@@ -2549,6 +2549,8 @@ class BindEvent:
     placed: str = ""
     #: ``device_map=`` given to the call (``from_pretrained(..., device_map="auto")``)
     device_map: str = ""
+    #: source of a ``torch.device(...)`` or string value (``device = torch.device("cuda:1")``)
+    value: str = ""
     branch: List[str] = field(default_factory=list)
     in_loop: bool = False
 
@@ -2898,7 +2900,10 @@ class _ScriptCollector(cst.CSTVisitor):
             cls = self.facts.class_of_call(inner.func)
             if cls is not None and self.facts.is_module_class(cls):
                 return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
-            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map)
+            value = code_of(inner) if cls == "torch.device" and not placed else ""
+            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map, value=value)
+        if string_value(value) is not None:
+            return self._bind(target, "other", value=code_of(value))
         name = dotted_name(inner)
         if placed and name is not None:
             return self._bind(target, "place", source=name, placed=placed)

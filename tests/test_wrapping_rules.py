@@ -326,3 +326,19 @@ def test_script_facts_are_plain_and_serialisable():
     assert kinds == [("local_rank", "call"), ("model", "construct"), ("model", "wrap")]
     places = [(p.target, p.method, p.device) for p in main.placements]
     assert places == [("", "to", "local_rank"), ("model", "cuda", "")]
+
+
+def test_dataparallel_to_a_local_device_variable():
+    src = """
+    import torch
+    from torch import nn
+
+    def main(args):
+        device = torch.device("cuda:1")
+        model = nn.DataParallel(nn.Linear(2, 2))
+        model.to(device)
+        other = nn.DataParallel(nn.Linear(2, 2))
+        device = torch.device(args.device)
+        other.to(device)
+    """
+    assert findings(src) == [(7, "DL005")]
