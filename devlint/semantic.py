@@ -331,6 +331,9 @@ class ClassFacts:
     #: own submodules (``ln1.weight``, ``scale``, ``attn.proj.weight``), usable
     #: as a device anchor (``block.ln1.weight.device``); "" when none is known
     anchor_tensor: str = ""
+    #: ``forward`` moves one of its own arguments (``x = x.to(self.w.device)``),
+    #: so callers need not
+    moves_inputs: bool = False
     #: submodule attributes that hold a DataParallel/DDP wrapper, set in
     #: ``__init__`` or a helper method (attribute -> wrapper qualified name)
     inner_wrappers: Dict[str, str] = field(default_factory=dict)
@@ -505,7 +508,15 @@ class FileFacts:
         return None
 
     def to_dict(self) -> dict:
+        self.ensure_script_facts()
         return dataclasses.asdict(self)
+
+    def ensure_script_facts(self) -> None:
+        """Collect ``scopes``, ``spawn_targets``, ``sets_visible_devices``
+        and ``ClassFacts.inner_wrappers`` if that has not been done yet."""
+        module = self.__dict__.pop("_script_module", None)
+        if module is not None:
+            collect_script_facts(module, self)
 
 
 def canonical(qualified: str) -> str:
@@ -708,7 +719,9 @@ class _FactsBuilder:
                 self._finish_module_class(cls)
         self._finish_forward_uses()
         self._finish_anchors()
-        collect_script_facts(self.module, self.facts)
+        # the script facts cost a full walk of the tree: collected on first
+        # use (only the wrapping rules and serialisation ask for them)
+        object.__setattr__(self.facts, "_script_module", self.module)
         return self.facts
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
@@ -851,11 +864,12 @@ class _FactsBuilder:
                 self._method_attributes(cls, stmt)
             elif isinstance(stmt, cst.FunctionDef):
                 params = [p.name.value for p in stmt.params.params]
-                assigned = _SelfAssignments(params[0] if params else "self")
+                assigned = _SelfAssignments(params[0] if params else "self", params[1:])
                 stmt.body.visit(assigned)
                 for name in assigned.names:
                     if name not in cls.self_assigned:
                         cls.self_assigned.append(name)
+                cls.moves_inputs = assigned.moves_inputs
         registered = self._registered_attrs.get(cls.name, set())
         for record in cls.assignments:
             if record.kind == "module_container" and record.name in registered:
@@ -1581,11 +1595,24 @@ _DTYPE_NAMES = frozenset(
 
 
 class _SelfAssignments(cst.CSTVisitor):
-    """Names of ``self.<name> = ...`` targets in one method body."""
+    """Names of ``self.<name> = ...`` targets in one method body, and whether
+    the method moves one of its own parameters (``x.to(...)``)."""
 
-    def __init__(self, self_name: str) -> None:
+    def __init__(self, self_name: str, params: Sequence[str] = ()) -> None:
         self.self_name = self_name
+        self.params = set(params)
         self.names: List[str] = []
+        self.moves_inputs = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("to", "cuda")
+            and isinstance(func.value, cst.Name)
+            and func.value.value in self.params
+        ):
+            self.moves_inputs = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -2473,6 +2500,8 @@ class BindEvent:
     placed: str = ""
     #: ``device_map=`` given to the call (``from_pretrained(..., device_map="auto")``)
     device_map: str = ""
+    #: source of a ``torch.device(...)`` or string value (``device = torch.device("cuda:1")``)
+    value: str = ""
     branch: List[str] = field(default_factory=list)
     in_loop: bool = False
 
@@ -2497,6 +2526,8 @@ class ScopeFacts:
     wraps_param_with: str = ""
     #: the function calls ``torch.cuda.set_device``
     sets_cuda_device: bool = False
+    #: the function (may) return a model it wrapped (wrapper qualified name)
+    returns_wrapper: str = ""
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -2641,6 +2672,9 @@ class _ScriptCollector(cst.CSTVisitor):
         self._close()
 
     # -- branches ----------------------------------------------------------
+    def _branch(self) -> List[str]:
+        return [b for b in self.branch if b]
+
     def _point(self) -> int:
         self.points += 1
         return self.points
@@ -2652,7 +2686,8 @@ class _ScriptCollector(cst.CSTVisitor):
         self.try_ids.pop()
 
     def visit_If_body(self, node: cst.If) -> None:
-        self.branch.append(f"{self.try_ids[-1]}:0")
+        # ``if __name__ == "__main__":`` always runs when the script runs
+        self.branch.append("" if _is_main_guard(node.test) else f"{self.try_ids[-1]}:0")
 
     def leave_If_body(self, node: cst.If) -> None:
         self.branch.pop()
@@ -2779,9 +2814,18 @@ class _ScriptCollector(cst.CSTVisitor):
         if node.value is None or len(self.stack) < 2:
             return
         inner, _ = strip_placements(node.value)
+        name = dotted_name(inner)
+        if name is not None:
+            for b in reversed(self.scope.binds):
+                if b.target == name and not (b.kind == "place" and b.source == name):
+                    if b.kind == "wrap":
+                        self.scope.returns_wrapper = self.scope.wraps[b.wrap_index].wrapper
+                    break
         if isinstance(inner, cst.Call):
             wrapper = self.facts.is_wrapper(inner.func)
             args = positional_args(inner)
+            if wrapper:
+                self.scope.returns_wrapper = wrapper
             if wrapper and args:
                 wrapped, _ = strip_placements(args[0].value)
                 name = dotted_name(wrapped)
@@ -2790,7 +2834,7 @@ class _ScriptCollector(cst.CSTVisitor):
                     self.scope.wraps_param_with = wrapper
 
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
-        return BindEvent(order=self._next(), target=target, kind=kind, branch=list(self.branch), in_loop=self.loops > 0, **kw)
+        return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
 
     def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
         inner, placed = strip_placements(value)
@@ -2807,7 +2851,10 @@ class _ScriptCollector(cst.CSTVisitor):
             cls = self.facts.class_of_call(inner.func)
             if cls is not None and self.facts.is_module_class(cls):
                 return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
-            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map)
+            value = code_of(inner) if cls == "torch.device" and not placed else ""
+            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map, value=value)
+        if string_value(value) is not None:
+            return self._bind(target, "other", value=code_of(value))
         name = dotted_name(inner)
         if placed and name is not None:
             return self._bind(target, "place", source=name, placed=placed)
@@ -2841,7 +2888,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 index=len(scope.wraps), order=self._next(), wrapper=wrapper,
                 target=self.assign_target.get(id(node), ""),
                 statement_target=self.statement_targets[-1] if self.statement_targets else "",
-                branch=list(self.branch), in_loop=self.loops > 0,
+                branch=self._branch(), in_loop=self.loops > 0,
                 placed_after=self.pending_after.pop(id(node), ""),
             )
             args = positional_args(node)
@@ -2879,7 +2926,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 on_wrap=self.wrap_index_of.get(id(owner), -1),
                 device=code_of(dev) if dev is not None else "",
                 statement=self.statement_kind.get(id(node), ""),
-                branch=list(self.branch), in_loop=self.loops > 0,
+                branch=self._branch(), in_loop=self.loops > 0,
             )
             scope.placements.append(ev2)
 
@@ -2965,6 +3012,16 @@ class _ScriptCollector(cst.CSTVisitor):
                     helper = self.facts.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
                     if helper is not None and helper.wraps_param >= 0:
                         cls.inner_wrappers.setdefault(b.target[len(me):], helper.wraps_param_with)
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    names = {dotted_name(left), dotted_name(right)}
+    return isinstance(test.comparisons[0].operator, cst.Equal) and "__name__" in names and (
+        string_value(left) == "__main__" or string_value(right) == "__main__"
+    )
 
 
 def _env_read(node: cst.BaseExpression) -> Optional[str]:
