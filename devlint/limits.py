@@ -46,7 +46,8 @@ _TOKEN = re.compile(
     |(?P<open>[(\[{])
     |(?P<close>[)\]}])
     |(?P<sep>[,;]|=(?!=)|:=)
-    |(?P<chain>(?:not|lambda|if|else|and|or|await)\b|\*\*|//|<<|>>|->|[-+*/%@&|^~.])
+    |(?P<chain>(?:not|lambda|if|else|and|or|await)\b|\*\*|//|<<|>>|->|[-+*/%@&|^~])
+    |(?P<dot>\.)
     |(?P<word>\w+)
     |(?P<other>\S)
     """,
@@ -64,39 +65,50 @@ def hostile(text: str) -> Optional[str]:
     if size > MAX_BYTES:
         return f"file too large ({size:,} characters; devlint's limit is {MAX_BYTES:,}): generated code?"
     tokens = 0
-    stack = [0]  # per bracket level: chain length since the last separator
-    running = 0  # sum(stack): the estimated depth here
-    deepest = 0
+    # per bracket level, since the last separator: operators (each nests the
+    # expression one level deeper) and trailers of the current operand
+    # (``.name``, calls, subscripts); the depth here is the sum over levels
+    ops = [0]
+    trail = [0]
+    running = 0
     for m in _TOKEN.finditer(text):
         kind = m.lastgroup
         if kind is None:  # blanks
             continue
         tokens += 1
         if kind == "open":
-            stack[-1] += 1
+            trail[-1] += 1
             running += 1
-            stack.append(0)
-            if len(stack) > MAX_BRACKETS + 1:
-                return f"more than {MAX_BRACKETS} nested brackets (line {text.count(chr(10), 0, m.start()) + 1}; Python itself refuses this)"
+            ops.append(0)
+            trail.append(0)
+            if len(ops) > MAX_BRACKETS + 1:
+                return f"more than {MAX_BRACKETS} nested brackets (line {_line(text, m.start())}; Python itself refuses this)"
         elif kind == "close":
-            if len(stack) > 1:
-                running -= stack.pop()
-        elif kind == "chain":
-            stack[-1] += 1
+            if len(ops) > 1:
+                running -= ops.pop() + trail.pop()
+            continue
+        elif kind == "dot":
+            trail[-1] += 1
             running += 1
-            if running > deepest:
-                deepest = running
-                if deepest > MAX_EXPRESSION_DEPTH:
-                    return (
-                        f"expression nested more than {MAX_EXPRESSION_DEPTH} levels deep "
-                        f"(line {text.count(chr(10), 0, m.start()) + 1}): too costly to parse"
-                    )
-        elif kind == "sep" or (kind == "nl" and len(stack) == 1):
-            running -= stack[-1]
-            stack[-1] = 0
+        elif kind == "chain":
+            running += 1 - trail[-1]
+            ops[-1] += 1
+            trail[-1] = 0
+        elif kind == "sep" or (kind == "nl" and len(ops) == 1):
+            running -= ops[-1] + trail[-1]
+            ops[-1] = trail[-1] = 0
+            continue
+        else:
+            continue
+        if running > MAX_EXPRESSION_DEPTH:
+            return f"expression nested more than {MAX_EXPRESSION_DEPTH} levels deep (line {_line(text, m.start())}): too costly to parse"
     if tokens > MAX_TOKENS:
         return f"too many tokens ({tokens:,}; devlint's limit is {MAX_TOKENS:,}): generated code?"
     return None
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
 
 
 T = TypeVar("T")

@@ -121,7 +121,10 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> Optional[str]:
         return f"cannot re-read before writing: {exc.strerror or exc}"
     folder = os.path.dirname(os.path.abspath(path))
     real = os.path.realpath(path)  # write through a symlink, keep the link
-    fd, tmp = tempfile.mkstemp(prefix=".devlint-", suffix=".tmp", dir=os.path.dirname(real) or folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".devlint-", suffix=".tmp", dir=os.path.dirname(real) or folder)
+    except OSError as exc:
+        return f"cannot write: cannot create a temporary file beside it ({exc.strerror or exc})"
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
