@@ -2,8 +2,7 @@
 
 __version__ = "0.1.0"
 
-from devlint.diagnostic import Diagnostic, Edit, Fix, FixSafety  # noqa: E402
-from devlint.engine import FileResult, fix_source, lint_source  # noqa: E402
+from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix, FixSafety  # noqa: E402
 
 __all__ = [
     "Diagnostic",
@@ -15,3 +14,13 @@ __all__ = [
     "fix_source",
     "lint_source",
 ]
+
+
+def __getattr__(name: str):
+    # the engine (and libcst with it) loads on first use, so that a run
+    # answered from the result cache never imports libcst
+    if name in ("fix_source", "lint_source"):
+        from devlint import engine
+
+        return getattr(engine, name)
+    raise AttributeError(f"module 'devlint' has no attribute {name!r}")

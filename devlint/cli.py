@@ -17,8 +17,7 @@ import click
 
 from devlint import __version__
 from devlint.config import Config, ConfigError, check_codes, load_config
-from devlint.diagnostic import Diagnostic
-from devlint.engine import FileResult
+from devlint.diagnostic import Diagnostic, FileResult
 from devlint.files import discover
 from devlint.reporters import (
     FORMATS,
@@ -29,7 +28,6 @@ from devlint.reporters import (
     report_text,
     summary_line,
 )
-from devlint.rule import all_rules
 from devlint.runner import default_jobs, jobs_for, run_jobs, unified_diff
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
@@ -50,15 +48,40 @@ def _use_color(mode: str) -> bool:
     return sys.stdout.isatty()
 
 
+class _Stdout:
+    """A text stream over click.echo (works under click's test runner)."""
+
+    def __init__(self, color: bool = False) -> None:
+        self.color = color
+
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False, color=self.color)
+
+
 def _err(msg: str) -> None:
     click.echo(f"devlint: {msg}", err=True)
+
+
+def all_rules():
+    """The rule classes (imported on use: importing a rule imports libcst,
+    which a run answered from the cache never needs)."""
+    from devlint.rule import all_rules as _all_rules
+
+    return _all_rules()
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value):
+    # options every subcommand shares without changing their signatures
+    ctx.meta[f"devlint.{param.name}"] = value
+    return value
 
 
 class _Run:
     """State shared by check and fix: the configuration, the files, the problems."""
 
     def __init__(self, paths, config_path, select, ignore, extend_select, verbose) -> None:
-        self.paths = list(paths) or ["."]
+        hook = _hook_mode()
+        self.paths = list(paths) or ([] if hook else ["."])
         self.verbose = verbose
         self.exit = EXIT_OK
         self.unchecked = 0  # paths that could not be checked (each already reported)
@@ -76,9 +99,10 @@ class _Run:
         if extend_select:
             cfg = replace(cfg, extend_select=cfg.extend_select + _split_codes(extend_select))
         self.config: Config = cfg
-        rules = all_rules()
-        self.codes = cfg.enabled_codes({c: r.enabled_by_default for c, r in rules.items()})
-        found = discover(self.paths, cfg)
+        from devlint.catalog import rule_table
+
+        self.codes = cfg.enabled_codes(rule_table())
+        found = discover(self.paths, cfg, force_exclude=hook)
         for missing in found.missing:
             _err(f"error: {missing}: no such file or directory")
             self.exit = EXIT_ERROR
@@ -88,6 +112,20 @@ class _Run:
             self.exit = max(self.exit, EXIT_FOUND)
             self.unchecked += 1
         self.files = found.files
+        meta = click.get_current_context().meta
+        #: the ast candidate scan (--no-scan: only to compare findings without it)
+        self.scan = not meta.get("devlint.no_scan", False)
+        self.cache = None
+        if not meta.get("devlint.no_cache", False):
+            from devlint.cache import ResultCache, cache_dir
+
+            self.cache = ResultCache(cache_dir(cfg.root), cfg.cache_key())
+
+    def save_cache(self) -> None:
+        if self.cache is not None:
+            problem = self.cache.save()
+            if problem:
+                _err(f"warning: {problem}")
 
     def file_problems(self, results: Sequence[FileResult]) -> None:
         for r in results:
@@ -108,7 +146,22 @@ _common = [
     click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read the configuration from this pyproject.toml."),
     click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes to use (default: usable cores)."),
     click.option("--verbose", "-v", is_flag=True, help="Say more about what is skipped and why."),
+    click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember, help="Neither read nor write the result cache (.devlint_cache/)."),
+    click.option("--no-scan", is_flag=True, expose_value=False, callback=_remember, hidden=True, help="Parse every file with libcst, without the ast candidate scan (to compare findings)."),
+    click.option(
+        "--hook",
+        is_flag=True,
+        expose_value=False,
+        callback=lambda ctx, _param, value: ctx.meta.__setitem__("devlint.hook", value),
+        help="Run as a pre-commit hook: check exactly the files given, minus those the configuration "
+        "excludes; with no files, check nothing and exit 0.",
+    ),
 ]
+
+
+def _hook_mode() -> bool:
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.meta.get("devlint.hook"))
 
 
 def common(f):
@@ -129,13 +182,23 @@ def main() -> None:
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    expose_value=False,
+    callback=_remember,
+    help="Add `# noqa: DLxxx` to every current finding (a baseline: gate new code now, clean up later).",
+)
 def check(paths, select, ignore, extend_select, config_path, jobs, verbose, output_format, statistics, exit_zero, color) -> None:
     """Report device-placement bugs; exit 1 when anything is found."""
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
-    results = run_jobs(jobs_for(run.files, run.config, run.codes), jobs or default_jobs())
+    if click.get_current_context().meta.get("devlint.add_noqa"):
+        _add_noqa(run, jobs, color)
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan), jobs or default_jobs(), cache=run.cache)
+    run.save_cache()
     run.file_problems(results)
     diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
-    out = click.get_text_stream("stdout")
+    out = _Stdout(_use_color(color))
     if statistics:
         report_statistics(diagnostics, out)
     elif output_format == "json":
@@ -154,7 +217,8 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
             click.echo(summary_line(diagnostics, files_with))
     if verbose:
         skipped = sum(1 for r in results if r.skipped)
-        _err(f"checked {len(results)} files ({skipped} skipped by the pre-filter), rules: {', '.join(run.codes)}")
+        cached = f", {run.cache.hits} from the cache" if run.cache is not None else ""
+        _err(f"checked {len(results)} files ({skipped} skipped by the pre-filter{cached}), rules: {', '.join(run.codes)}")
     code = run.exit
     if diagnostics:
         code = max(code, EXIT_FOUND)
@@ -163,18 +227,45 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
     sys.exit(code)
 
 
+def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
+    """``check --add-noqa``: write the comments, list what could not be suppressed."""
+    # no result cache: a cached result would skip the file without writing it
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan, add_noqa=True), jobs or default_jobs())
+    run.file_problems(results)
+    left = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
+    report_text(left, _Stdout(_use_color(color)), _use_color(color))
+    n = sum(len(r.applied) for r in results if not r.error)
+    files = sum(1 for r in results if r.applied and not r.error)
+    msg = f"Added `# noqa` for {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    if left:
+        msg += f"; {len(left)} could not be suppressed"
+    click.echo(msg + ".")
+    sys.exit(max(run.exit, EXIT_FOUND) if left else run.exit)
+
+
 @main.command()
 @common
 @click.option("--apply", is_flag=True, help="Write the fixes (atomically) instead of printing a diff.")
 @click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes that may change behaviour.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply, unsafe_fixes, color) -> None:
+@click.option("--verify", is_flag=True, help="With --apply: then run the runtime harness on the fixed files' cases (executes their code).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="With --verify: seconds each case may run.")
+@click.option("--simulate", is_flag=True, help="With --verify: simulated CUDA devices even when GPUs are present.")
+def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply, unsafe_fixes, color, verify, timeout, simulate) -> None:
     """Show the fixes as a unified diff; with --apply, write them."""
+    if verify and not apply:
+        _err("error: --verify needs --apply (it runs the harness on the fixed files)")
+        sys.exit(EXIT_ERROR)
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     unsafe = run.config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
-    results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply), jobs or default_jobs())
+    if verify:
+        from devlint.harness.command import read_cases_texts
+
+        before_fix = read_cases_texts(run.files)
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply, scan=run.scan), jobs or default_jobs(), cache=run.cache)
+    run.save_cache()
     run.file_problems(results)
-    out = click.get_text_stream("stdout")
+    out = _Stdout(_use_color(color))
     fixed = [r for r in results if r.fixed_text is not None and not r.error]
     n_applied = sum(len(r.applied) for r in fixed)
     if not apply:
@@ -188,12 +279,8 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
                 continue
             out.write(unified_diff(r.path, before, r.fixed_text or ""))
     remaining = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
-    if apply:
-        remaining_to_show = remaining
-    else:
-        # without --apply the diff shows what would be fixed; list the rest
-        remaining_to_show = remaining
-    report_text(remaining_to_show, out, _use_color(color))
+    # after --apply: what could not be fixed; without it: what the diff does not fix
+    report_text(remaining, out, _use_color(color))
     verb = "Fixed" if apply else "Would fix"
     msg = f"{verb} {n_applied} problem{'s' if n_applied != 1 else ''} in {len(fixed)} file{'s' if len(fixed) != 1 else ''}"
     unfixed_unsafe = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
@@ -204,6 +291,12 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
     code = run.exit
     if remaining or (fixed and not apply):
         code = max(code, EXIT_FOUND)
+    if verify:
+        from devlint.harness.command import verify_fixed
+
+        verified = verify_fixed(before_fix, fixed, timeout, simulate, jobs or default_jobs())
+        if verified is not None:
+            code = max(code, verified)
     sys.exit(code)
 
 
@@ -241,6 +334,47 @@ def _rule_json(r) -> dict:
         "summary": r.summary(),
         "documentation": r.documentation(),
     }
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+def clean(paths) -> None:
+    """Remove the result cache (.devlint_cache/) of the project of PATHS
+    (default: the current folder)."""
+    from devlint.cache import cache_dir, clean as remove
+
+    done = set()
+    for path in list(paths) or ["."]:
+        try:
+            folder = cache_dir(load_config([path]).root)
+        except ConfigError as exc:
+            _err(f"error: {exc}")
+            sys.exit(EXIT_ERROR)
+        if folder in done:
+            continue
+        done.add(folder)
+        try:
+            if remove(folder):
+                click.echo(f"removed {folder}")
+        except OSError as exc:
+            _err(f"error: cannot remove {folder}: {exc.strerror or exc}")
+            sys.exit(EXIT_ERROR)
+
+
+@main.command()
+@common
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="Seconds each case may run.")
+@click.option("--simulate", is_flag=True, help="Simulated CUDA devices even when GPUs are present.")
+def verify(paths, select, ignore, extend_select, config_path, jobs, verbose, output_format, timeout, simulate) -> None:
+    """Run the runtime harness on the files' cases: reproduce each bug, run
+    devlint's fix, compare outputs. Executes the files' code; needs PyTorch.
+    Exit 0 when every case is confirmed, 1 when any is not, 2 on errors."""
+    from devlint.harness.command import verify_paths
+
+    run = _Run(paths, config_path, select, ignore, extend_select, verbose)
+    code = verify_paths(run.files, run.codes, run.config.ignored_for, output_format, timeout, simulate, jobs or default_jobs())
+    sys.exit(EXIT_ERROR if run.exit == EXIT_ERROR else code)
 
 
 if __name__ == "__main__":  # pragma: no cover

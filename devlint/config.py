@@ -68,7 +68,7 @@ class Config:
 
 
 def _matches_any(code: str, prefixes: Iterable[str]) -> bool:
-    return any(code.startswith(p) for p in prefixes)
+    return any(p == "ALL" or code.startswith(p) for p in prefixes)
 
 
 def _relative(path: str, root: str) -> str:
@@ -160,9 +160,9 @@ def _read(path: Path, require_table: bool) -> Optional[Config]:
 
 
 def config_from_table(table: Dict[str, Any], source: str, root: str = ".") -> Config:
-    from devlint.rule import all_rules
+    from devlint.catalog import rule_table
 
-    known_codes = set(all_rules())
+    known_codes = set(rule_table())
     values: Dict[str, Any] = {}
     for key, value in table.items():
         kind = _KEYS.get(key)
@@ -206,9 +206,9 @@ def _check(source: str, key: str, kind: str, value: Any, known_codes: set) -> An
 def check_codes(codes: Iterable[str], known_codes: Optional[set] = None, where: str = "") -> None:
     """Every code must be a known code or a prefix of one (``DL``, ``DL00``)."""
     if known_codes is None:
-        from devlint.rule import all_rules
+        from devlint.catalog import rule_table
 
-        known_codes = set(all_rules()) | {"DL000"}
+        known_codes = set(rule_table()) | {"DL000"}
     for code in codes:
         if code == "ALL":
             continue

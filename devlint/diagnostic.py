@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
-import libcst as cst
+if TYPE_CHECKING:  # pragma: no cover - libcst is imported only when a file is parsed
+    import libcst as cst
 
 
 class FixSafety(str, enum.Enum):
@@ -126,4 +127,40 @@ class Diagnostic:
             end_col=data["end_location"]["column"],
             fix=fix,
             no_fix_reason=data.get("no_fix_reason") or "",
+        )
+
+
+@dataclass
+class FileResult:
+    """What checking or fixing one file produced; round-trips through JSON
+    (:meth:`to_json` / :meth:`from_json`) for the result cache."""
+
+    path: str
+    diagnostics: List[Diagnostic] = field(default_factory=list)
+    #: a one-line problem that stopped the file from being checked (unreadable, undecodable)
+    error: Optional[str] = None
+    #: one-line internal errors (a crashed rule, a fix that broke the code)
+    internal_errors: List[str] = field(default_factory=list)
+    #: set by fixing: the fixed text and the codes of the fixes applied
+    fixed_text: Optional[str] = None
+    applied: List[Diagnostic] = field(default_factory=list)
+    skipped: bool = False  # no enabled rule could fire (pre-filter)
+
+    def to_json(self) -> dict:
+        return {
+            "path": self.path,
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "error": self.error,
+            "internal_errors": self.internal_errors,
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "FileResult":
+        return cls(
+            path=data["path"],
+            diagnostics=[Diagnostic.from_json(d) for d in data["diagnostics"]],
+            error=data.get("error"),
+            internal_errors=list(data.get("internal_errors", [])),
+            skipped=bool(data.get("skipped")),
         )

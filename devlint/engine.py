@@ -12,8 +12,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devlint.diagnostic import Diagnostic, Edit, Fix
+from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
 from devlint.limits import hostile
+from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
@@ -25,39 +26,6 @@ SYNTAX_ERROR = ("DL000", "syntax-error")
 
 class InternalError(Exception):
     """A bug in devlint (a rule that crashed, a fix that does not parse)."""
-
-
-@dataclass
-class FileResult:
-    path: str
-    diagnostics: List[Diagnostic] = field(default_factory=list)
-    #: a one-line problem that stopped the file from being checked (unreadable, undecodable)
-    error: Optional[str] = None
-    #: one-line internal errors (a crashed rule, a fix that broke the code)
-    internal_errors: List[str] = field(default_factory=list)
-    #: set by fixing: the fixed text and the codes of the fixes applied
-    fixed_text: Optional[str] = None
-    applied: List[Diagnostic] = field(default_factory=list)
-    skipped: bool = False  # no enabled rule could fire (pre-filter)
-
-    def to_json(self) -> dict:
-        return {
-            "path": self.path,
-            "diagnostics": [d.to_json() for d in self.diagnostics],
-            "error": self.error,
-            "internal_errors": self.internal_errors,
-            "skipped": self.skipped,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict) -> "FileResult":
-        return cls(
-            path=data["path"],
-            diagnostics=[Diagnostic.from_json(d) for d in data["diagnostics"]],
-            error=data.get("error"),
-            internal_errors=list(data.get("internal_errors", [])),
-            skipped=bool(data.get("skipped")),
-        )
 
 
 def select_rules(codes: Optional[Sequence[str]] = None) -> List[Type[Rule]]:
@@ -110,7 +78,9 @@ class _Dispatcher(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         ctx = self.context
         if isinstance(node, cst.ClassDef):
-            ctx.class_stack.append(ctx.facts.classes.get(node.name.value) if not ctx.function_stack or True else None)
+            # facts exist for classes at module level (or under if/try there)
+            top = not ctx.function_stack and not ctx.class_stack
+            ctx.class_stack.append(ctx.facts.classes.get(node.name.value) if top else None)
             ctx._class_depths.append(len(ctx.function_stack))
         elif isinstance(node, cst.FunctionDef):
             ctx.function_stack.append(node)
@@ -131,6 +101,27 @@ class _Dispatcher(cst.CSTVisitor):
 
 def _token_filter(text: str, rules: Sequence[Type[Rule]]) -> List[Type[Rule]]:
     return [r for r in rules if any(tok in text for tok in r.tokens)]
+
+
+def _scan_filter(text: str, rules: List[Type[Rule]]) -> List[Type[Rule]]:
+    """The rules that may fire according to the ``ast`` candidate scan
+    (:mod:`devlint.scan`); all of them when no rule has a hook or CPython
+    cannot parse the file. A hook that raises counts as a candidate."""
+    if not any(r.candidate.__func__ is not Rule.candidate.__func__ for r in rules):  # type: ignore[attr-defined]
+        return rules
+    from devlint.scan import scan_source
+
+    summary = scan_source(text)
+    if summary is None:
+        return rules
+    out = []
+    for r in rules:
+        try:
+            if r.candidate(summary):
+                out.append(r)
+        except Exception:  # a hook bug must never drop a finding
+            out.append(r)
+    return out
 
 
 @dataclass
@@ -227,10 +218,12 @@ def lint_source(
     path: str = "<stdin>",
     codes: Optional[Sequence[str]] = None,
     ignore: Sequence[str] = (),
+    scan: bool = True,
 ) -> FileResult:
     """Check one file's source. ``codes``: the enabled rule codes (default:
     the rules enabled by default); ``ignore``: codes or prefixes ignored for
-    this file."""
+    this file; ``scan``: skip rules the ``ast`` candidate scan rules out
+    (off only to test that the scan drops nothing)."""
     result = FileResult(path=path)
     try:
         text = decode_source(source).text if isinstance(source, bytes) else source
@@ -238,13 +231,16 @@ def lint_source(
         result.error = str(exc)
         return result
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
+    ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     rules = _token_filter(text, rules)
-    if not rules:
-        result.skipped = True
-        return result
-    reason = hostile(text)
+    reason = hostile(text) if rules else None  # before any parse, CPython's included
     if reason is not None:
         result.error = f"skipped: {reason}"
+        return result
+    if rules and scan:
+        rules = _scan_filter(text, rules)
+    if not rules:
+        result.skipped = True
         return result
     lines = _source_lines(text)
     try:
@@ -272,6 +268,9 @@ def lint_source(
             d.fix.replacements = []
         if not suppressions.suppresses(d.code, d.line):
             kept.append(d)
+    if UNUSED_NOQA[0] in ran:  # the engine-level rule: needs every other rule's findings
+        stale = unused_noqa(text, path, suppressions, diagnostics, list(all_rules()), ran, module)
+        kept.extend(d for d in stale if not suppressions.suppresses(d.code, d.line))
     kept.sort(key=Diagnostic.sort_key)
     result.diagnostics = kept
     return result
@@ -327,6 +326,7 @@ def fix_source(
     codes: Optional[Sequence[str]] = None,
     unsafe: bool = False,
     ignore: Sequence[str] = (),
+    scan: bool = True,
 ) -> FileResult:
     """Fix one file's (decoded) source in rounds until nothing changes.
 
@@ -337,18 +337,23 @@ def fix_source(
     result = FileResult(path=path)
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     text = source
-    suppressions = parse_suppressions(source)
     for _round in range(MAX_FIX_ROUNDS):
         active = _token_filter(text, rules)
-        if not active:
-            break
-        if _round == 0 and hostile(text) is not None:
+        if _round == 0 and active and hostile(text) is not None:
             return lint_source(source, path, codes, ignore)  # the same "skipped" message
+        if active and scan:
+            active = _scan_filter(text, active)
+        if not active:
+            if _round == 0:  # no rule can fire: nothing to fix, nothing to report
+                result.fixed_text = source
+                result.skipped = True
+                return result
+            break
         try:
             module = parse(text)
         except cst.ParserSyntaxError:
             if _round == 0:
-                return lint_source(source, path, codes, ignore)
+                return lint_source(source, path, codes, ignore, scan=scan)
             result.internal_errors.append(
                 f"internal error: fixes by {', '.join(sorted({d.code for d in result.applied}))} produced code that does not parse; "
                 "the file was not changed; please report this as a devlint bug"
@@ -421,14 +426,18 @@ def fix_source(
             )
             text = source
             result.applied = []
+    if UNUSED_NOQA[0] in {r.code for r in rules}:
+        stale = [d for d in lint_source(text, path, codes, ignore, scan=scan).diagnostics if d.code == UNUSED_NOQA[0] and d.fix]
+        if stale:
+            text = remove_unused_noqa(text, stale)
+            result.applied.extend(stale)
     result.fixed_text = text
-    remaining = lint_source(text, path, codes, ignore)
+    remaining = lint_source(text, path, codes, ignore, scan=scan)
     result.diagnostics = remaining.diagnostics
     result.error = remaining.error
     for e in remaining.internal_errors:
         if e not in result.internal_errors:
             result.internal_errors.append(e)
-    del suppressions
     return result
 
 

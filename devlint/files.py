@@ -15,6 +15,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 from devlint.config import Config
 
 PYTHON_SUFFIXES = (".py", ".pyi")
+NOTEBOOK_SUFFIXES = (".ipynb",)
 
 
 @dataclass
@@ -117,7 +118,15 @@ def _excluded_name(name: str, rel: str, patterns: Sequence[str]) -> bool:
     return False
 
 
-def discover(paths: Sequence[str], config: Config, suffixes: Sequence[str] = PYTHON_SUFFIXES) -> Discovery:
+def discover(
+    paths: Sequence[str],
+    config: Config,
+    suffixes: Sequence[str] = PYTHON_SUFFIXES,
+    force_exclude: bool = False,
+) -> Discovery:
+    """The files to check under ``paths``. ``force_exclude``: apply the
+    configured excludes to files named explicitly too (pre-commit names every
+    staged file)."""
     result = Discovery()
     excludes = tuple(config.exclude) + tuple(config.extend_exclude)
     seen = set()
@@ -140,13 +149,24 @@ def discover(paths: Sequence[str], config: Config, suffixes: Sequence[str] = PYT
             result.problems.append((raw, "broken symbolic link" if broken else _oserror(exc)))
             continue
         if not stat.S_ISDIR(st.st_mode):
-            add(path)  # named explicitly: always checked
+            if force_exclude and excluded_by_config(path, excludes, config.root):
+                continue
+            add(path)  # named explicitly: checked unless force_exclude
             continue
         for f in _walk(path, excludes, config.root, result):
             if f.endswith(tuple(suffixes)):
                 add(f)
     result.files.sort(key=lambda p: os.path.normpath(p))
     return result
+
+
+def excluded_by_config(path: str, excludes: Sequence[str], root: str) -> bool:
+    """Whether ``path`` or a folder above it (up to ``root``) matches an exclude pattern."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root)).replace(os.sep, "/")
+    if rel.startswith("../"):
+        rel = os.path.abspath(path).replace(os.sep, "/").lstrip("/")
+    parts = rel.split("/")
+    return any(_excluded_name(parts[i], "/".join(parts[: i + 1]), excludes) for i in range(len(parts)))
 
 
 def _oserror(exc: OSError) -> str:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from typing import Dict, List, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Dict, List, Sequence, TextIO, Type
 
 from devlint import __version__
 from devlint.diagnostic import Diagnostic
-from devlint.rule import Rule
+
+if TYPE_CHECKING:  # pragma: no cover - importing the rules imports libcst
+    from devlint.rule import Rule
 
 FORMATS = ("text", "json", "github", "sarif", "concise")
 
@@ -166,6 +168,3 @@ def summary_line(diagnostics: Sequence[Diagnostic], n_files_with: int) -> str:
         s += f" ({'; '.join(parts)})"
     return s + "."
 
-
-def problems_lines(items: List[str]) -> List[str]:
-    return items

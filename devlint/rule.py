@@ -5,16 +5,20 @@ examples and fix safety; the engine discovers rule modules under
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
 from dataclasses import dataclass
-from typing import ClassVar, Dict, List, Optional, Sequence, Tuple, Type
+from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tuple, Type
 
 import libcst as cst
 
 from devlint.diagnostic import Diagnostic, Fix, FixSafety
 from devlint.semantic import ClassFacts, FileFacts, FunctionFacts, code_of, self_attribute
+
+if TYPE_CHECKING:  # pragma: no cover
+    from devlint.scan import ScanSummary
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
 
@@ -178,6 +182,18 @@ class Rule(cst.CSTVisitor):
         self.context = context
         self.diagnostics: List[Diagnostic] = []
 
+    @classmethod
+    def candidate(cls, scan: "ScanSummary") -> bool:
+        """Can this rule fire in the file ``scan`` summarises? Answered from
+        the cheap ``ast`` scan (:mod:`devlint.scan`) before libcst parses the
+        file; when no enabled rule is a candidate the parse is skipped.
+
+        Must over-approximate the visitor: return False only when the rule
+        certainly reports nothing (a wrong False drops a finding, a wrong True
+        only costs time). The default, for a rule without a hook, is True.
+        """
+        return True
+
     @property
     def facts(self) -> FileFacts:
         return self.context.facts
@@ -225,24 +241,20 @@ class Rule(cst.CSTVisitor):
         return " ".join(text.split())
 
 
-_REGISTRY: Optional[Dict[str, Type[Rule]]] = None
-
-
+@functools.lru_cache(maxsize=None)
 def all_rules() -> Dict[str, Type[Rule]]:
-    """Every rule class found under ``devlint.rules``, by code (sorted)."""
-    global _REGISTRY
-    if _REGISTRY is None:
-        import devlint.rules as package
+    """Every rule class found under ``devlint.rules``, by code (sorted).
+    Discovered once per process (the rule modules do not change at run time)."""
+    import devlint.rules as package
 
-        found: Dict[str, Type[Rule]] = {}
-        for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-            if info.name.startswith("_"):
-                continue
-            mod = importlib.import_module(f"{package.__name__}.{info.name}")
-            for obj in vars(mod).values():
-                if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.__module__ == mod.__name__:
-                    if obj.code in found:
-                        raise RuntimeError(f"two rules share the code {obj.code}")
-                    found[obj.code] = obj
-        _REGISTRY = dict(sorted(found.items()))
-    return _REGISTRY
+    found: Dict[str, Type[Rule]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"{package.__name__}.{info.name}")
+        for obj in vars(mod).values():
+            if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.__module__ == mod.__name__:
+                if obj.code in found:
+                    raise RuntimeError(f"two rules share the code {obj.code}")
+                found[obj.code] = obj
+    return dict(sorted(found.items()))

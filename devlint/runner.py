@@ -8,13 +8,16 @@ import os
 import stat
 import tempfile
 from dataclasses import dataclass, field
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 from devlint.config import Config
-from devlint.engine import FileResult, fix_source, lint_source
+from devlint.diagnostic import FileResult
 from devlint.files import PYTHON_SUFFIXES
 from devlint.limits import run_deep
 from devlint.source import SourceError, decode_source
+
+if TYPE_CHECKING:  # pragma: no cover
+    from devlint.cache import ResultCache
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,10 @@ class Job:
     fix: bool = False
     unsafe: bool = False
     apply: bool = False
+    #: use the ast candidate scan (off only to compare findings without it)
+    scan: bool = True
+    #: check, then add ``# noqa: CODE`` comments for every finding (--add-noqa)
+    add_noqa: bool = False
 
 
 #: never read more than this from one file (the engine skips anything over a few MB)
@@ -66,36 +73,49 @@ def _describe(exc: OSError) -> str:
 
 def run_job(job: Job) -> FileResult:
     """Check or fix one file. Never raises: every problem lands in the result."""
+    return _run_job_digest(job)[1]
+
+
+def _run_job_digest(job: Job) -> Tuple[Optional[str], FileResult]:
+    """:func:`run_job`, plus the content digest of the bytes it checked (for
+    the result cache; None when the file could not be read)."""
     try:
         raw = _read(job.path)
     except OSError as exc:
-        return FileResult(path=job.path, error=_describe(exc))
+        return None, FileResult(path=job.path, error=_describe(exc))
+    from devlint.cache import content_digest
+
+    digest = content_digest(raw)
     if not _looks_like_python(job.path, raw):
-        return FileResult(path=job.path, error="not a Python file (no .py/.pyi suffix and no python #! line); skipped")
+        return digest, FileResult(path=job.path, error="not a Python file (no .py/.pyi suffix and no python #! line); skipped")
     try:
         # a deep stack: deeply nested (legal) code must not overflow it
-        return run_deep(_run_job, job, raw)
+        return digest, run_deep(_run_job, job, raw)
     except RecursionError:
-        return FileResult(path=job.path, error="skipped: too deeply nested to analyse")
+        return digest, FileResult(path=job.path, error="skipped: too deeply nested to analyse")
     except MemoryError:
-        return FileResult(path=job.path, error="skipped: out of memory")
+        return digest, FileResult(path=job.path, error="skipped: out of memory")
     except Exception as exc:  # an engine bug must not stop the run
-        return FileResult(
+        return digest, FileResult(
             path=job.path,
             internal_errors=[f"internal error ({type(exc).__name__}: {exc}); please report this as a devlint bug"],
         )
 
 
 def _run_job(job: Job, raw: bytes) -> FileResult:
+    from devlint.engine import fix_source, lint_source
+
     if b"\x00" in raw[:8192]:
         return FileResult(path=job.path, error="not a Python source file (binary content)")
     try:
         src = decode_source(raw)
     except SourceError as exc:
         return FileResult(path=job.path, error=str(exc))
+    if job.add_noqa:
+        return _add_noqa(job, raw, src)
     if not job.fix:
-        return lint_source(src.text, job.path, job.codes, job.ignore)
-    result = fix_source(src.text, job.path, job.codes, unsafe=job.unsafe, ignore=job.ignore)
+        return lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
+    result = fix_source(src.text, job.path, job.codes, unsafe=job.unsafe, ignore=job.ignore, scan=job.scan)
     if result.fixed_text is None or result.fixed_text == src.text:
         result.fixed_text = None
         return result
@@ -104,9 +124,31 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
         if problem:
             result.error = problem
             # nothing was written: the findings are those of the original
-            original = lint_source(src.text, job.path, job.codes, job.ignore)
+            original = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
             result.diagnostics = original.diagnostics
             result.applied = []
+    return result
+
+
+def _add_noqa(job: Job, raw: bytes, src) -> FileResult:
+    """``check --add-noqa``: suppress every finding in place. ``applied``: the
+    findings now suppressed; ``diagnostics``: those that could not be."""
+    from devlint.engine import lint_source
+    from devlint.noqa import add_noqa
+
+    result = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
+    if result.error or not result.diagnostics:
+        return result
+    added = add_noqa(src.text, result.diagnostics)
+    if added.text == src.text:
+        return result
+    problem = write_atomically(job.path, raw, src.encode(added.text))
+    if problem:
+        result.error = problem
+        return result
+    result.fixed_text = added.text
+    result.applied = added.added
+    result.diagnostics = [d for d, _ in added.failed]
     return result
 
 
@@ -167,21 +209,68 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_jobs(jobs: Sequence[Job], processes: int) -> List[FileResult]:
-    """Run jobs, in a process pool when it pays; results in job order."""
+def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]" = None) -> List[FileResult]:
+    """Run jobs, in a process pool when it pays; results in job order.
+
+    With a ``cache``, a file whose content, rules and configuration match a
+    cached result is not checked again (nor fixed, when the cached result has
+    no fix to apply), and fresh results are stored in it."""
+    results: List[Optional[FileResult]] = [None] * len(jobs)
+    keys: List[Optional[str]] = [None] * len(jobs)
+    sizes = [0] * len(jobs)
+    todo = list(range(len(jobs)))
+    if cache is not None:
+        from devlint.cache import content_digest
+
+        todo = []
+        for i, job in enumerate(jobs):
+            try:
+                raw = _read(job.path)
+            except OSError:
+                todo.append(i)
+                continue
+            sizes[i] = len(raw)
+            keys[i] = cache.entry_key(content_digest(raw), job.codes, job.ignore)
+            hit = cache.get(job.path, keys[i])
+            if hit is not None and not (job.fix and _has_fix_to_apply(hit, job.unsafe)):
+                results[i] = hit
+            else:
+                todo.append(i)
+    else:
+        sizes = [_size(j.path) for j in jobs]
+    for i, (digest, result) in zip(todo, _run_many([jobs[i] for i in todo], [sizes[i] for i in todo], processes)):
+        results[i] = result
+        job = jobs[i]
+        if cache is not None and digest is not None and (not job.fix or result.fixed_text is None):
+            cache.put(job.path, cache.entry_key(digest, job.codes, job.ignore), result)
+    return [r for r in results if r is not None]
+
+
+def _has_fix_to_apply(result: FileResult, unsafe: bool) -> bool:
+    return any(d.fix is not None and (unsafe or d.fix.is_safe) for d in result.diagnostics)
+
+
+def _run_many(jobs: Sequence[Job], sizes: Sequence[int], processes: int) -> List[Tuple[Optional[str], FileResult]]:
+    if not jobs:
+        return []
+    # the engine and the rules load once, before the workers fork from us
+    import importlib
+
+    importlib.import_module("devlint.engine")
+    importlib.import_module("devlint.rule").all_rules()
     if processes <= 1 or len(jobs) < 4:
-        return [run_job(j) for j in jobs]
+        return [_run_job_digest(j) for j in jobs]
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     # big files first so the pool does not end waiting on one straggler
-    order = sorted(range(len(jobs)), key=lambda i: -_size(jobs[i].path))
+    order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
     with ctx.Pool(min(processes, len(jobs))) as pool:
-        out = pool.map(run_job, [jobs[i] for i in order], chunksize=1)
-    results: List[Optional[FileResult]] = [None] * len(jobs)
+        out = pool.map(_run_job_digest, [jobs[i] for i in order], chunksize=1)
+    results: List[Tuple[Optional[str], FileResult]] = [(None, FileResult(path=""))] * len(jobs)
     for i, r in zip(order, out):
         results[i] = r
-    return [r for r in results if r is not None]
+    return results
 
 
 def _size(path: str) -> int:

@@ -48,6 +48,8 @@ TENSOR_FACTORIES = frozenset(
 )
 #: factories whose device is not given by ``device=`` but by their input.
 _NOT_FACTORIES = frozenset({"complex", "polar", "normal"})
+#: the factories :meth:`FileFacts.is_factory` recognises.
+DEVICE_FACTORIES = TENSOR_FACTORIES - _NOT_FACTORIES
 
 # Classes from outside torch.nn that are nn.Modules; the value says whether
 # the class provides a ``device`` attribute (transformers' PreTrainedModel,
@@ -207,6 +209,9 @@ class ClassFacts:
     #: submodule attributes moved to a device after construction
     #: (``self.blocks[i].to(devices[i])``, ``for b in self.blocks: b.cuda(1)``)
     placed_attributes: Dict[str, str] = field(default_factory=dict)
+    #: submodule attributes that hold a DataParallel/DDP wrapper, set in
+    #: ``__init__`` or a helper method (attribute -> wrapper qualified name)
+    inner_wrappers: Dict[str, str] = field(default_factory=dict)
 
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
@@ -226,6 +231,24 @@ class FileFacts:
     classes: Dict[str, ClassFacts] = field(default_factory=dict)
     #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
     module_devices: Dict[str, str] = field(default_factory=dict)
+    #: training-script facts per scope name (``<module>``, ``main``,
+    #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
+    #: device names, loaded checkpoints (see :class:`ScriptScope`)
+    script_scopes: Dict[str, "ScriptScope"] = field(default_factory=dict)
+    #: script facts per function scope (index 0: module level), in the order
+    #: a pre-order walk meets the ``def`` statements (see :class:`ScopeFacts`)
+    scopes: List["ScopeFacts"] = field(default_factory=list)
+    #: functions started once per process by ``mp.spawn(fn, ...)`` (their
+    #: first parameter is the process index)
+    spawn_targets: List[str] = field(default_factory=list)
+    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]``
+    sets_visible_devices: bool = False
+
+    def scope_named(self, name: str) -> Optional["ScopeFacts"]:
+        for scope in self.scopes:
+            if scope.name == name:
+                return scope
+        return None
 
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
@@ -381,8 +404,11 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
             tensor_params.append(name)
         elif name in uses.args_of_self_calls and p.default is None:
             tensor_params.append(name)
-    # a tensor parameter without a default is always bound; prefer those
+    # a parameter that defaults to None may be None: never an anchor; one
+    # without a default is always bound: prefer those
+    none_default = {p.name.value for p in all_params if isinstance(p.default, cst.Name) and p.default.value == "None"}
     defaults = {p.name.value for p in all_params if p.default is not None}
+    tensor_params = [n for n in tensor_params if n not in none_default]
     tensor_params.sort(key=lambda n: n in defaults)
     is_property = any(
         dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
@@ -465,6 +491,7 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if cls.is_module:
                 self._finish_module_class(cls)
+        collect_script_facts(self.module, self.facts)
         return self.facts
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
@@ -798,4 +825,1359 @@ def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
     builder = _FactsBuilder(module)
     builder._class_nodes = {}
-    return builder.build()
+    facts = builder.build()
+    facts.script_scopes = build_training_facts(module, facts)
+    return facts
+
+
+# --------------------------------------------------------------------------
+# script facts: training and evaluation code (models moved to devices, data
+# loaders, device and rank names, checkpoints loaded), per scope.
+#
+# A scope is named by the classes and functions around it: ``<module>``,
+# ``main``, ``Trainer`` (the class: ``self.<x>`` facts of every method) and
+# ``Trainer.fit``. :class:`ScopeStack` gives rules the same names.
+
+MODULE_SCOPE = "<module>"
+
+#: qualified names of torch's data loader class
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+#: callables whose result iterates like their first argument
+_ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+#: names that hold the index of a CUDA device (``local_rank``, ``args.gpu``)
+_RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
+#: words in a loader's binding or arguments that say batches arrive on a device
+_PLACING_WORDS = ("device", "cuda", "prepare", "accelerator", "fabric", "to_gpu", "gpu")
+
+
+@dataclass
+class Placement:
+    """A name moved to a device: ``model.to(device)``, ``model = Net().cuda()``.
+
+    ``device`` is the device expression as it can be written in the scope the
+    fact belongs to (``""`` with ``how == "cuda"``: ``.cuda()`` without an
+    argument); ``known`` is False when the model reached this scope as an
+    argument and its device expression has no spelling here."""
+
+    device: str
+    how: str  # "to" or "cuda"
+    known: bool = True
+
+    def is_cpu(self) -> bool:
+        return self.how == "to" and self.device in ('"cpu"', "'cpu'")
+
+
+@dataclass
+class WrapFacts:
+    """A name bound to a DataParallel/DDP wrapper."""
+
+    wrapper: str
+    #: the wrapper moves its inputs onto the device (DataParallel always,
+    #: DistributedDataParallel when given ``device_ids``)
+    moves_inputs: bool
+
+
+@dataclass
+class LoaderFacts:
+    """What a name that may hold a data loader is bound to.
+
+    kind: ``dataloader`` (a ``torch.utils.data.DataLoader`` built here and
+    only that), ``other`` (some other value), ``param`` (a parameter).
+    ``places_on_device``: batches may already be on the device (a
+    ``collate_fn`` or ``pin_memory_device``, a dataset built with a device, a
+    device-moving wrapper such as ``accelerator.prepare``)."""
+
+    kind: str
+    places_on_device: bool = False
+
+
+@dataclass
+class CallSite:
+    """A call of a function or method defined in the same file."""
+
+    callee: str
+    args: List[str]
+    kwargs: Dict[str, str]
+    is_method_call: bool = False
+
+
+@dataclass
+class ScriptScope:
+    name: str
+    kind: str  # "module", "class" or "function"
+    params: List[str] = field(default_factory=list)
+    #: the class scope whose ``self.<x>`` facts apply here (methods)
+    class_scope: str = ""
+    #: names (``model``, ``self.model``) moved to a device
+    placements: Dict[str, Placement] = field(default_factory=dict)
+    wrapped: Dict[str, WrapFacts] = field(default_factory=dict)
+    loaders: Dict[str, LoaderFacts] = field(default_factory=dict)
+    #: names holding a device (``device = torch.device(...)``, a ``device`` parameter)
+    device_names: List[str] = field(default_factory=list)
+    #: names holding a CUDA device index (``local_rank``, ``args.gpu``,
+    #: the argument of ``torch.cuda.set_device``)
+    rank_names: List[str] = field(default_factory=list)
+    #: names bound to ``torch.load(...)``: True when every use feeds
+    #: ``load_state_dict`` (which copies onto the parameters' devices)
+    loaded: Dict[str, bool] = field(default_factory=dict)
+    #: file arguments given to ``torch.save`` here (an in-process round trip)
+    saved_files: List[str] = field(default_factory=list)
+    calls: List[CallSite] = field(default_factory=list)
+
+
+class ScopeStack:
+    """The scope name of the current position, kept by a visitor's
+    visit/leave of ``ClassDef`` and ``FunctionDef`` (same names as
+    :attr:`FileFacts.script_scopes`)."""
+
+    def __init__(self) -> None:
+        self._names: List[str] = []
+
+    def push(self, node: cst.CSTNode) -> None:
+        self._names.append(node.name.value)  # type: ignore[attr-defined]
+
+    def pop(self) -> None:
+        self._names.pop()
+
+    @property
+    def name(self) -> str:
+        return ".".join(self._names) if self._names else MODULE_SCOPE
+
+
+def ref_of(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """``x`` for a name, ``self.x`` for an attribute of the method's self
+    (spelt ``self.`` whatever the parameter is called), else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    attr = self_attribute(node, self_name)
+    return f"self.{attr}" if attr is not None else None
+
+
+def looks_like_loader(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lower()
+    return "loader" in last or last in ("dl", "train_dl", "valid_dl", "val_dl", "test_dl")
+
+
+def _is_dtype_expr(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """``.to(torch.float16)``/``.to(dtype)``/``.to(other_tensor)`` are no device moves."""
+    dotted = dotted_name(node)
+    if dotted is None:
+        return False
+    if "dtype" in dotted.rsplit(".", 1)[-1].lower():
+        return True
+    q = facts.qualify_dotted(dotted)
+    return q is not None and q.startswith("torch.") and q != "torch.device"
+
+
+def placement_of(facts: FileFacts, value: cst.BaseExpression) -> Optional[Placement]:
+    """The device a ``X.to(dev)``/``X.cuda(i)`` expression moves X to."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)):
+        return None
+    attr = value.func.attr.value
+    if attr == "cuda":
+        args = positional_args(value)
+        dev = args[0].value if args else (keyword_arg(value, "device").value if keyword_arg(value, "device") else None)
+        return Placement(code_of(dev) if dev is not None else "", "cuda")
+    if attr == "to" and value.args:
+        first = value.args[0]
+        if first.star:
+            return None
+        if first.keyword is not None and first.keyword.value != "device":
+            dev_arg = keyword_arg(value, "device")
+            if dev_arg is None:
+                return None
+            first = dev_arg
+        if _is_dtype_expr(facts, first.value):
+            return None
+        return Placement(code_of(first.value), "to")
+    return None
+
+
+def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
+    """(the iterable under ``enumerate(tqdm(loader))``, whether enumerate was on top)."""
+    enumerated = False
+    first = True
+    while isinstance(node, cst.Call) and node.args and node.args[0].star == "":
+        dotted = dotted_name(node.func)
+        if dotted is None:
+            break
+        q = facts.qualify_dotted(dotted) or dotted
+        if q not in _ITER_WRAPPERS and dotted not in _ITER_WRAPPERS:
+            break
+        if first and dotted == "enumerate":
+            enumerated = True
+        first = False
+        node = node.args[0].value
+    return node, enumerated
+
+
+def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optional[object]:
+    """``ref`` in the ``table`` (``placements``, ``wrapped``, ``loaders``) of
+    scope, then of its class (for ``self.x``)."""
+    s = facts.script_scopes.get(scope)
+    if s is None:
+        return None
+    found = getattr(s, table).get(ref)
+    if found is None and ref.startswith("self.") and s.class_scope:
+        cs = facts.script_scopes.get(s.class_scope)
+        if cs is not None:
+            found = getattr(cs, table).get(ref)
+    return found
+
+
+@dataclass
+class LoaderLoop:
+    """A ``for`` loop over a data loader: its batch item names."""
+
+    loader: str
+    #: names the loop target binds to batch items (not the enumerate index)
+    items: List[str]
+    #: True when the target is one name (the whole batch, not unpacked)
+    whole_batch: bool
+
+
+def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
+    """The batch items of a loop over a data loader whose batches are not
+    placed on a device by the loader itself, else None."""
+    it, enumerated = _strip_iter_wrappers(facts, node.iter)
+    base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
+    ref = ref_of(base, self_name)
+    if ref is None:
+        return None
+    info = lookup_scoped(facts, scope, ref, "loaders")
+    if isinstance(info, LoaderFacts):
+        if info.places_on_device:
+            return None
+        if info.kind != "dataloader" and not looks_like_loader(ref):
+            return None
+    elif not looks_like_loader(ref):
+        return None
+    target = node.target
+    if enumerated:
+        if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+            return None
+        target = target.elements[1].value
+    if isinstance(target, cst.Name):
+        return LoaderLoop(ref, [target.value], True)
+    if isinstance(target, (cst.Tuple, cst.List)):
+        names = [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
+        return LoaderLoop(ref, names, False)
+    return None
+
+
+def device_candidates(facts: FileFacts, scope: str) -> List[str]:
+    """Expressions naming the device this scope targets, best first:
+    where its models were moved, names holding a device, then CUDA indices
+    (as ``f"cuda:{i}"``). Names from the module scope come last."""
+    out: List[str] = []
+    chain = [scope]
+    s = facts.script_scopes.get(scope)
+    if s is not None and s.class_scope:
+        chain.append(s.class_scope)
+    if scope != MODULE_SCOPE:
+        chain.append(MODULE_SCOPE)
+    for name in chain:
+        sf = facts.script_scopes.get(name)
+        if sf is None:
+            continue
+        for p in sf.placements.values():
+            if p.known and p.device and not p.is_cpu():
+                cand = _as_map_location(p.device, p.how)
+                if cand and cand not in out:
+                    out.append(cand)
+        for d in sf.device_names:
+            if d not in out:
+                out.append(d)
+        for r in sorted(sf.rank_names, key=_rank_preference):
+            cand = _as_map_location(r, "cuda")
+            if cand and cand not in out:
+                out.append(cand)
+    return out
+
+
+def _rank_preference(name: str) -> int:
+    last = name.rsplit(".", 1)[-1]
+    return 0 if "local" in last else (1 if "gpu" in last or "device" in last else 2)
+
+
+def _as_map_location(device: str, how: str) -> Optional[str]:
+    """A ``map_location`` value for a device expression (an index becomes
+    ``f"cuda:{i}"``; map_location does not accept a bare int)."""
+    try:
+        node = cst.parse_expression(device)
+    except Exception:
+        return None
+    dotted = dotted_name(node)
+    last = dotted.rsplit(".", 1)[-1].lower() if dotted else ""
+    is_index = isinstance(node, cst.Integer) or (dotted is not None and (last in _RANK_NAMES or how == "cuda") and "device" not in last)
+    if is_index:
+        if dotted is None and not isinstance(node, cst.Integer):
+            return None
+        return f'"cuda:{device}"' if isinstance(node, cst.Integer) else f'f"cuda:{{{device}}}"'
+    if dotted is not None or isinstance(node, (cst.SimpleString, cst.FormattedString)):
+        return device
+    return None
+
+
+class _TrainingCollector(cst.CSTVisitor):
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.scopes: Dict[str, ScriptScope] = {MODULE_SCOPE: ScriptScope(MODULE_SCOPE, "module")}
+        self.stack: List[str] = []
+        # per scope: the method's self name (functions directly in a class)
+        self.self_names: List[str] = ["self"]
+        self.class_of: List[str] = [""]
+        self.parents: List[cst.CSTNode] = []
+
+    # -- scopes --------------------------------------------------------------
+    @property
+    def scope(self) -> ScriptScope:
+        return self.scopes[".".join(self.stack) if self.stack else MODULE_SCOPE]
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        go = super().on_visit(node)
+        if go:
+            self.parents.append(node)
+        return go
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        if self.parents and self.parents[-1] is original_node:
+            self.parents.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.stack.append(node.name.value)
+        name = ".".join(self.stack)
+        self.scopes.setdefault(name, ScriptScope(name, "class"))
+        self.self_names.append("self")
+        self.class_of.append(name)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.stack.pop()
+        self.self_names.pop()
+        self.class_of.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        in_class = self.scope.kind == "class"
+        self.stack.append(node.name.value)
+        name = ".".join(self.stack)
+        params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
+        sf = self.scopes.setdefault(name, ScriptScope(name, "function"))
+        sf.params = params
+        sf.class_scope = self.class_of[-1] if in_class else ""
+        self.self_names.append(params[0] if in_class and params else "self")
+        self.class_of.append(self.class_of[-1] if in_class else "")
+        for p in params[1:] if in_class else params:
+            self._note_name(sf, p, None)
+            if looks_like_loader(p):
+                sf.loaders.setdefault(p, LoaderFacts("param"))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+        self.self_names.pop()
+        self.class_of.pop()
+
+    # -- bindings ------------------------------------------------------------
+    def _target_scope(self, ref: str) -> ScriptScope:
+        """``self.x`` facts live on the class scope."""
+        sf = self.scope
+        if ref.startswith("self.") and sf.class_scope:
+            return self.scopes[sf.class_scope]
+        return sf
+
+    def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
+        last = name.rsplit(".", 1)[-1].lower()
+        if _is_device_name(last):
+            if (value is None or _is_device_value(value)) and name not in sf.device_names:
+                sf.device_names.append(name)
+        elif last in _RANK_NAMES and name not in sf.rank_names:
+            sf.rank_names.append(name)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # args.local_rank, args.gpu, cfg.device: a device the script targets
+        dotted = dotted_name(node)
+        if dotted is None or dotted.startswith("self.") or dotted.count(".") != 1:
+            return
+        sf = self.scope
+        last = node.attr.value
+        if last in ("local_rank", "gpu", "local_gpu") and dotted not in sf.rank_names:
+            sf.rank_names.append(dotted)
+        elif last == "device" and dotted.split(".")[0] in ("args", "opt", "opts", "cfg", "config", "hparams", "FLAGS") and dotted not in sf.device_names:
+            sf.device_names.append(dotted)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, whole: bool) -> None:
+        """``target = value`` (``whole``: value is the whole right-hand side
+        of a tuple unpacking, not this target's own element)."""
+        ref = ref_of(target, self.self_names[-1])
+        if ref is None:
+            if isinstance(target, (cst.Tuple, cst.List)):
+                for e in target.elements:
+                    self._bind(e.value, value, True)
+            return
+        sf = self._target_scope(ref)
+        self._note_name(sf, ref, value if not whole else None)
+        if not whole:
+            self._bind_placement(sf, ref, value)
+            self._bind_load(sf, ref, value)
+        self._bind_loader(sf, ref, value)
+
+    def _place(self, sf: ScriptScope, ref: str, p: Placement) -> None:
+        if sf.kind == "class" and p.device:
+            # self.model = Net().to(device) in __init__: ``device`` is a local
+            # there, unknown to the other methods
+            head = p.device.split(".")[0].split("(")[0]
+            me = self.scope
+            local = head in me.params or head in me.device_names or head in me.rank_names
+            literal = p.device[:1] in ("'", '"') or p.device.isdigit()
+            if not literal and head != self.self_names[-1] and (local or head not in self.scopes[MODULE_SCOPE].device_names):
+                p = Placement(p.device, p.how, False)
+            elif head == self.self_names[-1] and head != "self":
+                p = Placement("self" + p.device[len(head):], p.how, p.known)
+        sf.placements[ref] = p
+
+    def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
+        p = placement_of(self.facts, value)
+        if p is not None:
+            self._place(sf, ref, p)
+            return
+        wrapper = self.facts.is_wrapper(value.func) if isinstance(value, cst.Call) else None
+        if wrapper is not None and isinstance(value, cst.Call):
+            args = positional_args(value)
+            moves = wrapper == DATA_PARALLEL
+            if wrapper != DATA_PARALLEL:
+                ids = keyword_arg(value, "device_ids")
+                given = ids.value if ids is not None else (args[1].value if len(args) > 1 else None)
+                moves = given is not None and not (isinstance(given, cst.Name) and given.value == "None")
+            sf.wrapped[ref] = WrapFacts(wrapper, moves)
+            inner = args[0].value if args else (keyword_arg(value, "module").value if keyword_arg(value, "module") else None)
+            if inner is not None:
+                ip = placement_of(self.facts, inner)
+                inner_ref = ref_of(inner, self.self_names[-1])
+                if ip is None and inner_ref is not None:
+                    ip = self._target_scope(inner_ref).placements.get(inner_ref)
+                if ip is not None:
+                    self._place(sf, ref, ip)
+            return
+        if ref in sf.placements and not _mentions_name(value, ref.rsplit(".", 1)[-1]):
+            # rebound to something new (``model = Net()``): no longer placed
+            del sf.placements[ref]
+
+    def _bind_loader(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
+        is_dl = False
+        places = False
+        if isinstance(value, cst.Call):
+            cls = self.facts.class_of_call(value.func)
+            dotted = dotted_name(value.func) or ""
+            is_dl = cls in DATA_LOADERS or (cls is not None and cls.rsplit(".", 1)[-1] == "DataLoader" and dotted.rsplit(".", 1)[-1] == "DataLoader")
+            if is_dl:
+                places = any(
+                    a.keyword is not None and a.keyword.value in ("collate_fn", "pin_memory_device") for a in value.args
+                ) or any(_mentions_placing(a.value) for a in value.args) or any(a.star for a in value.args)
+                ds = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
+                ds_ref = ref_of(ds, self.self_names[-1]) if ds is not None else None
+                if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
+                    places = places or self._target_scope(ds_ref).loaders[ds_ref].places_on_device
+        if not is_dl:
+            places = _mentions_placing(value)
+            if not looks_like_loader(ref) and ref not in sf.loaders:
+                # remember datasets built with a device (TensorDataset(x.cuda()))
+                dotted = dotted_name(value.func) if isinstance(value, cst.Call) else None
+                if not (places and dotted is not None and "dataset" in dotted.rsplit(".", 1)[-1].lower()):
+                    return
+        old = sf.loaders.get(ref)
+        kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
+        sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
+        if "." in ref:
+            return
+        inner = value
+        while isinstance(inner, cst.Subscript):
+            inner = inner.value
+        if isinstance(inner, cst.Call) and is_torch_load(self.facts, inner.func):
+            sf.loaded[ref] = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)) and len(target.elements) == len(node.value.elements):
+                for te, ve in zip(target.elements, node.value.elements):
+                    self._bind(te.value, ve.value, False)
+            else:
+                self._bind(target, node.value, isinstance(target, (cst.Tuple, cst.List)))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, node.value, False)
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # model.to(device) / model.cuda() as a statement: nn.Module.to moves in place
+        value = node.value
+        p = placement_of(self.facts, value)
+        if p is not None and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+            ref = ref_of(value.func.value, self.self_names[-1])
+            if ref is not None:
+                self._place(self._target_scope(ref), ref, p)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        sf = self.scope
+        q = self.facts.qualify(node.func)
+        if q == "torch.cuda.set_device" and node.args:
+            code = code_of(node.args[0].value)
+            if code not in sf.rank_names and dotted_name(node.args[0].value) is not None:
+                sf.rank_names.append(code)
+        elif q in ("torch.save", "torch.serialization.save"):
+            args = positional_args(node)
+            f = args[1].value if len(args) > 1 else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
+            if f is not None:
+                sf.saved_files.append(code_of(f))
+        func = node.func
+        callee = None
+        is_method = False
+        if isinstance(func, cst.Name):
+            callee = func.value
+        elif self_attribute(func, self.self_names[-1]) is not None and sf.class_scope:
+            callee = f"{sf.class_scope}.{func.attr.value}"  # type: ignore[attr-defined]
+            is_method = True
+        if callee is not None:
+            args = []
+            for a in node.args:
+                if a.keyword is not None or a.star:
+                    break
+                args.append(code_of(a.value))
+            kwargs = {a.keyword.value: code_of(a.value) for a in node.args if a.keyword is not None}
+            sf.calls.append(CallSite(callee, args, kwargs, is_method))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        sf = self.scope
+        if node.value not in sf.loaded or not sf.loaded[node.value]:
+            return
+        sf.loaded[node.value] = _feeds_load_state_dict(node, self.parents)
+
+
+def _is_device_name(last: str) -> bool:
+    return last in ("device", "dev", "target_device") or (last.endswith("_device") and not last.startswith(("num_", "n_")))
+
+
+def _is_device_value(value: cst.BaseExpression) -> bool:
+    """A value a ``device`` name may hold: a literal, ``torch.device(...)``,
+    an f-string, another device name, a call whose name says device."""
+    if isinstance(value, cst.IfExp):
+        return _is_device_value(value.body) and _is_device_value(value.orelse)
+    if isinstance(value, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    target = value.func if isinstance(value, cst.Call) else value
+    dotted = dotted_name(target)
+    if dotted is None:
+        return False
+    last = dotted.rsplit(".", 1)[-1].lower()
+    return "device" in last and "count" not in last and "ids" not in last
+
+
+def _mentions_name(node: cst.CSTNode, name: str) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+    node.visit(V())
+    return bool(found)
+
+
+def _mentions_placing(node: cst.CSTNode) -> bool:
+    code = code_of(node).lower()
+    return any(w in code for w in _PLACING_WORDS)
+
+
+#: the qualified names of ``torch.load``
+TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+
+
+def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
+    q = facts.qualify(func)
+    return q in TORCH_LOADS
+
+
+def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
+    """Whether this occurrence of a loaded checkpoint's name is harmless under
+    ``map_location="cpu"``: an argument of ``load_state_dict`` (possibly
+    subscripted: ``ckpt["model"]``), a ``"key" in ckpt`` test,
+    ``ckpt = ckpt["model"]``, the binding itself or ``del``. ``parents``: the
+    nodes around the name, innermost last."""
+    if not parents:
+        return True
+    parent = parents[-1]
+    if isinstance(parent, (cst.AssignTarget, cst.Del)):
+        return True
+    if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
+        return parent.comparator is name
+    node: cst.CSTNode = name
+    i = len(parents) - 1
+    while i >= 0 and isinstance(parents[i], cst.Subscript) and parents[i].value is node:  # type: ignore[attr-defined]
+        node = parents[i]
+        i -= 1
+    if i < 0:
+        return False
+    parent = parents[i]
+    if isinstance(parent, cst.Arg) and i >= 1 and isinstance(parents[i - 1], cst.Call):
+        call = parents[i - 1]
+        if (
+            isinstance(call.func, cst.Attribute)  # type: ignore[attr-defined]
+            and call.func.attr.value == "load_state_dict"  # type: ignore[attr-defined]
+            and (parent.keyword is None or parent.keyword.value == "state_dict")
+            and not parent.star
+        ):
+            assign = keyword_arg(call, "assign")  # type: ignore[arg-type]
+            return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
+        return False
+    if isinstance(parent, cst.Assign) and node is not name and parent.value is node:
+        # ckpt = ckpt["state_dict"]
+        return all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in parent.targets)
+    return False
+
+
+def _resolve_callee(scopes: Dict[str, ScriptScope], caller: str, callee: str) -> Optional[str]:
+    if "." in callee:
+        return callee if callee in scopes else None
+    nested = f"{caller}.{callee}" if caller != MODULE_SCOPE else callee
+    if nested in scopes and scopes[nested].kind == "function":
+        return nested
+    if callee in scopes and scopes[callee].kind == "function":
+        return callee
+    return None
+
+
+def _bind_params(site: CallSite, callee: ScriptScope) -> Dict[str, str]:
+    """parameter -> argument code for one call site."""
+    params = list(callee.params)
+    if callee.class_scope and site.is_method_call and params:
+        params = params[1:]
+    out = dict(zip(params, site.args))
+    for k, v in site.kwargs.items():
+        if k in callee.params:
+            out[k] = v
+    return out
+
+
+def _translate_device(device: str, how: str, binding: Dict[str, str], caller: ScriptScope, callee: ScriptScope,
+                      module: ScriptScope) -> Optional[str]:
+    """The caller's device expression as the callee can spell it, else None."""
+    if not device:
+        return device  # .cuda()
+    try:
+        node = cst.parse_expression(device)
+    except Exception:
+        return None
+    if isinstance(node, (cst.SimpleString, cst.Integer)):
+        return device
+    dotted = dotted_name(node)
+    if dotted is None:
+        for param, arg in binding.items():
+            if arg == device:
+                return param
+        return None
+    head, _, rest = dotted.partition(".")
+    for param, arg in binding.items():
+        if arg == dotted:
+            return param
+        if arg == head:
+            return param + ("." + rest if rest else "")
+    if head == "self" and caller.class_scope and caller.class_scope == callee.class_scope:
+        return device
+    if head not in callee.params and caller.name != MODULE_SCOPE and _module_binds(module, head):
+        return device
+    if caller.name == MODULE_SCOPE and head not in callee.params:
+        return device  # a module-level name, visible in the function
+    return None
+
+
+def _module_binds(module: ScriptScope, name: str) -> bool:
+    return name in module.device_names or name in module.rank_names or name in module.placements
+
+
+def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, ScriptScope]:
+    """Collect the script facts of every scope, then carry models and loaders
+    passed as arguments into the functions defined in the same file."""
+    collector = _TrainingCollector(facts)
+    module.visit(collector)
+    scopes = collector.scopes
+    modscope = scopes[MODULE_SCOPE]
+    for _round in range(3):
+        changed = False
+        for caller in list(scopes.values()):
+            for site in caller.calls:
+                target = _resolve_callee(scopes, caller.name, site.callee)
+                if target is None:
+                    continue
+                callee = scopes[target]
+                binding = _bind_params(site, callee)
+                for param, arg in binding.items():
+                    src = caller.placements.get(arg)
+                    if src is None and arg.startswith("self.") and caller.class_scope:
+                        src = scopes[caller.class_scope].placements.get(arg)
+                    if src is not None and param not in callee.placements:
+                        dev = _translate_device(src.device, src.how, binding, caller, callee, modscope) if src.known else None
+                        callee.placements[param] = Placement(dev or "", src.how, dev is not None)
+                        changed = True
+                    wrap = caller.wrapped.get(arg)
+                    if wrap is not None and param not in callee.wrapped:
+                        callee.wrapped[param] = wrap
+                        changed = True
+                    loader = caller.loaders.get(arg)
+                    if loader is None and arg.startswith("self.") and caller.class_scope:
+                        loader = scopes[caller.class_scope].loaders.get(arg)
+                    if loader is not None:
+                        mine = callee.loaders.get(param)
+                        if mine is None or (mine.kind == "param" and (loader.places_on_device or loader.kind == "dataloader")):
+                            callee.loaders[param] = LoaderFacts(loader.kind if mine is None or mine.kind == "param" else "other",
+                                                                loader.places_on_device or (mine.places_on_device if mine else False))
+                            changed = mine is None or changed
+                    elif param in callee.loaders and _mentions_placing_code(arg) and not callee.loaders[param].places_on_device:
+                        callee.loaders[param] = LoaderFacts("other", True)
+                        changed = True
+        if not changed:
+            break
+    return scopes
+
+
+def _mentions_placing_code(code: str) -> bool:
+    return any(w in code.lower() for w in _PLACING_WORDS)
+
+
+# --------------------------------------------------------------------------
+# script facts: how models are built, wrapped and placed in each function
+#
+# Training scripts wrap and move models at module level, in ``main()``, in
+# trainer methods. For each function scope (index 0 is the module level; then
+# every ``def`` in the order a pre-order walk meets it) the facts list, in
+# evaluation order, the wrapper calls, the ``.to()``/``.cuda()`` calls and the
+# name bindings. A rule walking the tree meets the same calls in the same
+# order (after their arguments: at ``leave_Call``), so the k-th wrapper call
+# it leaves in a scope is ``scope.wraps[k]`` (see :func:`placement_call`).
+#
+# ``branch`` says on which arm of which ``if``/``try``/loop an event sits:
+# ``"3:0"`` is the body of the scope's branch point 3, ``"3:1"`` its ``else``.
+# Event A happens on every path through event B when A's branch list is a
+# subset of B's.
+
+
+@dataclass
+class WrapEvent:
+    """``DataParallel(...)`` / ``DistributedDataParallel(...)`` called."""
+
+    index: int
+    order: int
+    wrapper: str
+    #: dotted name the result is bound to (``model``, ``self.net``), else ""
+    target: str = ""
+    #: dotted target of the statement the call sits in, at any depth
+    statement_target: str = ""
+    #: source of the wrapped expression (first argument)
+    wrapped: str = ""
+    #: dotted name under the wrapped expression, placements stripped
+    wrapped_name: str = ""
+    #: class constructed when the wrapped expression is a constructor call
+    wrapped_class: str = ""
+    #: dotted names passed to that constructor (``Seq2Seq(enc, dec)``)
+    wrapped_args: List[str] = field(default_factory=list)
+    #: the wrapped expression is itself a wrapper call (``DP(DP(m))``)
+    wrapped_is_wrap: bool = False
+    #: ``device_map=`` of a call wrapped directly (``DP(from_pretrained(..., device_map="auto"))``)
+    wrapped_device_map: str = ""
+    #: device of a placement inside: ``DP(m.to(dev))`` ("" none; ``.cuda()``: "cuda")
+    placed_inside: str = ""
+    #: device of a placement chained on the result: ``DP(m).to(dev)``
+    placed_after: str = ""
+    device_ids: str = ""
+    output_device: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class PlaceEvent:
+    """``X.to(...)`` / ``X.cuda(...)`` called (on anything: models, tensors)."""
+
+    index: int
+    order: int
+    method: str
+    #: dotted name placed, or "" when it is not a plain name
+    target: str = ""
+    #: index of the wrap event when placed directly on a wrapper call
+    on_wrap: int = -1
+    #: source of the device argument ("" for ``.cuda()`` / ``.to(dtype=...)``)
+    device: str = ""
+    #: ``expr``: the whole statement is the call; ``assign``: ``X = <call>``
+    #: rebinding the placed name; else ""
+    statement: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class BindEvent:
+    """A name (or ``self.x``) bound in the scope.
+
+    kind: ``param``, ``wrap`` (to a wrapper call, ``wrap_index``), ``place``
+    (to ``source.to(...)``), ``unwrap`` (``source.module``), ``construct``
+    (an nn.Module constructor, ``value_class``), ``call`` (another call,
+    ``call``), ``alias`` (``= source``), ``other``.
+    """
+
+    order: int
+    target: str
+    kind: str
+    source: str = ""
+    wrap_index: int = -1
+    value_class: str = ""
+    call: str = ""
+    #: dotted names passed to the constructor or call
+    args: List[str] = field(default_factory=list)
+    #: device the value was placed on (``Encoder().to("cuda:1")``)
+    placed: str = ""
+    #: ``device_map=`` given to the call (``from_pretrained(..., device_map="auto")``)
+    device_map: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class ScopeFacts:
+    index: int
+    #: qualified name: ``<module>``, ``main``, ``Trainer.setup``
+    name: str
+    #: the class when the scope is a method, else ""
+    class_name: str = ""
+    params: List[str] = field(default_factory=list)
+    wraps: List[WrapEvent] = field(default_factory=list)
+    placements: List[PlaceEvent] = field(default_factory=list)
+    binds: List[BindEvent] = field(default_factory=list)
+    #: expressions holding this process's rank usable as a CUDA index, best
+    #: first (``local_rank``, ``args.local_rank``, a ``rank`` parameter, ...)
+    rank_names: List[str] = field(default_factory=list)
+    #: the function returns a wrapper around this parameter (index), else -1
+    wraps_param: int = -1
+    #: wrapper the function returns around its parameter
+    wraps_param_with: str = ""
+    #: the function calls ``torch.cuda.set_device``
+    sets_cuda_device: bool = False
+
+    def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
+        """The latest binding of ``name`` before order ``before`` on a path
+        that can reach an event on ``branch``; placements that rebind a name
+        to itself (``model = model.to(dev)``) are skipped."""
+        for b in reversed(self.binds):
+            if b.order >= before or b.target != name:
+                continue
+            if not branches_compatible(b.branch, branch):
+                continue
+            if b.kind == "place" and b.source == name:
+                continue
+            return b
+        return None
+
+    def binds_between(self, name: str, start: int, end: int) -> List[BindEvent]:
+        return [b for b in self.binds if b.target == name and start < b.order < end]
+
+
+def branches_compatible(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Can one run pass through both branch positions?"""
+    arms = {}
+    for item in a:
+        point, _, arm = item.partition(":")
+        arms[point] = arm
+    for item in b:
+        point, _, arm = item.partition(":")
+        if point in arms and arms[point] != arm:
+            return False
+    return True
+
+
+def always_before(first: Sequence[str], then: Sequence[str]) -> bool:
+    """Does every path through ``then`` pass through ``first`` (given
+    ``first`` comes earlier)?"""
+    return set(first) <= set(then)
+
+
+def placement_call(call: cst.Call) -> Optional[Tuple[cst.BaseExpression, str, Optional[cst.BaseExpression]]]:
+    """(owner, method, device node) for ``owner.to(...)`` / ``owner.cuda(...)``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        return None
+    device: Optional[cst.BaseExpression] = None
+    kw = keyword_arg(call, "device")
+    if kw is not None:
+        device = kw.value
+    else:
+        args = positional_args(call)
+        if args:
+            device = args[0].value
+    return func.value, func.attr.value, device
+
+
+def strip_placements(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, str]:
+    """``X.to(dev).cuda()`` -> (X, device code of the outermost placement)."""
+    device = ""
+    first = True
+    while isinstance(node, cst.Call):
+        p = placement_call(node)
+        if p is None:
+            break
+        owner, method, dev = p
+        if first:
+            device = code_of(dev) if dev is not None else ("cuda" if method == "cuda" else "")
+            first = False
+        node = owner
+    return node, device
+
+
+_RANK_ATTRS = ("local_rank", "LOCAL_RANK")
+
+
+class _ScriptCollector(cst.CSTVisitor):
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.scopes: List[ScopeFacts] = []
+        self.stack: List[ScopeFacts] = []
+        self.names: List[str] = []
+        self.class_names: List[Optional[str]] = []
+        # per-scope walking state, saved on entering a nested def
+        self.branch: List[str] = []
+        self.loops = 0
+        self.points = 0
+        self.order = 0
+        self.saved: List[Tuple[List[str], int, int, int]] = []
+        self.try_ids: List[int] = []
+        self.assign_target: Dict[int, str] = {}
+        self.statement_targets: List[str] = []
+        self.pending_after: Dict[int, str] = {}
+        self.wrap_index_of: Dict[int, int] = {}
+        self.statement_kind: Dict[int, str] = {}
+
+    # -- scopes ------------------------------------------------------------
+    def _open(self, name: str, class_name: str, params: List[str]) -> ScopeFacts:
+        scope = ScopeFacts(index=len(self.scopes), name=name, class_name=class_name, params=params)
+        self.scopes.append(scope)
+        self.stack.append(scope)
+        self.saved.append((self.branch, self.loops, self.points, self.order))
+        self.branch, self.loops, self.points, self.order = [], 0, 0, 0
+        return scope
+
+    def _close(self) -> None:
+        self.stack.pop()
+        self.branch, self.loops, self.points, self.order = self.saved.pop()
+
+    @property
+    def scope(self) -> ScopeFacts:
+        return self.stack[-1]
+
+    def _next(self) -> int:
+        self.order += 1
+        return self.order
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._open("<module>", "", [])
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._close()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.append(node.name.value)
+        self.class_names.append(node.name.value)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.pop()
+        self.class_names.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # a method: the def sits directly in a class body
+        class_name = self.class_names[-1] if self.class_names and self.class_names[-1] is not None else ""
+        self.names.append(node.name.value)
+        params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
+        scope = self._open(".".join(self.names), class_name, params)
+        self.class_names.append(None)
+        for p in params:
+            scope.binds.append(BindEvent(order=self._next(), target=p, kind="param"))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.names.pop()
+        self.class_names.pop()
+        self._close()
+
+    # -- branches ----------------------------------------------------------
+    def _point(self) -> int:
+        self.points += 1
+        return self.points
+
+    def visit_If(self, node: cst.If) -> None:
+        self.try_ids.append(self._point())
+
+    def leave_If(self, node: cst.If) -> None:
+        self.try_ids.pop()
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.branch.pop()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:1")
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.branch.pop()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.try_ids.append(self._point())
+
+    def leave_Try(self, node: cst.Try) -> None:
+        self.try_ids.pop()
+
+    def visit_Try_body(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_Try_body(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def visit_Try_orelse(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_Try_orelse(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def visit_Try_handlers(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:1")
+
+    def leave_Try_handlers(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def _loop_body(self, node: Union[cst.For, cst.While]) -> None:
+        self.try_ids.append(self._point())
+        self.branch.append(f"{self.try_ids[-1]}:0")
+        self.loops += 1
+
+    def _loop_body_end(self) -> None:
+        self.loops -= 1
+        self.branch.pop()
+        self.try_ids.pop()
+
+    def visit_For_body(self, node: cst.For) -> None:
+        self._loop_body(node)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self._loop_body_end()
+
+    def visit_While_body(self, node: cst.While) -> None:
+        self._loop_body(node)
+
+    def leave_While_body(self, node: cst.While) -> None:
+        self._loop_body_end()
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _target_names(node.target):
+            self.scope.binds.append(self._bind(name, "other"))
+
+    # -- statements --------------------------------------------------------
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) != 1:
+            return
+        small = node.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            self.statement_kind[id(small.value)] = "expr"
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call):
+            target = dotted_name(small.targets[0].target)
+            p = placement_call(small.value)
+            if target is not None and p is not None and dotted_name(p[0]) == target:
+                self.statement_kind[id(small.value)] = "assign"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES":
+                self.facts.sets_visible_devices = True
+        target = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
+        self.statement_targets.append(target or "")
+        if target is not None:
+            self._mark_value(node.value, target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        target = dotted_name(node.target)
+        self.statement_targets.append(target or "")
+        if target is not None and node.value is not None:
+            self._mark_value(node.value, target)
+
+    def _mark_value(self, value: cst.BaseExpression, target: str) -> None:
+        node = value
+        self.assign_target[id(node)] = target
+        while isinstance(node, cst.Call) and placement_call(node) is not None:
+            node = node.func.value  # type: ignore[attr-defined]
+            self.assign_target[id(node)] = target
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self.statement_targets.pop()
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)):
+                for name in _target_names(t.target):
+                    self.scope.binds.append(self._bind(name, "other"))
+                continue
+            target = dotted_name(t.target)
+            if target is not None:
+                self.scope.binds.append(self._bind_value(target, node.value))
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.statement_targets.pop()
+        target = dotted_name(node.target)
+        if target is not None and node.value is not None:
+            self.scope.binds.append(self._bind_value(target, node.value))
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        target = dotted_name(node.target)
+        if target is not None:
+            self.scope.binds.append(self._bind(target, "other"))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            for name in _target_names(node.asname.name):
+                self.scope.binds.append(self._bind(name, "other"))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is None or len(self.stack) < 2:
+            return
+        inner, _ = strip_placements(node.value)
+        if isinstance(inner, cst.Call):
+            wrapper = self.facts.is_wrapper(inner.func)
+            args = positional_args(inner)
+            if wrapper and args:
+                wrapped, _ = strip_placements(args[0].value)
+                name = dotted_name(wrapped)
+                if name in self.scope.params:
+                    self.scope.wraps_param = self.scope.params.index(name)
+                    self.scope.wraps_param_with = wrapper
+
+    def _bind(self, target: str, kind: str, **kw) -> BindEvent:
+        return BindEvent(order=self._next(), target=target, kind=kind, branch=list(self.branch), in_loop=self.loops > 0, **kw)
+
+    def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
+        inner, placed = strip_placements(value)
+        rank = self._rank_value(value)
+        if rank is None and "." not in target and "rank" in target.lower() and not is_number_literal(value):
+            rank = 0 if "local" in target.lower() else 1
+        if rank is not None and "." not in target:
+            self._add_rank(target, rank)
+        if isinstance(inner, cst.Call):
+            if id(inner) in self.wrap_index_of:
+                return self._bind(target, "wrap", wrap_index=self.wrap_index_of[id(inner)], placed=placed)
+            args = _arg_names(inner)
+            device_map = _device_map(inner)
+            cls = self.facts.class_of_call(inner.func)
+            if cls is not None and self.facts.is_module_class(cls):
+                return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
+            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map)
+        name = dotted_name(inner)
+        if placed and name is not None:
+            return self._bind(target, "place", source=name, placed=placed)
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "module":
+            src = dotted_name(inner.value)
+            if src is not None:
+                return self._bind(target, "unwrap", source=src)
+        if name is not None:
+            return self._bind(target, "alias", source=name)
+        return self._bind(target, "other")
+
+    # -- calls -------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        p = placement_call(node)
+        if p is not None and isinstance(p[0], cst.Call):
+            dev = p[2]
+            self.pending_after[id(p[0])] = code_of(dev) if dev is not None else ("cuda" if p[1] == "cuda" else "")
+        if self.facts.qualify(node.func) == "torch.cuda.set_device":
+            self.scope.sets_cuda_device = True
+        if self.facts.qualify(node.func) in ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"):
+            args = positional_args(node)
+            name = dotted_name(args[0].value) if args else None
+            if name and name not in self.facts.spawn_targets:
+                self.facts.spawn_targets.append(name)
+
+    def leave_Call(self, node: cst.Call) -> None:
+        scope = self.scope
+        wrapper = self.facts.is_wrapper(node.func)
+        if wrapper:
+            ev = WrapEvent(
+                index=len(scope.wraps), order=self._next(), wrapper=wrapper,
+                target=self.assign_target.get(id(node), ""),
+                statement_target=self.statement_targets[-1] if self.statement_targets else "",
+                branch=list(self.branch), in_loop=self.loops > 0,
+                placed_after=self.pending_after.pop(id(node), ""),
+            )
+            args = positional_args(node)
+            first = args[0].value if args else (keyword_arg(node, "module").value if keyword_arg(node, "module") else None)
+            if first is not None:
+                ev.wrapped = code_of(first)
+                inner, ev.placed_inside = strip_placements(first)
+                ev.wrapped_name = dotted_name(inner) or ""
+                if isinstance(inner, cst.Call):
+                    if self.facts.is_wrapper(inner.func):
+                        ev.wrapped_is_wrap = True
+                    else:
+                        cls = self.facts.class_of_call(inner.func)
+                        if cls is not None and self.facts.is_module_class(cls):
+                            ev.wrapped_class = cls
+                            ev.wrapped_args = _arg_names(inner)
+                        ev.wrapped_device_map = _device_map(inner)
+            ids = keyword_arg(node, "device_ids")
+            if ids is None and len(args) > 1:
+                ids = args[1]
+            ev.device_ids = code_of(ids.value) if ids is not None else ""
+            out = keyword_arg(node, "output_device")
+            if out is None and len(args) > 2:
+                out = args[2]
+            ev.output_device = code_of(out.value) if out is not None else ""
+            self.wrap_index_of[id(node)] = ev.index
+            scope.wraps.append(ev)
+            return
+        p = placement_call(node)
+        if p is not None:
+            owner, method, dev = p
+            ev2 = PlaceEvent(
+                index=len(scope.placements), order=self._next(), method=method,
+                target=dotted_name(owner) or "",
+                on_wrap=self.wrap_index_of.get(id(owner), -1),
+                device=code_of(dev) if dev is not None else "",
+                statement=self.statement_kind.get(id(node), ""),
+                branch=list(self.branch), in_loop=self.loops > 0,
+            )
+            scope.placements.append(ev2)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # ``args.local_rank`` read in the scope: usable as the rank
+        if node.attr.value in _RANK_ATTRS and dotted_name(node.value) is not None:
+            self._add_rank(code_of(node), 0)
+
+    # -- ranks -------------------------------------------------------------
+    def _rank_value(self, value: cst.BaseExpression) -> Optional[int]:
+        """0: a local rank; 2: a global rank; None: not a rank."""
+        if isinstance(value, cst.Call):
+            q = self.facts.qualify(value.func)
+            if q in ("torch.distributed.get_node_local_rank",):
+                return 0
+            if q in ("torch.distributed.get_rank",):
+                return 2
+            if dotted_name(value.func) == "int" and value.args:
+                env = _env_read(value.args[0].value)
+                if env == "LOCAL_RANK":
+                    return 0
+                if env == "RANK":
+                    return 2
+        if isinstance(value, cst.Attribute) and value.attr.value in _RANK_ATTRS:
+            return 0
+        return None
+
+    def _add_rank(self, name: str, priority: int) -> None:
+        ranks = self.scope.rank_names
+        if name not in ranks:
+            ranks.append(name)
+            self._rank_priority[(self.scope.index, name)] = priority
+
+    _rank_priority: Dict[Tuple[int, str], float]
+
+    def finish(self) -> None:
+        for scope in self.scopes:
+            for p in scope.params:
+                if "local_rank" in p.lower():
+                    self._rank_priority[(scope.index, p)] = 0
+                elif "rank" in p.lower():
+                    self._rank_priority[(scope.index, p)] = 1
+                else:
+                    continue
+                if p not in scope.rank_names:
+                    scope.rank_names.append(p)
+            if scope.name in self.facts.spawn_targets and scope.params and scope.params[0] not in scope.rank_names:
+                scope.rank_names.append(scope.params[0])
+            if scope.name in self.facts.spawn_targets and scope.params:
+                # mp.spawn passes the process index on this node: a local rank
+                self._rank_priority[(scope.index, scope.params[0])] = 0
+        # ``self.local_rank = ...`` in one method is the rank in the others
+        class_ranks: Dict[str, List[Tuple[str, int]]] = {}
+        for scope in self.scopes:
+            if not scope.class_name or not scope.params:
+                continue
+            me = scope.params[0] + "."
+            for b in scope.binds:
+                attr = b.target[len(me):] if b.target.startswith(me) else ""
+                if attr and "." not in attr and "rank" in attr.lower() and b.kind != "param":
+                    entry = (attr, 0 if "local" in attr.lower() else 1)
+                    if entry not in class_ranks.setdefault(scope.class_name, []):
+                        class_ranks[scope.class_name].append(entry)
+        for scope in self.scopes:
+            for attr, priority in class_ranks.get(scope.class_name, []) if scope.params else []:
+                name = f"{scope.params[0]}.{attr}"
+                if name not in scope.rank_names:
+                    scope.rank_names.append(name)
+                    self._rank_priority[(scope.index, name)] = priority + 0.5
+            scope.rank_names.sort(key=lambda n: self._rank_priority.get((scope.index, n), 3))
+        # which module classes hold wrappers (set in a method or a helper)
+        for scope in self.scopes:
+            cls = self.facts.classes.get(scope.class_name)
+            if cls is None or not cls.is_module or not scope.params:
+                continue
+            me = scope.params[0] + "."
+            for w in scope.wraps:
+                t = w.statement_target
+                if t.startswith(me) and "." not in t[len(me):]:
+                    cls.inner_wrappers.setdefault(t[len(me):], w.wrapper)
+            for b in scope.binds:
+                if b.kind == "call" and b.call.startswith(me) and b.target.startswith(me):
+                    helper = self.facts.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
+                    if helper is not None and helper.wraps_param >= 0:
+                        cls.inner_wrappers.setdefault(b.target[len(me):], helper.wraps_param_with)
+
+
+def _env_read(node: cst.BaseExpression) -> Optional[str]:
+    """``"LOCAL_RANK"`` for ``os.environ["LOCAL_RANK"]``, ``os.environ.get(...)``,
+    ``os.getenv(...)``."""
+    if isinstance(node, cst.Subscript) and node.slice:
+        el = node.slice[0].slice
+        if isinstance(el, cst.Index) and (dotted_name(node.value) or "").endswith("environ"):
+            return string_value(el.value)
+    if isinstance(node, cst.Call) and node.args:
+        name = dotted_name(node.func) or ""
+        if name.endswith("environ.get") or name.endswith("getenv"):
+            return string_value(node.args[0].value)
+    return None
+
+
+def _device_map(call: cst.Call) -> str:
+    dm = keyword_arg(call, "device_map")
+    if dm is None or (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
+        return ""
+    return code_of(dm.value)
+
+
+def _target_names(node: cst.BaseExpression) -> List[str]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for el in node.elements:
+            out += _target_names(el.value)
+        return out
+    name = dotted_name(node)
+    return [name] if name is not None else []
+
+
+def _arg_names(call: cst.Call) -> List[str]:
+    out = []
+    for a in call.args:
+        inner, _ = strip_placements(a.value)
+        name = dotted_name(inner)
+        if name is not None:
+            out.append(name)
+    return out
+
+
+def collect_script_facts(module: cst.Module, facts: FileFacts) -> None:
+    """Fill ``facts.scopes`` and ``ClassFacts.inner_wrappers``."""
+    collector = _ScriptCollector(facts)
+    collector._rank_priority = {}
+    module.visit(collector)
+    facts.scopes = collector.scopes
+    collector.finish()

@@ -30,3 +30,9 @@ def write(tmp_path):
 
 def update_snapshots() -> bool:
     return os.environ.get("DEVLINT_UPDATE_SNAPSHOTS") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_result_cache(tmp_path_factory, monkeypatch):
+    """Each test gets its own empty result cache (never the repository's)."""
+    monkeypatch.setenv("DEVLINT_CACHE_DIR", str(tmp_path_factory.mktemp("devlint_cache")))

@@ -1,0 +1,275 @@
+"""The candidate scan: one walk over CPython's ``ast`` (about 12x cheaper than
+the libcst parse) that summarises what a file calls, imports and defines, so
+that a rule can say "I cannot fire here" before libcst parses the file.
+
+A rule answers from the summary in :meth:`devlint.rule.Rule.candidate`. The
+answer must over-approximate the rule: ``False`` only when the libcst visitor
+certainly reports nothing (a wrong ``False`` drops a finding; a wrong
+``True`` costs only time). A rule without the hook is always a candidate.
+Names resolve through the same import-alias semantics as
+:class:`devlint.semantic.FileFacts`, but to *every* target a name may have
+(a superset of the one the semantic pass picks).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
+
+from devlint.semantic import canonical
+
+
+class CallSite(NamedTuple):
+    """One call, where it is, and how it is called."""
+
+    #: dotted callee (``torch.zeros``, ``T.nn.DataParallel``, ``zeros``) or None
+    func: Optional[str]
+    #: last attribute of the callee when it is ``<expr>.attr`` (``to``, ``cuda``)
+    attr: Optional[str]
+    #: keyword names; ``None`` stands for ``**kwargs``
+    keywords: Tuple[Optional[str], ...]
+    #: positional arguments (``*args`` counts as one)
+    n_args: int
+    #: the innermost enclosing class, by name
+    cls: Optional[str]
+    #: the outermost function inside that class (what ``Context.current_method`` names)
+    method: Optional[str]
+    line: int
+
+    @property
+    def has_star_kwargs(self) -> bool:
+        return None in self.keywords
+
+
+class ScanSummary:
+    """What one ``ast`` walk of a file found; see :func:`scan_source`."""
+
+    def __init__(self) -> None:
+        #: local name -> every dotted target an import binds it to, anywhere in the file
+        self.imports: Dict[str, List[str]] = {}
+        self.calls: List[CallSite] = []
+        #: class name -> method name -> attribute names called in it (``self.f()`` -> ``f``)
+        self.methods: Dict[str, Dict[str, Set[str]]] = {}
+        #: class name -> dotted base expressions (every class of that name)
+        self.bases: Dict[str, List[str]] = {}
+        #: every attribute name read or written anywhere (``x.device`` -> ``device``)
+        self.attributes: Set[str] = set()
+        #: every short (<= 64 characters) string constant in the file, f-string parts included
+        self.strings: Set[str] = set()
+        #: ``self.<attr> = ...`` targets as (class, method, attribute)
+        self.attribute_assigns: List[Tuple[Optional[str], Optional[str], str]] = []
+        #: for each ``for`` statement: the dotted name it iterates, calls and
+        #: subscripts peeled off (``enumerate(tqdm(loaders["train"]))`` ->
+        #: ``loaders``), "" when it is not a name
+        self.loops: List[str] = []
+        self._forward: Optional[Dict[str, FrozenSet[str]]] = None
+
+    # -- name resolution ---------------------------------------------------
+    def resolve(self, dotted: Optional[str]) -> List[str]:
+        """Every qualified (canonical) name ``dotted`` may refer to through
+        the file's imports; empty when its head is not imported."""
+        if not dotted:
+            return []
+        head, _, rest = dotted.partition(".")
+        targets = self.imports.get(head)
+        if not targets:
+            return []
+        return [canonical(f"{t}.{rest}" if rest else t) for t in targets]
+
+    def refers_to(self, dotted: Optional[str], qualified: "Set[str] | FrozenSet[str]") -> bool:
+        return any(q in qualified for q in self.resolve(dotted))
+
+    def torch_functions(self, dotted: Optional[str]) -> Set[str]:
+        """``{"zeros"}`` when ``dotted`` may name ``torch.zeros``."""
+        out = set()
+        for q in self.resolve(dotted):
+            if q.startswith("torch.") and q.count(".") == 1:
+                out.add(q[len("torch."):])
+        return out
+
+    def imports_any(self, prefix: str) -> bool:
+        """Some import binds a name to ``prefix`` or something under it."""
+        return any(t == prefix or t.startswith(prefix + ".") for ts in self.imports.values() for t in ts)
+
+    # -- classes and forward -------------------------------------------------
+    def forward_methods(self) -> Dict[str, FrozenSet[str]]:
+        """Class name -> method names that may run from ``forward``: ``forward``
+        and, transitively, what it calls as ``<name>.<method>(...)``. A
+        superset of :attr:`devlint.semantic.ClassFacts.forward_reachable`
+        (every class counts, whatever its bases; same-named classes merge)."""
+        if self._forward is None:
+            out: Dict[str, FrozenSet[str]] = {}
+            for cls, methods in self.methods.items():
+                reach = {"forward"}
+                todo = ["forward"]
+                while todo:
+                    for callee in methods.get(todo.pop(), ()):
+                        if callee in methods and callee not in reach:
+                            reach.add(callee)
+                            todo.append(callee)
+                out[cls] = frozenset(reach)
+            self._forward = out
+        return self._forward
+
+    def in_forward(self, cls: Optional[str], method: Optional[str]) -> bool:
+        if cls is None or method is None:
+            return False
+        return method in self.forward_methods().get(cls, ())
+
+    def calls_in_forward(self) -> Iterator[CallSite]:
+        for call in self.calls:
+            if self.in_forward(call.cls, call.method):
+                yield call
+
+
+class _Scanner:
+    """The walk. Context follows the engine's ``Context``: a class is entered
+    before its bases and decorators are visited, a function before its
+    decorators, defaults and annotations."""
+
+    def __init__(self, summary: ScanSummary) -> None:
+        self.s = summary
+
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if alias.asname:
+                self._bind(alias.asname, alias.name)
+            else:
+                head = alias.name.split(".")[0]
+                self._bind(head, head)
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        prefix = "." * (node.level or 0) + (node.module or "")
+        for alias in node.names:
+            if alias.name == "*":
+                continue
+            local = alias.asname or alias.name
+            target = f"{prefix}.{alias.name}" if prefix and not prefix.endswith(".") else prefix + alias.name
+            self._bind(local, target)
+
+    def _bind(self, local: str, target: str) -> None:
+        targets = self.s.imports.setdefault(local, [])
+        if target not in targets:
+            targets.append(target)
+
+    def walk(self, tree: ast.AST) -> None:
+        s = self.s
+        calls = s.calls
+        attributes = s.attributes
+        strings = s.strings
+        methods = s.methods
+        # (node, class name, method name, method's called-attribute set)
+        stack: List[Tuple[ast.AST, Optional[str], Optional[str], Optional[Set[str]]]] = [(tree, None, None, None)]
+        pop, push = stack.pop, stack.append
+        Call, Attribute, Name, Constant = ast.Call, ast.Attribute, ast.Name, ast.Constant
+        FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
+        Import, ImportFrom, Assign, AnnAssign = ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign
+        For, AsyncFor = ast.For, ast.AsyncFor
+        iter_fields = ast.iter_fields
+        AST = ast.AST
+        while stack:
+            node, cls, method, called = pop()
+            t = type(node)
+            if t is Call:
+                func = node.func
+                dotted = _dotted(func)
+                attr = func.attr if type(func) is Attribute else None
+                if attr is not None and called is not None:
+                    called.add(attr)
+                calls.append(
+                    CallSite(
+                        dotted,
+                        attr,
+                        tuple(k.arg for k in node.keywords),
+                        len(node.args),
+                        cls,
+                        method,
+                        node.lineno,
+                    )
+                )
+            elif t is Attribute:
+                attributes.add(node.attr)
+            elif t is Constant:
+                value = node.value
+                if type(value) is str and len(value) <= 64:
+                    strings.add(value)
+                continue
+            elif t is Name:
+                continue
+            elif t is FunctionDef or t is AsyncFunctionDef:
+                if cls is not None and method is None:
+                    method = node.name
+                    called = methods.setdefault(cls, {}).setdefault(method, set())
+            elif t is ClassDef:
+                cls, method, called = node.name, None, None
+                s.bases.setdefault(cls, []).extend(filter(None, (_dotted(b) for b in node.bases)))
+                methods.setdefault(cls, {})
+            elif t is Import:
+                self._import(node)
+                continue
+            elif t is ImportFrom:
+                self._import_from(node)
+                continue
+            elif t is For or t is AsyncFor:
+                s.loops.append(_iterated_name(node.iter))
+            elif t is Assign or t is AnnAssign:
+                targets = node.targets if t is Assign else [node.target]
+                for target in targets:
+                    for el in _flatten_targets(target):
+                        if type(el) is Attribute and type(el.value) is Name:
+                            s.attribute_assigns.append((cls, method, el.attr))
+            for _, value in iter_fields(node):
+                if isinstance(value, list):
+                    for item in reversed(value):
+                        if isinstance(item, AST):
+                            push((item, cls, method, called))
+                elif isinstance(value, AST):
+                    push((value, cls, method, called))
+
+
+def _flatten_targets(node: ast.AST) -> List[ast.AST]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        out: List[ast.AST] = []
+        for el in node.elts:
+            out.extend(_flatten_targets(el))
+        return out
+    if isinstance(node, ast.Starred):
+        return _flatten_targets(node.value)
+    return [node]
+
+
+def _iterated_name(node: ast.AST) -> str:
+    while True:
+        if isinstance(node, ast.Call) and (node.args or (node.keywords and node.keywords[0].arg is not None)):
+            node = node.args[0] if node.args else node.keywords[0].value
+        elif isinstance(node, (ast.Subscript, ast.Starred)):
+            node = node.value
+        else:
+            return _dotted(node) or ""
+
+
+def _dotted(node: ast.AST) -> Optional[str]:
+    parts: List[str] = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is ast.Name:
+        parts.append(node.id)  # type: ignore[attr-defined]
+        return ".".join(reversed(parts))
+    return None
+
+
+def scan_source(text: str) -> Optional[ScanSummary]:
+    """The summary of one file, or None when CPython cannot parse it (a
+    syntax error, a newer grammar, too deep): then every rule is a
+    candidate and libcst decides."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    summary = ScanSummary()
+    try:
+        _Scanner(summary).walk(tree)
+    except RecursionError:  # pragma: no cover - the walk is iterative
+        return None
+    return summary

@@ -1,0 +1,254 @@
+"""DL010 load-without-map-location
+
+## What it does
+Flags `torch.load(f)` called without `map_location` (resolved through the
+imports: `import torch as T; T.load(f)`, `from torch import load`).
+
+## Why is this bad?
+`torch.load` puts every tensor back on the device it was saved from. Under
+DistributedDataParallel every rank then loads the checkpoint onto the GPU
+that saved it, usually `cuda:0`: rank 0 runs out of memory, or a later
+operation mixes devices. On a machine without that GPU the load fails:
+
+```
+RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map your storages to the CPU.
+```
+
+`weights_only=True` does not change this: it restricts what may be
+unpickled, not where tensors go, so it neither silences nor fixes the finding.
+
+## Example
+```python
+model.load_state_dict(torch.load(args.checkpoint))
+```
+
+## Use instead
+```python
+model.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
+```
+
+Not flagged: `map_location` given by keyword or as the second positional
+argument, a call with `**kwargs` or `*args` (which may carry it), and an
+in-process round trip (`torch.save(obj, buf)` then `torch.load(buf)` in the
+same function: the devices are the ones this process has).
+
+## Fix safety
+Adding `map_location="cpu"` is safe where the loaded object only feeds
+`load_state_dict` (directly, `model.load_state_dict(torch.load(p)["model"])`,
+or through a name whose every use is a `load_state_dict(...)` argument,
+a `"key" in ckpt` test or `ckpt = ckpt["state_dict"]`): `load_state_dict`
+copies each tensor onto the device of the parameter it fills (optimizers too),
+so only the transient copy moves. `load_state_dict(..., assign=True)` keeps
+the loaded tensors and is not counted.
+
+Elsewhere the loaded tensors are used as they are, and where they land is
+behaviour: the fix is unsafe. When the function clearly targets a device (a
+model moved with `.to(device)`, a `device` variable or parameter, a
+`local_rank`, `args.gpu` or the argument of `torch.cuda.set_device`), the
+unsafe fix loads onto it (`map_location=device`,
+`map_location=f"cuda:{local_rank}"`) instead of the CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Set
+
+import libcst as cst
+
+from devlint.diagnostic import FixSafety
+from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import (
+    MODULE_SCOPE,
+    TORCH_LOADS,
+    ScopeStack,
+    code_of,
+    device_candidates,
+    is_torch_load,
+    keyword_arg,
+    positional_args,
+)
+
+
+class LoadWithoutMapLocation(Rule):
+    code = "DL010"
+    name = "load-without-map-location"
+    message = "`torch.load` without `map_location` puts every tensor back on the device that saved it"
+    fix_safety = "safe/unsafe"
+    tokens = ("load",)
+
+    VALID = [
+        Valid(
+            """
+import torch
+
+state = torch.load("ckpt.pt", map_location="cpu")
+other = torch.load("ckpt.pt", "cpu")
+
+def load(path, **kwargs):
+    return torch.load(path, **kwargs)
+"""
+        ),
+        Valid(
+            """
+import io
+import torch
+
+def roundtrip(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    buf.seek(0)
+    return torch.load(buf, weights_only=False)
+"""
+        ),
+        Valid(
+            """
+import pickle
+
+def load(path):
+    with open(path, "rb") as fh:
+        return pickle.load(fh)
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+
+def resume(model, optimizer, path):
+    ckpt = torch.load(path)
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+""",
+            """
+import torch
+
+def resume(model, optimizer, path):
+    ckpt = torch.load(path, map_location="cpu")
+    model.load_state_dict(ckpt["model"])
+    optimizer.load_state_dict(ckpt["optimizer"])
+""",
+        ),
+        Invalid(
+            """
+from torch import load
+
+def embeddings(path, device):
+    table = load(path)
+    return table["weight"] * 2
+""",
+            """
+from torch import load
+
+def embeddings(path, device):
+    table = load(path, map_location=device)
+    return table["weight"] * 2
+""",
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a call that may name torch.load, without map_location= or a second positional argument
+        return any(
+            "map_location" not in call.keywords
+            and call.n_args < 2
+            and scan.refers_to(call.func, TORCH_LOADS)
+            for call in scan.calls
+        )
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.scopes = ScopeStack()
+        # torch.load calls that feed load_state_dict directly
+        self._feeds_state_dict: Set[int] = set()
+        # torch.load calls bound to a name: id -> name
+        self._bound_to: Dict[int, str] = {}
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scopes.push(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.push(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Call) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self._bound_to[id(value)] = node.targets[0].target.value
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+            assign = keyword_arg(node, "assign")
+            if assign is not None and not (isinstance(assign.value, cst.Name) and assign.value.value == "False"):
+                return
+            for arg in node.args:
+                if arg.star or (arg.keyword is not None and arg.keyword.value != "state_dict"):
+                    continue
+                value = arg.value
+                while isinstance(value, cst.Subscript):
+                    value = value.value
+                if isinstance(value, cst.Call):
+                    self._feeds_state_dict.add(id(value))
+            return
+        if not is_torch_load(self.facts, func):
+            return
+        if keyword_arg(node, "map_location") is not None or any(a.star for a in node.args):
+            return
+        args = positional_args(node)
+        if len(args) >= 2:
+            return
+        scope = self.facts.script_scopes.get(self.scopes.name)
+        file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
+        if file_arg is not None and scope is not None and code_of(file_arg) in scope.saved_files:
+            return  # torch.save(obj, buf) ... torch.load(buf): an in-process round trip
+        safe = id(node) in self._feeds_state_dict
+        name = self._bound_to.get(id(node))
+        if not safe and name is not None and scope is not None:
+            safe = scope.loaded.get(name, False)
+        if safe:
+            fix = self.replace(node, _with_map_location(node, '"cpu"'), 'add `map_location="cpu"` (the object only feeds `load_state_dict`)')
+            self.report(node, fix=fix)
+            return
+        candidates = device_candidates(self.facts, self.scopes.name)
+        # a module-level load has no function whose device we can trust
+        target = candidates[0] if candidates and self.scopes.name != MODULE_SCOPE else '"cpu"'
+        fix = self.replace(
+            node,
+            _with_map_location(node, target),
+            f"add `map_location={target}` (changes where the loaded tensors live)",
+            FixSafety.UNSAFE,
+        )
+        self.report(node, fix=fix)
+
+
+def _with_map_location(call: cst.Call, value: str) -> cst.Call:
+    """``torch.load(f, ...)`` -> ``torch.load(f, map_location=value, ...)``,
+    keeping the layout of the argument list."""
+    new_arg = cst.Arg(
+        keyword=cst.Name("map_location"),
+        value=cst.parse_expression(value),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    args = list(call.args)
+    at = len(positional_args(call))  # positional arguments come first
+    if at == 0:
+        if args:
+            new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    else:
+        prev = args[at - 1]
+        if isinstance(prev.comma, cst.Comma):
+            new_arg = new_arg.with_changes(comma=prev.comma)
+        else:
+            args[at - 1] = prev.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    args.insert(at, new_arg)
+    return call.with_changes(args=args)

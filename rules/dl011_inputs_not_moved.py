@@ -1,0 +1,585 @@
+"""DL011 inputs-not-moved
+
+## What it does
+Flags a training or evaluation loop over a data loader that feeds batch
+tensors to a model moved with `.to(device)`/`.cuda()` without moving the
+tensors: inputs passed to the model, and targets that meet the model's output
+(`criterion(out, y)`, `pred == y`, `out.eq(y)`).
+
+## Why is this bad?
+A `DataLoader` yields CPU tensors (unless its `collate_fn` or
+`pin_memory_device` says otherwise). A module's `.to(device)` moves its
+parameters, never the data, so the first layer raises
+
+```
+RuntimeError: Input type (torch.FloatTensor) and weight type (torch.cuda.FloatTensor) should be the same
+```
+
+and a target left behind makes the loss raise
+`RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!`.
+Both appear only on a GPU machine; on a laptop the script runs.
+
+## Example
+```python
+model = Net().to(device)
+for x, y in train_loader:
+    loss = criterion(model(x), y)
+```
+
+## Use instead
+```python
+model = Net().to(device)
+for x, y in train_loader:
+    x = x.to(device)
+    y = y.to(device)
+    loss = criterion(model(x), y)
+```
+
+The fix moves the tensor at the top of the loop body (after `x, y = batch`
+when the batch is unpacked there) with the device expression the model was
+moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`). A model that reached
+the function as an argument takes its device from the call site (a `device`
+argument passed alongside it); when that device has no name in the function
+the finding has no fix.
+
+Not flagged: a tensor moved anywhere before its use (`x = x.to(device)`,
+`model(x.cuda())`, `x.to(device)`, a helper call that takes the batch and a
+device, `batch = {k: v.to(device) ...}`, `inputs = batch["x"].to(device)`,
+any other re-binding of the name), a model never moved or moved to `"cpu"`,
+inputs of a `DataParallel` model or a `DistributedDataParallel` model given
+`device_ids` (the wrapper moves its inputs; targets still need moving), a
+loader built with `collate_fn=`/`pin_memory_device=`, from a dataset built
+with a device, or wrapped by something that places batches
+(`accelerator.prepare`, a `DeviceDataLoader(dl, device)`), and a loop
+variable that is the whole batch (`for batch in loader: model(batch)`: it
+may be a dict or a list, which `.to()` cannot move). Only names the loop
+unpacks from the loader (or that `x, y = batch` unpacks at the top of the
+body) count as batch tensors, and only when they reach the model or meet
+its output.
+
+## Fix safety
+Safe: moving a tensor to the device its model already lives on is what the
+model's first layer needs; on a CPU-only machine `device` is the CPU and the
+move is a no-op.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import (
+    DATA_LOADERS,
+    LoaderLoop,
+    Placement,
+    ScopeStack,
+    WrapFacts,
+    code_of,
+    dotted_name,
+    looks_like_loader,
+    loader_loop,
+    lookup_scoped,
+    ref_of,
+)
+
+#: methods whose result is no longer on the device
+_TO_HOST = frozenset({"cpu", "numpy", "item", "tolist"})
+#: tensor methods that keep a batch item on the device it is on
+_KEEPS_DEVICE = frozenset(
+    {"view", "view_as", "reshape", "reshape_as", "long", "float", "int", "double", "half", "bool", "squeeze",
+     "unsqueeze", "flatten", "contiguous", "t", "permute", "transpose", "clone", "detach", "type"}
+)
+#: words in a helper's name or arguments that say it moves a batch
+_MOVING_WORDS = ("device", "cuda", "gpu", "move", "to_", "transfer")
+_ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
+
+
+class _Found:
+    def __init__(self, item: str, node: cst.Name, model: str, placement: Placement, as_input: bool) -> None:
+        self.item = item
+        self.node = node
+        self.model = model
+        self.placement = placement
+        self.as_input = as_input
+
+
+class InputsNotMoved(Rule):
+    code = "DL011"
+    name = "inputs-not-moved"
+    message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
+    target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
+    fix_safety = "safe"
+    tokens = (".to(", ".cuda(")
+
+    VALID = [
+        Valid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+def run(model, dataset, device):
+    model = model.to(device)
+    loader = DataLoader(dataset, batch_size=8)
+    for x, y in loader:
+        x, y = x.to(device), y.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+def evaluate(model, loader):
+    # the model was never moved: CPU inputs are right
+    for images, labels in loader:
+        correct = (model(images).argmax(1) == labels).sum()
+"""
+        ),
+        Valid(
+            """
+import torch
+
+def train(model, train_loader, device):
+    model.to(device)
+    for batch in train_loader:
+        batch = {k: v.to(device) for k, v in batch.items()}
+        out = model(**batch)
+    for step, batch in enumerate(train_loader):
+        inputs = batch["x"].to(device)
+        out = model(inputs)
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, ds, device):
+    model.cuda()
+    loader = DataLoader(ds, collate_fn=lambda b: [t.cuda() for t in b])
+    for x, y in loader:
+        out = model(x)
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, dataset, device):
+    model = model.to(device)
+    loader = DataLoader(dataset, batch_size=8)
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+""",
+            """
+import torch
+from torch.utils.data import DataLoader
+
+def train(model, dataset, device):
+    model = model.to(device)
+    loader = DataLoader(dataset, batch_size=8)
+    for x, y in loader:
+        x = x.to(device)
+        y = y.to(device)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+""",
+            count=2,
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Trainer:
+    def __init__(self, model, train_loader, gpu):
+        self.gpu = gpu
+        self.model = nn.DataParallel(model.cuda(self.gpu))
+        self.train_loader = train_loader
+
+    def epoch(self):
+        for i, (images, target) in enumerate(self.train_loader):
+            output = self.model(images)
+            _, pred = output.max(1)
+            acc = pred.eq(target).float().mean()
+""",
+            """
+import torch
+import torch.nn as nn
+
+class Trainer:
+    def __init__(self, model, train_loader, gpu):
+        self.gpu = gpu
+        self.model = nn.DataParallel(model.cuda(self.gpu))
+        self.train_loader = train_loader
+
+    def epoch(self):
+        for i, (images, target) in enumerate(self.train_loader):
+            target = target.cuda(self.gpu)
+            output = self.model(images)
+            _, pred = output.max(1)
+            acc = pred.eq(target).float().mean()
+""",
+        ),
+    ]
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self.scopes = ScopeStack()
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a for loop over something named like a loader, or any for loop in a
+        # file that builds a DataLoader (loaders travel through parameters)
+        if any(looks_like_loader(name) for name in scan.loops if name):
+            return True
+        return bool(scan.loops) and any(
+            (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
+            for call in scan.calls
+        )
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scopes.push(node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.scopes.push(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scopes.pop()
+
+    def _self_name(self) -> str:
+        return self.context.self_name if self.context.current_method is not None else "self"
+
+    def visit_For(self, node: cst.For) -> None:
+        scope = self.scopes.name
+        loop = loader_loop(self.facts, scope, node, self._self_name())
+        if loop is None or not isinstance(node.body, cst.IndentedBlock):
+            return
+        body = list(node.body.body)
+        items: List[str] = [] if loop.whole_batch else list(loop.items)
+        unpack_at = -1
+        if loop.whole_batch:
+            # for batch in loader: x, y = batch
+            for i, stmt in enumerate(body[:3]):
+                names = _unpacked_from(stmt, loop.items[0])
+                if names:
+                    items, unpack_at = names, i
+                    break
+        if not items:
+            return
+        walker = _LoopWalker(self, scope, set(items))
+        for i, stmt in enumerate(body):
+            if i == unpack_at:
+                continue
+            walker.statement(stmt)
+        for found in walker.found:
+            self._report(node, loop, found, unpack_at)
+
+    def _report(self, loop_node: cst.For, loop: LoaderLoop, found: _Found, unpack_at: int) -> None:
+        p = found.placement
+        device = f"`{p.device}`" if p.device else "the GPU"
+        template = self.message if found.as_input else self.target_message
+        message = template.format(item=found.item, loader=loop.loader, model=found.model, device=device)
+        if not p.known:
+            self.report(found.node, message, no_fix_reason=f"the device `{found.model}` was moved to has no name in this function")
+            return
+        call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
+        move = cst.parse_statement(f"{found.item} = {found.item}.{call}\n")
+        body = list(loop_node.body.body)  # type: ignore[union-attr]
+        at = unpack_at + 1
+        while at < len(body) and _is_leading_move(body[at]):
+            at += 1
+        body.insert(at, move)
+        new_block = loop_node.body.with_changes(body=body)
+        self.report(
+            found.node,
+            message,
+            fix=self.replace(loop_node.body, new_block, f"move `{found.item}` with `.{call}` at the top of the loop"),
+        )
+
+
+def _unpacked_from(stmt: cst.CSTNode, batch: str) -> List[str]:
+    """``x, y = batch`` -> [x, y]."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+        return []
+    assign = stmt.body[0]
+    if len(assign.targets) != 1 or not (isinstance(assign.value, cst.Name) and assign.value.value == batch):
+        return []
+    target = assign.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return []
+    return [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
+
+
+def _is_leading_move(stmt: cst.CSTNode) -> bool:
+    """``x = x.to(device)`` / ``x, y = x.cuda(), y.cuda()``."""
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+        return False
+    value = stmt.body[0].value
+    values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
+    return all(
+        isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in ("to", "cuda")
+        for v in values
+    )
+
+
+class _LoopWalker:
+    """Walks a loop body in order: what was moved or re-bound, which names
+    hold the model's output, where batch items meet the model or its output."""
+
+    def __init__(self, rule: InputsNotMoved, scope: str, items: Set[str]) -> None:
+        self.rule = rule
+        self.facts = rule.facts
+        self.scope = scope
+        self.self_name = rule._self_name()
+        self.items = items
+        self.moved: Set[str] = set()
+        self.outputs: Dict[str, Tuple[str, Placement]] = {}
+        self.found: List[_Found] = []
+        self._reported: Set[str] = set()
+
+    # -- models ----------------------------------------------------------
+    def _model(self, call: cst.Call) -> Optional[Tuple[str, Placement, Optional[WrapFacts]]]:
+        ref = ref_of(call.func, self.self_name)
+        if ref is None:
+            return None
+        p = lookup_scoped(self.facts, self.scope, ref, "placements")
+        if not isinstance(p, Placement) or p.is_cpu():
+            return None
+        w = lookup_scoped(self.facts, self.scope, ref, "wrapped")
+        return ref, p, w if isinstance(w, WrapFacts) else None
+
+    def _device_source(self, node: cst.CSTNode) -> Optional[Tuple[str, Placement]]:
+        """The model whose output this expression carries on the device, if any."""
+        if isinstance(node, cst.Name):
+            return self.outputs.get(node.value)
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute) and func.attr.value in _TO_HOST:
+                return None
+            if isinstance(func, cst.Attribute) and func.attr.value == "to" and node.args:
+                if "cpu" in code_of(node.args[0].value):
+                    return None
+            m = self._model(node)
+            if m is not None:
+                return m[0], m[1]
+        if isinstance(node, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            return None
+        for child in node.children:
+            src = self._device_source(child)
+            if src is not None:
+                return src
+        return None
+
+    # -- batch items -----------------------------------------------------
+    def _item_of(self, node: cst.CSTNode) -> Optional[cst.Name]:
+        """The batch item an expression still is (``y``, ``y.view(-1)``, ``y[:, 0]``)."""
+        while True:
+            if isinstance(node, cst.Name):
+                return node if node.value in self.items and node.value not in self.moved else None
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEEPS_DEVICE:
+                node = node.func.value
+            elif isinstance(node, cst.Subscript):
+                node = node.value
+            else:
+                return None
+
+    def _flag(self, name: cst.Name, model: str, placement: Placement, as_input: bool) -> None:
+        if name.value in self._reported:
+            return
+        self._reported.add(name.value)
+        self.found.append(_Found(name.value, name, model, placement, as_input))
+
+    # -- statements ------------------------------------------------------
+    def statement(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self._simple(small)
+            return
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return
+        # compound statement: its header expressions, then its blocks in order
+        for header in _headers(stmt):
+            self._expression(header)
+        if isinstance(stmt, (cst.For,)):
+            self._rebind(stmt.target)
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                if item.asname is not None:
+                    self._rebind(item.asname.name)
+        for block in _blocks(stmt):
+            for inner in block:
+                self.statement(inner)
+
+    def _simple(self, small: cst.BaseSmallStatement) -> None:
+        self._note_moves(small)
+        self._expression(small)
+        if isinstance(small, cst.Assign):
+            src = self._device_source(small.value)
+            for t in small.targets:
+                self._assign(t.target, src)
+        elif isinstance(small, cst.AnnAssign):
+            self._assign(small.target, self._device_source(small.value) if small.value is not None else None)
+        elif isinstance(small, cst.AugAssign):
+            self._rebind(small.target)
+
+    def _assign(self, target: cst.BaseExpression, src: Optional[Tuple[str, Placement]]) -> None:
+        for name in _bound_names(target):
+            if src is not None:
+                self.outputs[name] = src
+            else:
+                self.outputs.pop(name, None)
+            if name in self.items:
+                self.moved.add(name)
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            self.moved.add(target.value.value)  # batch["x"] = ...: moved in place
+
+    def _rebind(self, target: cst.CSTNode) -> None:
+        for name in _bound_names(target):
+            self.moved.add(name)
+            self.outputs.pop(name, None)
+
+    def _note_moves(self, node: cst.CSTNode) -> None:
+        walker = self
+
+        class V(cst.CSTVisitor):
+            def visit_Call(self, call: cst.Call) -> None:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "pin_memory") and isinstance(func.value, cst.Name):
+                    walker.moved.add(func.value.value)
+                    return
+                names = [a.value.value for a in call.args if isinstance(a.value, cst.Name) and a.value.value in walker.items]
+                if not names:
+                    return
+                fname = (dotted_name(func) or "").lower()
+                others = " ".join(code_of(a.value) for a in call.args).lower()
+                if any(w in fname for w in _MOVING_WORDS) or any(w in others for w in _MOVING_WORDS):
+                    walker.moved.update(names)
+
+            def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+                walker._rebind(n.target)
+
+            def visit_Lambda(self, n: cst.Lambda) -> bool:
+                return False
+
+        node.visit(V())
+
+    def _expression(self, node: cst.CSTNode) -> None:
+        walker = self
+
+        class V(cst.CSTVisitor):
+            def visit_Lambda(self, n: cst.Lambda) -> bool:
+                return False
+
+            def visit_Call(self, call: cst.Call) -> None:
+                m = walker._model(call)
+                if m is not None:
+                    ref, placement, wrap = m
+                    if wrap is None or not wrap.moves_inputs:
+                        for a in call.args:
+                            if a.star:
+                                continue
+                            name = walker._item_of(a.value) if isinstance(a.value, cst.Name) else None
+                            if name is not None:
+                                walker._flag(name, ref, placement, True)
+                    return
+                # a call mixing the model's output with a batch item
+                src = None
+                if isinstance(call.func, cst.Attribute):
+                    src = walker._device_source(call.func.value)
+                args = [a for a in call.args if not a.star]
+                if src is None:
+                    for a in args:
+                        src = walker._device_source(a.value)
+                        if src is not None:
+                            break
+                if src is None:
+                    return
+                for a in args:
+                    name = walker._item_of(a.value)
+                    if name is not None:
+                        walker._flag(name, src[0], src[1], False)
+
+            def visit_Comparison(self, comp: cst.Comparison) -> None:
+                sides = [comp.left] + [t.comparator for t in comp.comparisons]
+                if any(isinstance(t.operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)) for t in comp.comparisons):
+                    return
+                walker._mix(sides)
+
+            def visit_BinaryOperation(self, op: cst.BinaryOperation) -> None:
+                if isinstance(op.operator, _ARITHMETIC):
+                    walker._mix([op.left, op.right])
+
+        node.visit(V())
+
+    def _mix(self, sides: List[cst.BaseExpression]) -> None:
+        src = next((s for s in (self._device_source(x) for x in sides) if s is not None), None)
+        if src is None:
+            return
+        for x in sides:
+            name = self._item_of(x)
+            if name is not None:
+                self._flag(name, src[0], src[1], False)
+
+
+def _bound_names(target: cst.CSTNode) -> List[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for e in target.elements:
+            out.extend(_bound_names(e.value))
+        return out
+    if isinstance(target, cst.StarredElement):
+        return _bound_names(target.value)
+    return []
+
+
+def _headers(stmt: cst.CSTNode) -> List[cst.CSTNode]:
+    if isinstance(stmt, cst.If):
+        return [stmt.test]
+    if isinstance(stmt, cst.While):
+        return [stmt.test]
+    if isinstance(stmt, cst.For):
+        return [stmt.iter]
+    if isinstance(stmt, cst.With):
+        return [item.item for item in stmt.items]
+    return []
+
+
+def _blocks(stmt: cst.CSTNode) -> List[List[cst.CSTNode]]:
+    out: List[List[cst.CSTNode]] = []
+
+    def add(block: Optional[cst.CSTNode]) -> None:
+        body = getattr(block, "body", None) if block is not None else None
+        if isinstance(body, cst.IndentedBlock):
+            out.append(list(body.body))
+        elif isinstance(body, cst.SimpleStatementSuite):
+            out.append([cst.SimpleStatementLine(body=body.body)])
+
+    add(stmt)
+    if isinstance(stmt, cst.If):
+        orelse = stmt.orelse
+        while isinstance(orelse, cst.If):
+            add(orelse)
+            orelse = orelse.orelse
+        if orelse is not None:
+            add(orelse)
+    elif isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
+        add(stmt.orelse)
+    elif isinstance(stmt, (cst.Try, cst.TryStar)):
+        for h in stmt.handlers:
+            add(h)
+        if stmt.orelse is not None:
+            add(stmt.orelse)
+        if stmt.finalbody is not None:
+            add(stmt.finalbody)
+    return out

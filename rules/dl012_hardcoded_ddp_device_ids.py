@@ -1,0 +1,215 @@
+"""DL012 hardcoded-ddp-device-ids
+
+## What it does
+Flags `DistributedDataParallel(model, device_ids=[0])` (any integer literal in
+`device_ids`, or `output_device=0`) in a script that knows its process's rank:
+a `local_rank` variable, `int(os.environ["LOCAL_RANK"])`, `args.local_rank`,
+`dist.get_rank()`, a `rank` parameter, or the first parameter of a function
+started by `mp.spawn`.
+
+## Why is this bad?
+torchrun / `mp.spawn` start one process per GPU, and each process must drive
+its own GPU. With a literal `device_ids=[0]` every process runs its replica on
+GPU 0: the other GPUs sit idle, GPU 0 runs out of memory, and when the model
+was moved with `.to(local_rank)` DDP moves the inputs to `cuda:0` while the
+parameters are on `cuda:<rank>`:
+
+```
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!
+```
+
+With the NCCL backend two ranks on one GPU can also fail at the first
+collective (`NCCL error ... Duplicate GPU detected`).
+
+## Example
+```python
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+model = Net().to(local_rank)
+model = DDP(model, device_ids=[0], output_device=0)
+```
+
+## Use instead
+```python
+local_rank = int(os.environ["LOCAL_RANK"])
+dist.init_process_group("nccl")
+model = Net().to(local_rank)
+model = DDP(model, device_ids=[local_rank], output_device=local_rank)
+```
+
+Not flagged: a script with no rank in reach (a single-process example), and a
+script that sets `os.environ["CUDA_VISIBLE_DEVICES"]` itself (each process
+then sees its own GPU as `cuda:0`, and `device_ids=[0]` is right).
+
+## Fix safety
+Unsafe: the fix uses the rank variable in scope, preferring a local rank
+(`local_rank`, `LOCAL_RANK`, `args.local_rank`) over a global one. A global
+rank (`dist.get_rank()`, a `rank` parameter) equals the local rank only on a
+single machine; on several nodes use the local rank.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+import libcst as cst
+
+from devlint.diagnostic import Fix, FixSafety
+from devlint.rule import Invalid, Valid
+from devlint.rules._scripts import ScriptRule
+from devlint.semantic import DISTRIBUTED_DATA_PARALLEL, ScopeFacts, WrapEvent, keyword_arg, positional_args
+
+
+class HardcodedDdpDeviceIds(ScriptRule):
+    code = "DL012"
+    name = "hardcoded-ddp-device-ids"
+    message = "DistributedDataParallel gets the literal `{what}` although this process's rank is `{rank}`: every rank uses GPU {n}"
+    fix_safety = "unsafe"
+    tokens = ("DistributedDataParallel",)
+
+    VALID = [
+        Valid(
+            """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = torch.nn.Linear(2, 2).to(local_rank)
+    model = DDP(model, device_ids=[local_rank], output_device=local_rank)
+"""
+        ),
+        Valid(
+            """
+import torch
+import torch.distributed as dist
+
+def single_gpu_demo():
+    dist.init_process_group("nccl", rank=0, world_size=1)
+    model = torch.nn.Linear(2, 2).cuda()
+    return torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
+"""
+        ),
+        Valid(
+            """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def worker(rank):
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(rank)
+    model = torch.nn.Linear(2, 2).cuda()
+    return DDP(model, device_ids=[0])
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = torch.nn.Linear(2, 2).to(local_rank)
+    model = DDP(model, device_ids=[0], output_device=0)
+""",
+            """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = torch.nn.Linear(2, 2).to(local_rank)
+    model = DDP(model, device_ids=[local_rank], output_device=local_rank)
+""",
+            unsafe=True,
+        ),
+        Invalid(
+            """
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+def train(gpu, world_size):
+    model = nn.Linear(2, 2).cuda(gpu)
+    model = nn.parallel.DistributedDataParallel(model, device_ids=[0])
+
+if __name__ == "__main__":
+    mp.spawn(train, args=(2,), nprocs=2)
+""",
+            """
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+
+def train(gpu, world_size):
+    model = nn.Linear(2, 2).cuda(gpu)
+    model = nn.parallel.DistributedDataParallel(model, device_ids=[gpu])
+
+if __name__ == "__main__":
+    mp.spawn(train, args=(2,), nprocs=2)
+""",
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a call that may name DistributedDataParallel, with device_ids or output_device given
+        return any(
+            ("device_ids" in call.keywords or "output_device" in call.keywords or call.n_args >= 2)
+            and scan.refers_to(call.func, {DISTRIBUTED_DATA_PARALLEL})
+            for call in scan.calls
+        )
+
+    def on_wrap(self, node: cst.Call, scope: ScopeFacts, event: WrapEvent) -> None:
+        if event.wrapper != DISTRIBUTED_DATA_PARALLEL or self.facts.sets_visible_devices:
+            return
+        literals = self._literal_args(node)
+        if not literals:
+            return
+        rank = self._rank(scope)
+        if rank is None:
+            return
+        what = ", ".join(f"{kw}={cst.Module(body=[]).code_for_node(arg.value)}" for kw, arg, _ in literals)
+        numbers = sorted({n for _, _, ns in literals for n in ns})
+        message = self.message.format(what=what, rank=rank, n=" and ".join(str(n) for n in numbers))
+        rank_node = cst.parse_expression(rank)
+        replacements = []
+        for kw, arg, _ in literals:
+            value = arg.value
+            if kw == "device_ids" and isinstance(value, (cst.List, cst.Tuple)):
+                new_elements = [
+                    el.with_changes(value=rank_node) if isinstance(el.value, cst.Integer) else el
+                    for el in value.elements
+                ]
+                replacements.append((value, value.with_changes(elements=new_elements)))
+            else:
+                replacements.append((value, rank_node))
+        self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, f"use `{rank}`"))
+
+    def _literal_args(self, node: cst.Call) -> List[Tuple[str, cst.Arg, List[int]]]:
+        out: List[Tuple[str, cst.Arg, List[int]]] = []
+        args = positional_args(node)
+        ids = keyword_arg(node, "device_ids") or (args[1] if len(args) > 1 else None)
+        if ids is not None and isinstance(ids.value, (cst.List, cst.Tuple)):
+            ints = [int(el.value.value) for el in ids.value.elements if isinstance(el.value, cst.Integer)]
+            if ints and len(ids.value.elements) == 1:
+                out.append(("device_ids", ids, ints))
+        out_dev = keyword_arg(node, "output_device") or (args[2] if len(args) > 2 else None)
+        if out_dev is not None and isinstance(out_dev.value, cst.Integer):
+            out.append(("output_device", out_dev, [int(out_dev.value.value)]))
+        return out
+
+    def _rank(self, scope: ScopeFacts) -> Optional[str]:
+        if scope.rank_names:
+            return scope.rank_names[0]
+        module = self.facts.scopes[0]
+        for name in module.rank_names:
+            if name.split(".")[0] not in scope.params:
+                return name
+        return None

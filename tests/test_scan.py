@@ -1,0 +1,187 @@
+"""The ``ast`` candidate scan (devlint/scan.py) lets files skip the libcst
+parse; it must never drop a finding. Every fixture and every rule example is
+checked with and without it (new rules and fixtures are picked up
+automatically), and the scan must actually rule files out."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from conftest import FIXTURES
+from devlint.engine import _scan_filter, fix_source, lint_source, select_rules
+from devlint.rule import Rule, all_rules
+from devlint.scan import scan_source
+
+ALL_FIXTURES = sorted(FIXTURES.glob("**/*.py"))
+EXAMPLES = [
+    pytest.param(textwrap.dedent(ex.code).lstrip("\n"), id=f"{code}-{kind}-{i}")
+    for code, rule in all_rules().items()
+    for kind, examples in (("valid", rule.VALID), ("invalid", rule.INVALID))
+    for i, ex in enumerate(examples)
+]
+
+
+def _findings(result):
+    return [
+        (d.line, d.col, d.end_line, d.end_col, d.code, d.message, d.no_fix_reason,
+         None if d.fix is None else (d.fix.safety, d.fix.description, [e.to_json() for e in d.fix.edits]))
+        for d in result.diagnostics
+    ]
+
+
+def _same_with_and_without_scan(src: str, name: str) -> None:
+    codes = list(all_rules())  # every rule, including those off by default
+    with_scan = lint_source(src, name, codes=codes)
+    without = lint_source(src, name, codes=codes, scan=False)
+    assert _findings(with_scan) == _findings(without)
+    assert with_scan.internal_errors == without.internal_errors
+    for unsafe in (False, True):
+        a = fix_source(src, name, codes=codes, unsafe=unsafe)
+        b = fix_source(src, name, codes=codes, unsafe=unsafe, scan=False)
+        assert a.fixed_text == b.fixed_text
+        assert _findings(a) == _findings(b)
+
+
+@pytest.mark.parametrize("path", ALL_FIXTURES, ids=[str(p.relative_to(FIXTURES)) for p in ALL_FIXTURES])
+def test_fixture_findings_identical_with_and_without_scan(path):
+    _same_with_and_without_scan(path.read_text(encoding="utf-8"), path.name)
+
+
+@pytest.mark.parametrize("src", EXAMPLES)
+def test_example_findings_identical_with_and_without_scan(src):
+    _same_with_and_without_scan(src, "example.py")
+
+
+def test_every_buggy_fixture_is_a_candidate_for_its_rule():
+    for path in FIXTURES.glob("DL*/bad_*.py"):
+        if path.name.count(".") != 1:
+            continue
+        rule = all_rules()[path.parent.name]
+        summary = scan_source(path.read_text(encoding="utf-8"))
+        assert summary is not None, path
+        assert rule.candidate(summary), f"{path}: the scan rules out {rule.code}"
+
+
+def test_scan_rules_out_plain_torch_code():
+    src = """
+    import torch
+    import torch.nn as nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(4, 4)
+            self.register_buffer("mask", torch.ones(4))
+
+        def forward(self, x):
+            return self.proj(x) * self.mask + torch.zeros_like(x)
+
+    def make_grid(n):
+        return torch.arange(n)
+    """
+    rules = select_rules(["DL001"])
+    assert _scan_filter(textwrap.dedent(src), rules) == []
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        # through an alias, in a helper forward calls, in a nested function
+        """
+        import torch as T
+        class M(T.nn.Module):
+            def forward(self, x):
+                return self.helper(x)
+            def helper(self, x):
+                def inner():
+                    return T.zeros(3)
+                return inner()
+        """,
+        # from-import, in a decorator argument of forward
+        """
+        from torch import arange
+        class M:
+            @staticmethod
+            def forward(x=arange(3)):
+                return x
+        """,
+        # imported twice under one name: every target counts
+        """
+        try:
+            from numpy import zeros
+        except ImportError:
+            from torch import zeros
+        class M:
+            def forward(self, x):
+                return zeros(3)
+        """,
+    ],
+)
+def test_scan_keeps_factory_in_forward(src):
+    summary = scan_source(textwrap.dedent(src))
+    assert summary is not None
+    assert all_rules()["DL001"].candidate(summary)
+
+
+def test_unparsable_by_ast_keeps_every_rule():
+    rules = select_rules()
+    assert scan_source("def f(:\n    pass\n") is None
+    assert _scan_filter("import torch\ndef f(:\n", rules) == rules
+    result = lint_source("import torch\ndef f(:\n    pass\n", "bad.py")
+    assert [d.code for d in result.diagnostics] == ["DL000"]
+
+
+def test_a_rule_without_a_hook_is_always_a_candidate():
+    class NoHook(Rule):
+        code = "DL999"
+        name = "no-hook"
+        message = "x"
+
+    class Crashes(Rule):
+        code = "DL998"
+        name = "crashes"
+        message = "x"
+
+        @classmethod
+        def candidate(cls, scan):
+            raise ValueError("bug in a hook")
+
+    rules = [NoHook, Crashes]
+    assert _scan_filter("x = 1\n", rules) == rules
+
+
+def test_summary_contents():
+    src = textwrap.dedent(
+        """
+        import torch.nn as nn
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from . import utils
+
+        class Net(nn.Module):
+            def __init__(self):
+                self.a, self.b = 1, 2
+
+            def forward(self, x):
+                return self.head(x.to("cuda:1"))
+
+            def head(self, x):
+                return x
+
+        model = DDP(Net(), device_ids=[0])
+        """
+    )
+    s = scan_source(src)
+    assert s.imports["nn"] == ["torch.nn"]
+    assert s.resolve("DDP") == ["torch.nn.parallel.DistributedDataParallel"]
+    assert s.resolve("nn.parallel.DataParallel") == ["torch.nn.DataParallel"]
+    assert s.resolve("utils") == [".utils"]
+    assert s.resolve("x.to") == []
+    assert s.forward_methods()["Net"] == frozenset({"forward", "head"})
+    assert "cuda:1" in s.strings and "device" not in s.attributes and "to" in s.attributes
+    assert ("Net", "__init__", "a") in s.attribute_assigns and ("Net", "__init__", "b") in s.attribute_assigns
+    ddp = [c for c in s.calls if c.func == "DDP"][0]
+    assert ddp.keywords == ("device_ids",) and ddp.n_args == 1 and ddp.cls is None
+    to = [c for c in s.calls if c.attr == "to"][0]
+    assert (to.cls, to.method, to.n_args) == ("Net", "forward", 1)
