@@ -337,6 +337,7 @@ def fix_source(
     result = FileResult(path=path)
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     text = source
+    rounds: List[Tuple[List[str], str]] = []  # (codes applied, text after) per round
     for _round in range(MAX_FIX_ROUNDS):
         active = _token_filter(text, rules)
         if _round == 0 and active and hostile(text) is not None:
@@ -415,11 +416,18 @@ def fix_source(
             break
         text = new_text
         result.applied.extend(applied)
+        rounds.append((sorted({d.code for d in applied}), text))
     # a fixed file must still parse (and compile, when the original did)
     if text != source:
         problem = _fixed_code_problem(source, text, path)
         if problem is not None:
-            codes_applied = ", ".join(sorted({d.code for d in result.applied})) or "?"
+            # name the rules of the first round that broke it
+            culprits = sorted({d.code for d in result.applied})
+            for round_codes, round_text in rounds:
+                if _fixed_code_problem(source, round_text, path) is not None:
+                    culprits = round_codes
+                    break
+            codes_applied = ", ".join(culprits) or "?"
             result.internal_errors.append(
                 f"internal error: the fixes of {codes_applied} produced {problem}; the file was not changed; "
                 "please report this as a devlint bug"

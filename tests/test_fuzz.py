@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import FIXTURES
 from devlint.engine import fix_source, lint_source
 
-EXAMPLES = int(os.environ.get("DEVLINT_FUZZ_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("DEVLINT_FUZZ_EXAMPLES", "25"))
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
