@@ -18,7 +18,7 @@ from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
-from devlint.suppress import parse_suppressions
+from devlint.suppress import Suppressions, parse_suppressions
 
 MAX_FIX_ROUNDS = 20
 SYNTAX_ERROR = ("DL000", "syntax-error")
@@ -227,11 +227,13 @@ def lint_source(
     codes: Optional[Sequence[str]] = None,
     ignore: Sequence[str] = (),
     scan: bool = True,
+    suppress: bool = True,
 ) -> FileResult:
     """Check one file's source. ``codes``: the enabled rule codes (default:
     the rules enabled by default); ``ignore``: codes or prefixes ignored for
     this file; ``scan``: skip rules the ``ast`` candidate scan rules out
-    (off only to test that the scan drops nothing)."""
+    (off only to test that the scan drops nothing); ``suppress``: apply
+    ``# noqa`` comments (off for a caller with its own, like flake8)."""
     result = FileResult(path=path)
     try:
         text = decode_source(source).text if isinstance(source, bytes) else source
@@ -267,7 +269,8 @@ def lint_source(
     result.internal_errors.extend(analysis.errors)
     diagnostics = analysis.diagnostics
     _positions(module, diagnostics, lines)
-    suppressions = parse_suppressions(text)
+    # suppress=False: the caller applies its own (flake8's noqa)
+    suppressions = parse_suppressions(text) if suppress else Suppressions()
     kept = []
     for d in diagnostics:
         d.path = path

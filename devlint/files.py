@@ -121,7 +121,7 @@ def _excluded_name(name: str, rel: str, patterns: Sequence[str]) -> bool:
 def discover(
     paths: Sequence[str],
     config: Config,
-    suffixes: Sequence[str] = PYTHON_SUFFIXES,
+    suffixes: Sequence[str] = PYTHON_SUFFIXES + NOTEBOOK_SUFFIXES,
     force_exclude: bool = False,
 ) -> Discovery:
     """The files to check under ``paths``. ``force_exclude``: apply the

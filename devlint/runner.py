@@ -107,6 +107,10 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
 
     if b"\x00" in raw[:8192]:
         return FileResult(path=job.path, error="not a Python source file (binary content)")
+    if job.path.endswith(".ipynb"):
+        from devlint.notebook import run_notebook_job
+
+        return run_notebook_job(job, raw)
     try:
         src = decode_source(raw)
     except SourceError as exc:
