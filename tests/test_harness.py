@@ -194,9 +194,17 @@ def test_verify_json_and_no_cases(tmp_path):
 # every fixture that carries cases, on the simulated path (what CI runs)
 
 def test_dl001_fixtures_carry_cases():
-    assert {p.name for p in WITH_CASES if p.parent.name == "DL001"} == {
-        p.name for p in (FIXTURES / "DL001").glob("bad_*.py") if p.name.count(".") == 1
+    """Every DL001 bug devlint can fix carries a case that proves the fix (a
+    fixture whose findings have no fix has nothing to confirm)."""
+    from devlint.engine import lint_source
+
+    fixable = {
+        p.name
+        for p in (FIXTURES / "DL001").glob("bad_*.py")
+        if p.name.count(".") == 1 and any(d.fixable for d in lint_source(p.read_text(), p.name).diagnostics)
     }
+    assert fixable
+    assert fixable <= {p.name for p in WITH_CASES if p.parent.name == "DL001"}
 
 
 @pytest.mark.parametrize("path", WITH_CASES, ids=[f"{p.parent.name}/{p.name}" for p in WITH_CASES])
