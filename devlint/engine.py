@@ -225,7 +225,13 @@ def lint_source(
         result.error = "skipped: too deeply nested to analyse"
         return result
     result.internal_errors.extend(analysis.errors)
-    diagnostics = analysis.diagnostics
+    result.diagnostics = _reported(module, analysis.diagnostics, text, lines, path)
+    return result
+
+
+def _reported(module: cst.Module, diagnostics: List[Diagnostic], text: str, lines: List[str], path: str) -> List[Diagnostic]:
+    """An analysis' diagnostics as reported: positions resolved, nodes
+    dropped, suppressions applied, sorted."""
     _positions(module, diagnostics, lines)
     suppressions = parse_suppressions(text)
     kept = []
@@ -237,8 +243,7 @@ def lint_source(
         if not suppressions.suppresses(d.code, d.line):
             kept.append(d)
     kept.sort(key=Diagnostic.sort_key)
-    result.diagnostics = kept
-    return result
+    return kept
 
 
 # --------------------------------------------------------------------------
@@ -302,6 +307,10 @@ def fix_source(
     result = FileResult(path=path)
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     text = source
+    # the findings that remain, when the last round's analysis of `text` gives
+    # them (saves parsing the fixed file again), and the last text parsed
+    final: Optional[List[Diagnostic]] = None
+    parsed: Optional[str] = None
     for _round in range(MAX_FIX_ROUNDS):
         active = _token_filter(text, rules)
         if active and scan:
@@ -311,6 +320,7 @@ def fix_source(
                 result.fixed_text = source
                 result.skipped = True
                 return result
+            final = []
             break
         try:
             module = parse(text)
@@ -336,6 +346,10 @@ def fix_source(
             return result
         if analysis.errors:
             result.internal_errors.extend(e for e in analysis.errors if e not in result.internal_errors)
+        parsed = text
+        if not analysis.diagnostics:
+            final = []
+            break
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         positions = wrapper.resolve(PositionProvider)
         fixable = []
@@ -349,15 +363,14 @@ def fix_source(
                 fixable.append((line, pos.start.column if pos else 0, d))
         fixable.sort(key=lambda t: (t[0], t[1]))
         new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
-        if not applied:
-            break
-        new_text = new_module.code
+        new_text = new_module.code if applied else text
         if new_text == text:
+            final = _reported(module, analysis.diagnostics, text, text.splitlines(), path)
             break
         text = new_text
         result.applied.extend(applied)
     # a fixed file must still parse
-    if text != source:
+    if text != source and parsed != text:
         try:
             parse(text)
         except Exception:
@@ -366,7 +379,11 @@ def fix_source(
             )
             text = source
             result.applied = []
+            final = None
     result.fixed_text = text
+    if final is not None:
+        result.diagnostics = final
+        return result
     remaining = lint_source(text, path, codes, ignore, scan=scan)
     result.diagnostics = remaining.diagnostics
     result.error = remaining.error

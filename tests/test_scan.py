@@ -42,6 +42,8 @@ def _same_with_and_without_scan(src: str, name: str) -> None:
         b = fix_source(src, name, codes=codes, unsafe=unsafe, scan=False)
         assert a.fixed_text == b.fixed_text
         assert _findings(a) == _findings(b)
+        # what fixing leaves is what checking the fixed text finds
+        assert _findings(a) == _findings(lint_source(a.fixed_text, name, codes=codes))
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=[str(p.relative_to(FIXTURES)) for p in ALL_FIXTURES])
