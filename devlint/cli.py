@@ -178,9 +178,18 @@ def main() -> None:
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+@click.option(
+    "--add-noqa",
+    is_flag=True,
+    expose_value=False,
+    callback=_remember,
+    help="Add `# noqa: DLxxx` to every current finding (a baseline: gate new code now, clean up later).",
+)
 def check(paths, select, ignore, extend_select, config_path, jobs, verbose, output_format, statistics, exit_zero, color) -> None:
     """Report device-placement bugs; exit 1 when anything is found."""
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
+    if click.get_current_context().meta.get("devlint.add_noqa"):
+        _add_noqa(run, jobs, color)
     results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan), jobs or default_jobs(), cache=run.cache)
     run.save_cache()
     run.file_problems(results)
@@ -209,6 +218,22 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
     if exit_zero and code == EXIT_FOUND:
         code = EXIT_OK
     sys.exit(code)
+
+
+def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
+    """``check --add-noqa``: write the comments, list what could not be suppressed."""
+    # no result cache: a cached result would skip the file without writing it
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan, add_noqa=True), jobs or default_jobs())
+    run.file_problems(results)
+    left = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
+    report_text(left, _Stdout(_use_color(color)), _use_color(color))
+    n = sum(len(r.applied) for r in results if not r.error)
+    files = sum(1 for r in results if r.applied and not r.error)
+    msg = f"Added `# noqa` for {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    if left:
+        msg += f"; {len(left)} could not be suppressed"
+    click.echo(msg + ".")
+    sys.exit(max(run.exit, EXIT_FOUND) if left else run.exit)
 
 
 @main.command()

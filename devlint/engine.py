@@ -12,6 +12,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
+from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
@@ -204,6 +205,7 @@ def lint_source(
         result.error = str(exc)
         return result
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
+    ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     rules = _token_filter(text, rules)
     if rules and scan:
         rules = _scan_filter(text, rules)
@@ -225,13 +227,16 @@ def lint_source(
         result.error = "skipped: too deeply nested to analyse"
         return result
     result.internal_errors.extend(analysis.errors)
-    result.diagnostics = _reported(module, analysis.diagnostics, text, lines, path)
+    result.diagnostics = _reported(module, analysis.diagnostics, text, lines, path, ran)
     return result
 
 
-def _reported(module: cst.Module, diagnostics: List[Diagnostic], text: str, lines: List[str], path: str) -> List[Diagnostic]:
+def _reported(
+    module: cst.Module, diagnostics: List[Diagnostic], text: str, lines: List[str], path: str, ran: Set[str]
+) -> List[Diagnostic]:
     """An analysis' diagnostics as reported: positions resolved, nodes
-    dropped, suppressions applied, sorted."""
+    dropped, suppressions applied (and reported when unused, if DL100 ran),
+    sorted. ``ran``: the codes enabled for the file."""
     _positions(module, diagnostics, lines)
     suppressions = parse_suppressions(text)
     kept = []
@@ -242,6 +247,9 @@ def _reported(module: cst.Module, diagnostics: List[Diagnostic], text: str, line
             d.fix.replacements = []
         if not suppressions.suppresses(d.code, d.line):
             kept.append(d)
+    if UNUSED_NOQA[0] in ran:  # the engine-level rule: needs every other rule's findings
+        stale = unused_noqa(text, path, suppressions, diagnostics, list(all_rules()), ran, module)
+        kept.extend(d for d in stale if not suppressions.suppresses(d.code, d.line))
     kept.sort(key=Diagnostic.sort_key)
     return kept
 
@@ -365,7 +373,7 @@ def fix_source(
         new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
         new_text = new_module.code if applied else text
         if new_text == text:
-            final = _reported(module, analysis.diagnostics, text, text.splitlines(), path)
+            final = _reported(module, analysis.diagnostics, text, text.splitlines(), path, {r.code for r in rules})
             break
         text = new_text
         result.applied.extend(applied)
@@ -380,6 +388,12 @@ def fix_source(
             text = source
             result.applied = []
             final = None
+    if UNUSED_NOQA[0] in {r.code for r in rules}:
+        final = None  # DL100 reads every finding of the final text: lint it whole
+        stale = [d for d in lint_source(text, path, codes, ignore, scan=scan).diagnostics if d.code == UNUSED_NOQA[0] and d.fix]
+        if stale:
+            text = remove_unused_noqa(text, stale)
+            result.applied.extend(stale)
     result.fixed_text = text
     if final is not None:
         result.diagnostics = final

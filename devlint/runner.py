@@ -30,6 +30,8 @@ class Job:
     apply: bool = False
     #: use the ast candidate scan (off only to compare findings without it)
     scan: bool = True
+    #: check, then add ``# noqa: CODE`` comments for every finding (--add-noqa)
+    add_noqa: bool = False
 
 
 def _read(path: str) -> bytes:
@@ -78,6 +80,8 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
         src = decode_source(raw)
     except SourceError as exc:
         return FileResult(path=job.path, error=str(exc))
+    if job.add_noqa:
+        return _add_noqa(job, raw, src)
     if not job.fix:
         return lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
     result = fix_source(src.text, job.path, job.codes, unsafe=job.unsafe, ignore=job.ignore, scan=job.scan)
@@ -92,6 +96,28 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
             original = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
             result.diagnostics = original.diagnostics
             result.applied = []
+    return result
+
+
+def _add_noqa(job: Job, raw: bytes, src) -> FileResult:
+    """``check --add-noqa``: suppress every finding in place. ``applied``: the
+    findings now suppressed; ``diagnostics``: those that could not be."""
+    from devlint.engine import lint_source
+    from devlint.noqa import add_noqa
+
+    result = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
+    if result.error or not result.diagnostics:
+        return result
+    added = add_noqa(src.text, result.diagnostics)
+    if added.text == src.text:
+        return result
+    problem = write_atomically(job.path, raw, src.encode(added.text))
+    if problem:
+        result.error = problem
+        return result
+    result.fixed_text = added.text
+    result.applied = added.added
+    result.diagnostics = [d for d, _ in added.failed]
     return result
 
 

@@ -404,8 +404,11 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
             tensor_params.append(name)
         elif name in uses.args_of_self_calls and p.default is None:
             tensor_params.append(name)
-    # a tensor parameter without a default is always bound; prefer those
+    # a parameter that defaults to None may be None: never an anchor; one
+    # without a default is always bound: prefer those
+    none_default = {p.name.value for p in all_params if isinstance(p.default, cst.Name) and p.default.value == "None"}
     defaults = {p.name.value for p in all_params if p.default is not None}
+    tensor_params = [n for n in tensor_params if n not in none_default]
     tensor_params.sort(key=lambda n: n in defaults)
     is_property = any(
         dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
@@ -1581,6 +1584,8 @@ class WrapEvent:
     wrapped_args: List[str] = field(default_factory=list)
     #: the wrapped expression is itself a wrapper call (``DP(DP(m))``)
     wrapped_is_wrap: bool = False
+    #: ``device_map=`` of a call wrapped directly (``DP(from_pretrained(..., device_map="auto"))``)
+    wrapped_device_map: str = ""
     #: device of a placement inside: ``DP(m.to(dev))`` ("" none; ``.cuda()``: "cuda")
     placed_inside: str = ""
     #: device of a placement chained on the result: ``DP(m).to(dev)``
@@ -1964,10 +1969,7 @@ class _ScriptCollector(cst.CSTVisitor):
             if id(inner) in self.wrap_index_of:
                 return self._bind(target, "wrap", wrap_index=self.wrap_index_of[id(inner)], placed=placed)
             args = _arg_names(inner)
-            device_map = ""
-            dm = keyword_arg(inner, "device_map")
-            if dm is not None and not (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
-                device_map = code_of(dm.value)
+            device_map = _device_map(inner)
             cls = self.facts.class_of_call(inner.func)
             if cls is not None and self.facts.is_module_class(cls):
                 return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
@@ -2022,6 +2024,7 @@ class _ScriptCollector(cst.CSTVisitor):
                         if cls is not None and self.facts.is_module_class(cls):
                             ev.wrapped_class = cls
                             ev.wrapped_args = _arg_names(inner)
+                        ev.wrapped_device_map = _device_map(inner)
             ids = keyword_arg(node, "device_ids")
             if ids is None and len(args) > 1:
                 ids = args[1]
@@ -2142,6 +2145,13 @@ def _env_read(node: cst.BaseExpression) -> Optional[str]:
         if name.endswith("environ.get") or name.endswith("getenv"):
             return string_value(node.args[0].value)
     return None
+
+
+def _device_map(call: cst.Call) -> str:
+    dm = keyword_arg(call, "device_map")
+    if dm is None or (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
+        return ""
+    return code_of(dm.value)
 
 
 def _target_names(node: cst.BaseExpression) -> List[str]:

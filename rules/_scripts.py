@@ -68,6 +68,8 @@ class ScriptRule(Rule):
         self._parent_block: Dict[int, cst.BaseSuite] = {}
         self._classes: List[str] = []
         #: wrapper call node id -> (statement line, its block, block owner)
+        self.wrap_nodes: Dict[Tuple[int, int], cst.Call] = {}
+        self.calls_by_name: Dict[Tuple[int, str], List[cst.Call]] = {}
         self.statement_of: Dict[int, Tuple[Optional[cst.SimpleStatementLine], Optional[cst.BaseSuite]]] = {}
 
     # -- scopes ------------------------------------------------------------
@@ -86,6 +88,7 @@ class ScriptRule(Rule):
     def leave_Module(self, original_node: cst.Module) -> None:
         self.on_scope_end(self._frames[-1].scope)
         self._frames.pop()
+        self.on_file_end()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._enter()
@@ -133,8 +136,12 @@ class ScriptRule(Rule):
             ev = frame.scope.wraps[frame.wraps]
             frame.wraps += 1
             self.statement_of[id(original_node)] = (self._lines[-1] if self._lines else None, None)
+            self.wrap_nodes[(frame.scope.index, ev.index)] = original_node
             self.on_wrap(original_node, frame.scope, ev)
             return
+        callee = dotted_name(original_node.func)
+        if callee is not None:
+            self.calls_by_name.setdefault((frame.scope.index, callee), []).append(original_node)
         if placement_call(original_node) is not None:
             ev2 = frame.scope.placements[frame.places]
             frame.places += 1
@@ -164,27 +171,47 @@ class ScriptRule(Rule):
     def on_class_end(self, cls: ClassFacts, node: cst.ClassDef) -> None:
         pass
 
+    def on_file_end(self) -> None:
+        """Everything has been walked: every node in ``wrap_nodes``,
+        ``calls_by_name`` and ``module_reads`` is known."""
+
     # -- fixes -------------------------------------------------------------
-    def remove_statement(self, line: cst.SimpleStatementLine) -> Tuple[cst.CSTNode, object]:
-        """A (node, replacement) pair deleting ``line``: the line itself when
-        its block keeps other statements, the enclosing ``if`` when the line
-        was all it guarded, else ``pass``."""
+    def remove_statement(self, line: cst.SimpleStatementLine) -> List[Tuple[cst.CSTNode, object]]:
+        """Replacements deleting ``line``: the line itself when its block
+        keeps other statements (comments above it move to the next
+        statement), the enclosing ``if`` when the line was all it guarded,
+        else ``pass``."""
         block = self._parent_block.get(id(line))
-        if isinstance(block, cst.IndentedBlock) and len(block.body) > 1:
-            return line, cst.RemovalSentinel.REMOVE
+        body = block.body if isinstance(block, cst.IndentedBlock) else None
+        if body is None and block is None:
+            body = self.context.module.body  # module level
+        if body is not None and len(body) > 1:
+            return [(line, cst.RemovalSentinel.REMOVE)] + self._keep_comments(line, body)
         owner = self._block_owner.get(id(block)) if block is not None else None
+        parent = self._parent_block.get(id(owner)) if owner is not None else None
         if (
             isinstance(owner, cst.If)
             and owner.orelse is None
             and id(owner) not in self._elif
-            and isinstance(self._parent_block.get(id(owner)), cst.IndentedBlock)
-            and len(self._parent_block[id(owner)].body) > 1  # type: ignore[union-attr]
+            and isinstance(parent, cst.IndentedBlock)
+            and len(parent.body) > 1
+            and not any(l.comment for l in line.leading_lines)
         ):
-            return owner, cst.RemovalSentinel.REMOVE
-        if block is None:
-            # module level: the module keeps its other statements
-            return line, cst.RemovalSentinel.REMOVE
-        return line, line.with_changes(body=[cst.Pass()])
+            return [(owner, cst.RemovalSentinel.REMOVE)] + self._keep_comments(owner, parent.body)
+        return [(line, line.with_changes(body=[cst.Pass()]))]
+
+    @staticmethod
+    def _keep_comments(stmt: cst.CSTNode, body: Sequence[cst.CSTNode]) -> List[Tuple[cst.CSTNode, object]]:
+        leading = list(getattr(stmt, "leading_lines", ()))
+        if not any(l.comment for l in leading):
+            return []
+        index = next((i for i, s in enumerate(body) if s is stmt), -1)
+        if index < 0 or index + 1 >= len(body):
+            return []
+        nxt = body[index + 1]
+        if not hasattr(nxt, "leading_lines"):
+            return []
+        return [(nxt, nxt.with_changes(leading_lines=leading + list(nxt.leading_lines)))]
 
     def unwrap_replacements(self, node: cst.Call, event: WrapEvent) -> Optional[List[Tuple[cst.CSTNode, object]]]:
         """Replacements that remove the wrapper call ``node``: the statement
@@ -203,27 +230,35 @@ class ScriptRule(Rule):
             and isinstance(line.body[0], cst.Assign)
             and line.body[0].value is node
         ):
-            return [self.remove_statement(line)]
+            return self.remove_statement(line)
         return [(node, first)]
 
-    def module_read_fixes(
-        self, name: str, scope_index: int, after_wraps: int, depth: int = 1, class_name: str = ""
-    ) -> List[Tuple[cst.CSTNode, object]]:
+    def module_read_fixes(self, name: str, scope: ScopeFacts, after_wraps: int, depth: int = 1) -> List[Tuple[cst.CSTNode, object]]:
         """``name.module`` -> ``name`` (``depth=2``: ``name.module.module`` ->
-        ``name.module``) for the reads after the wrapper call."""
+        ``name.module``) for the reads after the ``after_wraps``-th wrapper
+        call of ``scope``; for ``self.x`` also the reads in the other methods
+        of the class."""
+        read_name = name if depth == 1 else f"{name}.module"
+        is_attr = bool(scope.class_name and scope.params and name.startswith(scope.params[0] + "."))
         out: List[Tuple[cst.CSTNode, object]] = []
         for r in self.module_reads:
-            if class_name:
-                if r.class_name != class_name or r.name != name:
-                    continue
-            elif r.scope != scope_index or r.name != name or r.wraps_before <= after_wraps:
+            if r.name != read_name:
                 continue
-            if depth == 1:
+            if r.scope == scope.index:
+                if r.wraps_before <= after_wraps:
+                    continue
+            elif not (is_attr and r.class_name == scope.class_name):
+                continue
+            out.append((r.node, r.node.value))
+        return out
+
+    def class_read_fixes(self, class_name: str, attr_names: Sequence[str]) -> List[Tuple[cst.CSTNode, object]]:
+        """``self.<attr>.module`` -> ``self.<attr>`` everywhere in a class."""
+        out: List[Tuple[cst.CSTNode, object]] = []
+        for r in self.module_reads:
+            head, _, attr = r.name.partition(".")
+            if r.class_name == class_name and attr in attr_names and "." not in attr:
                 out.append((r.node, r.node.value))
-        if depth == 2:
-            for r in self.module_reads:
-                if r.scope == scope_index and r.wraps_before > after_wraps and r.name == f"{name}.module":
-                    out.append((r.node, r.node.value))
         return out
 
 
@@ -344,3 +379,83 @@ def list_first_index(code: str) -> Optional[int]:
             return int(first.value)
         return _cuda_index_node(first, {}, 2)
     return None
+
+
+def calls_a_wrapper(scan) -> bool:
+    """Candidate hook: the file calls something that may be DataParallel/DDP."""
+    from devlint.semantic import WRAPPERS
+
+    return any(scan.refers_to(c.func, WRAPPERS) for c in scan.calls)
+
+
+@dataclass
+class Origin:
+    """Where a wrapped model comes from: the classes it was built from, the
+    dotted names handed to its constructor (with the scope and bindings they
+    resolve to), and any ``device_map`` it was loaded with."""
+
+    classes: List[str] = field(default_factory=list)
+    args: List[Tuple[str, ScopeFacts, List[BindEvent]]] = field(default_factory=list)
+    device_map: str = ""
+    #: devices the model was placed on before the wrap
+    placed: List[str] = field(default_factory=list)
+
+
+def resolve_name(facts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> Tuple[ScopeFacts, List[BindEvent]]:
+    """The bindings of ``name`` at ``order`` in ``scope``, falling back to the
+    module level for a name the function never binds."""
+    chain = binding_chain(scope, name, order, branch)
+    if not chain and scope.index != 0 and "." not in name and name not in scope.params:
+        module = facts.scopes[0]
+        return module, binding_chain(module, name, 10 ** 9, [])
+    return scope, chain
+
+
+def wrapped_origin(facts, scope: ScopeFacts, ev: WrapEvent) -> Origin:
+    origin = Origin()
+    args: List[str] = []
+    if ev.placed_inside:
+        origin.placed.append(ev.placed_inside)
+    if ev.wrapped_class:
+        origin.classes.append(ev.wrapped_class)
+        args = list(ev.wrapped_args)
+        origin.device_map = ev.wrapped_device_map
+        where, order, branch = scope, ev.order, ev.branch
+    elif ev.wrapped_name:
+        origin.device_map = ev.wrapped_device_map
+        where, chain = resolve_name(facts, scope, ev.wrapped_name, ev.order, ev.branch)
+        for b in chain:
+            if b.placed:
+                origin.placed.append(b.placed)
+        if not chain:
+            return origin
+        last = chain[-1]
+        if last.kind == "construct":
+            origin.classes.append(last.value_class)
+            args = list(last.args)
+        if last.kind in ("construct", "call") and last.device_map:
+            origin.device_map = last.device_map
+        order, branch = last.order, last.branch
+    else:
+        return origin
+    for a in args:
+        where_a, chain_a = resolve_name(facts, where, a, order, branch)
+        origin.args.append((a, where_a, chain_a))
+    return origin
+
+
+def contained_classes(facts, roots: Sequence[str]) -> List[str]:
+    """``roots`` and the local module classes their submodules are built
+    from, transitively (``Seq2Seq`` -> ``Encoder`` -> ``EncoderLayer``)."""
+    seen: List[str] = []
+    todo = [r for r in roots if r in facts.classes]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        for attr in facts.classes[name].attributes.values():
+            for c in (attr.module_class, attr.element_class):
+                if c and c in facts.classes and c not in seen:
+                    todo.append(c)
+    return seen

@@ -54,10 +54,11 @@ runs on. When no tensor or held parameter is in reach the finding has no fix.
 
 from __future__ import annotations
 
-from typing import Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from devlint.diagnostic import Fix
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import DEVICE_FACTORIES, has_star_kwargs, is_number_literal, keyword_arg, positional_args
 
@@ -199,6 +200,44 @@ class RNN(nn.Module):
         super().__init__(context)
         # factory calls whose result is moved right away (ids of Call nodes)
         self._moved: Set[int] = set()
+        self._method: Optional[_MethodFlow] = None
+
+    # -- per method: findings wait until the whole method has been seen ------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self.context.in_forward and self.context.current_method is node:
+            self._method = _MethodFlow(node, set(self.facts.imports))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        flow = self._method
+        if flow is None or flow.node is not original_node:
+            return
+        self._method = None
+        for call, targets, message, fix, why in flow.pending:
+            if not flow.escapes_unmoved(targets):
+                continue
+            if fix is None:
+                self.report(call, message, no_fix_reason=why)
+            else:
+                self.report(call, message, fix=fix)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._method is not None:
+            self._method.assign([t.target for t in node.targets], node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self._method is not None and node.value is not None:
+            self._method.assign([node.target], node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self._method is not None:
+            self._method.assign([node.target], node.value, augmented=True)
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        if self._method is not None:
+            self._method.targets = ()
+
+    leave_AnnAssign = leave_Assign  # type: ignore[assignment]
+    leave_AugAssign = leave_Assign  # type: ignore[assignment]
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.context
@@ -207,6 +246,9 @@ class RNN(nn.Module):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in _MOVES:
             self._mark_moved(func.value)
+            root = _root_name(func.value)
+            if root is not None and self._method is not None:
+                self._method.moved.add(root)
             return
         fn = self.facts.is_factory(func)
         if fn is None or id(node) in self._moved:
@@ -222,22 +264,32 @@ class RNN(nn.Module):
         method = ctx.current_method.name.value if ctx.current_method else "forward"
         message = self.message.format(fn=fn, method=method)
         anchor, why = ctx.device_anchor()
-        if anchor is None:
-            self.report(node, message, no_fix_reason=why)
+        fix = None
+        if anchor is not None:
+            fix = self.replace(node, _add_device(node, anchor), f"add `device={anchor}`")
+        if self._method is None:
+            if fix is None:
+                self.report(node, message, no_fix_reason=why)
+            else:
+                self.report(node, message, fix=fix)
             return
-        self.report(
-            node,
-            message,
-            fix=self.replace(node, _add_device(node, anchor), f"add `device={anchor}`"),
-        )
+        self._method.pending.append((node, self._method.targets, message, fix, why))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         # x[torch.arange(n)]: indexing accepts CPU index tensors on any device
         if not self.context.in_forward:
             return
         for el in node.slice:
-            if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Call):
-                self._moved.add(id(el.slice.value))
+            if isinstance(el.slice, cst.Index):
+                value = el.slice.value
+                if isinstance(value, cst.Call):
+                    self._moved.add(id(value))
+                elif isinstance(value, cst.Name) and self._method is not None:
+                    self._method.index_uses[value.value] = self._method.index_uses.get(value.value, 0) + 1
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self._method is not None:
+            self._method.uses[node.value] = self._method.uses.get(node.value, 0) + 1
 
     def _mark_moved(self, node: cst.BaseExpression) -> None:
         while True:
@@ -254,6 +306,133 @@ class RNN(nn.Module):
                 node = node.value
                 continue
             return
+
+
+def _root_name(node: cst.BaseExpression) -> Optional[str]:
+    """``x`` for ``x``, ``x.float()``, ``x[0]``, ``x.view(1, -1)``."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        else:
+            return None
+
+
+class _MethodFlow:
+    """Local data flow in one forward-reachable method, enough to tell a CPU
+    tensor that escapes into the computation from one that is assembled on
+    the CPU and then moved (``t = torch.zeros(...); t[0] = ...; return t.to(dev)``)
+    or only used as an index (``r = torch.randperm(n); x[:, r]``)."""
+
+    def __init__(self, node: cst.FunctionDef, imports: Set[str]) -> None:
+        self.node = node
+        self.imports = imports
+        self.pending: List[Tuple[cst.Call, Tuple[str, ...], str, Optional[Fix], str]] = []
+        #: names assigned by the statement being visited
+        self.targets: Tuple[str, ...] = ()
+        #: name -> values assigned to it (plain and subscript assignments)
+        self.sources: Dict[str, List[cst.BaseExpression]] = {}
+        self.moved: Set[str] = set()
+        self.uses: Dict[str, int] = {}
+        self.index_uses: Dict[str, int] = {}
+        self.assigned: Dict[str, int] = {}
+
+    def assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression, augmented: bool = False) -> None:
+        names: List[str] = []
+        for t in targets:
+            base = t.value if isinstance(t, cst.Subscript) else t
+            if isinstance(base, cst.Name):
+                names.append(base.value)
+                self.sources.setdefault(base.value, []).append(value)
+                if base is t:
+                    self.assigned[base.value] = self.assigned.get(base.value, 0) + 1
+            else:
+                names.append("")  # an attribute or a tuple: the value escapes
+        self.targets = tuple(names)
+
+    def _operands(self, node: cst.BaseExpression) -> Tuple[Set[str], bool, bool]:
+        """(names used as tensor operands, contains a torch factory-like call, unknown parts)."""
+        if isinstance(node, cst.Name):
+            if node.value in self.imports:
+                return set(), False, False
+            return {node.value}, False, False
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
+            return set(), False, False
+        if isinstance(node, cst.Call):
+            func = node.func
+            if isinstance(func, cst.Attribute):
+                recv = func.value
+                if isinstance(recv, cst.Name) and recv.value in self.imports:
+                    return set(), True, False  # torch.xxx(...): a new CPU tensor or a pure function
+                return self._operands(recv)
+            return set(), False, True
+        if isinstance(node, cst.Attribute):
+            if isinstance(node.value, cst.Name) and node.value.value in self.imports:
+                return set(), False, False  # torch.float32
+            return set(), False, True  # self.x, obj.attr: unknown device
+        if isinstance(node, cst.Subscript):
+            return self._operands(node.value)
+        if isinstance(node, cst.BinaryOperation):
+            a, fa, ua = self._operands(node.left)
+            b, fb, ub = self._operands(node.right)
+            return a | b, fa or fb, ua or ub
+        if isinstance(node, cst.UnaryOperation):
+            return self._operands(node.expression)
+        return set(), False, True
+
+    def _cpu_born(self) -> Set[str]:
+        """Names every value of which is built from CPU factories and other
+        such names only (greatest fixpoint)."""
+        params = {p.name.value for p in self.node.params.params}
+        params |= {p.name.value for p in self.node.params.kwonly_params}
+        params |= {p.name.value for p in self.node.params.posonly_params}
+        born = set(self.sources) - params
+        changed = True
+        while changed:
+            changed = False
+            for name in list(born):
+                for value in self.sources[name]:
+                    names, factory, unknown = self._operands(value)
+                    if unknown or not names <= born or not (factory or names):
+                        born.discard(name)
+                        changed = True
+                        break
+        return born
+
+    def escapes_unmoved(self, targets: Tuple[str, ...]) -> bool:
+        """Whether a factory result assigned to ``targets`` can reach the
+        computation on the CPU."""
+        if not targets or "" in targets:
+            return True
+        born = self._cpu_born()
+        for t in targets:
+            if t not in born:
+                return True
+            # used only as an index: fine on any device
+            loads = self.uses.get(t, 0) - self.assigned.get(t, 0)
+            if loads > 0 and loads == self.index_uses.get(t, 0):
+                continue
+            if not self._reaches_moved(t, born):
+                return True
+        return False
+
+    def _reaches_moved(self, start: str, born: Set[str]) -> bool:
+        seen = {start}
+        todo = [start]
+        while todo:
+            name = todo.pop()
+            if name in self.moved:
+                return True
+            for other in born:
+                if other in seen:
+                    continue
+                if any(name in self._operands(v)[0] for v in self.sources[other]):
+                    seen.add(other)
+                    todo.append(other)
+        return False
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

@@ -24,8 +24,14 @@ BAD = sorted(p for p in FIXTURES.glob("DL*/bad_*.py") if p.name.count(".") == 1)
 CLEAN = sorted(FIXTURES.glob("DL*/clean_*.py"))
 
 
+def _codes(path: Path):
+    """The rules on by default, plus the folder's own rule when it is off by
+    default (DL100): a fixture shows its rule next to the default set."""
+    return [c for c, r in all_rules().items() if r.enabled_by_default or c == path.parent.name]
+
+
 def _render(path: Path) -> str:
-    result = lint_source(path.read_text(), path.name)
+    result = lint_source(path.read_text(), path.name, _codes(path))
     assert not result.internal_errors, result.internal_errors
     lines = [
         f"{d.line}:{d.col} {d.code} {d.message}{' [*]' if d.fixable else ''}"
@@ -61,12 +67,12 @@ def test_bad_fixture_is_reported(path):
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_bad_fixture_fix(path, unsafe):
     src = path.read_text()
-    result = fix_source(src, path.name, unsafe=unsafe)
+    result = fix_source(src, path.name, _codes(path), unsafe=unsafe)
     assert not result.internal_errors, result.internal_errors
     fixed = result.fixed_text
     libcst.parse_module(fixed)  # still parses
     compile(fixed, str(path), "exec")
-    again = fix_source(fixed, path.name, unsafe=unsafe)
+    again = fix_source(fixed, path.name, _codes(path), unsafe=unsafe)
     assert again.fixed_text == fixed, "fixing twice changed the code the second time"
     target = path.with_name(path.stem + (".unsafe.py" if unsafe else ".fixed.py"))
     if unsafe and not target.exists():
@@ -79,6 +85,6 @@ def test_bad_fixture_fix(path, unsafe):
 
 @pytest.mark.parametrize("path", CLEAN, ids=[f"{p.parent.name}/{p.name}" for p in CLEAN])
 def test_clean_fixture_is_silent(path):
-    result = lint_source(path.read_text(), path.name)
+    result = lint_source(path.read_text(), path.name, _codes(path))
     assert not result.internal_errors, result.internal_errors
     assert result.diagnostics == [], [(d.line, d.code, d.message) for d in result.diagnostics]

@@ -1,0 +1,398 @@
+"""DL003 nested-data-parallel
+
+## What it does
+Flags a `DataParallel`/`DistributedDataParallel` wrapper that ends up inside
+another one:
+
+* a submodule wrapped inside a model (`self.encoder = nn.DataParallel(Encoder())`
+  in `__init__`, or in a helper method that returns a wrapper) when that
+  model, or a model built from it, is itself wrapped in this file;
+* a wrapped model handed to the constructor of a model that is then wrapped
+  (`enc = nn.DataParallel(Encoder())` ... `nn.DataParallel(Seq2Seq(enc, dec))`);
+* a model wrapped twice on one path: `DP(DP(m))`, `model = DP(model)` after
+  `model = DP(model)` with no re-binding in between, or a function that wraps
+  its argument called on a model it already wrapped.
+
+## Why is this bad?
+The outer wrapper replicates the model, inner wrapper included, onto every
+GPU and runs each replica on its own device. The inner `DataParallel` still
+believes its parameters live on its `device_ids[0]` (`cuda:0`) and checks
+that in its `forward`, so the replica on `cuda:1` fails:
+
+```
+RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on device: cuda:1
+```
+
+Where it does not fail, the inner wrapper scatters an already scattered batch
+again and gathers it onto `cuda:0`, so activations of different replicas end
+up on the wrong GPU (`Expected all tensors to be on the same device`).
+Wrapping twice also nests `state_dict` keys (`module.module.`).
+
+## Example
+```python
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.DataParallel(Encoder())
+        self.decoder = Decoder()
+
+model = nn.DataParallel(Seq2Seq()).cuda()
+```
+
+## Use instead
+```python
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = Encoder()
+        self.decoder = Decoder()
+
+model = nn.DataParallel(Seq2Seq()).cuda()
+```
+
+Wrap once, at the top, around the whole model. Not flagged: one wrapper at
+the top level; a wrapper inside `if torch.cuda.device_count() > 1:` around an
+unwrapped model; `DataParallel` on one branch and `DistributedDataParallel`
+on another (`if args.n_gpu > 1: ...` / `if args.local_rank != -1: ...`);
+`model = model.module` before wrapping again; wrappers in different functions
+applied to different models; a model class with an inner wrapper that this
+file never wraps.
+
+## Fix safety
+Unsafe. The fix removes the inner wrapper (for a double wrap: the second
+one) and rewrites the reads that went through it (`self.encoder.module` ->
+`self.encoder`, `model.module.module` -> `model.module`). The `state_dict`
+keys lose one `module.` level, so checkpoints saved before the fix need that
+prefix stripped to load. A second call of a wrapping function is reported
+without a fix (the function may do more than wrap).
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from devlint.diagnostic import Fix, FixSafety
+from devlint.rule import Invalid, Valid
+from devlint.rules._scripts import (
+    WRAPPER_SHORT,
+    ScriptRule,
+    binding_chain,
+    calls_a_wrapper,
+    contained_classes,
+    wrapped_origin,
+)
+from devlint.semantic import BindEvent, ScopeFacts, WrapEvent, always_before, keyword_arg, positional_args
+
+_WHY_UNSAFE = "removing a wrapper drops a `module.` level from the state_dict keys"
+
+
+class NestedDataParallel(ScriptRule):
+    code = "DL003"
+    name = "nested-data-parallel"
+    message = "{what}"
+    fix_safety = "unsafe"
+    tokens = ("DataParallel",)
+
+    VALID = [
+        Valid(
+            """
+import torch
+from torch import nn
+
+def main():
+    device = torch.device("cuda")
+    model = nn.Linear(4, 4).to(device)
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    torch.save(model.module.state_dict(), "m.pt")
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch import nn
+
+def train(args, model, local_rank):
+    if args.n_gpu > 1:
+        model = nn.DataParallel(model)
+    if args.local_rank != -1:
+        model = nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+    return model
+
+def evaluate(other):
+    return nn.DataParallel(other)
+"""
+        ),
+        Valid(
+            """
+from torch import nn
+
+class Big(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.DataParallel(nn.Linear(4, 4))
+
+model = Big()
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+from torch import nn
+
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.DataParallel(nn.Linear(4, 4))
+        self.decoder = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+    def encoder_weights(self):
+        return self.encoder.module.weight
+
+model = nn.DataParallel(Seq2Seq()).cuda()
+""",
+            """
+from torch import nn
+
+class Seq2Seq(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Linear(4, 4)
+        self.decoder = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+
+    def encoder_weights(self):
+        return self.encoder.weight
+
+model = nn.DataParallel(Seq2Seq()).cuda()
+""",
+            unsafe=True,
+        ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+def main():
+    model = nn.Linear(4, 4).cuda()
+    model = nn.DataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model = nn.DataParallel(model)
+    torch.save(model.module.module.state_dict(), "m.pt")
+""",
+            """
+import torch
+from torch import nn
+
+def main():
+    model = nn.Linear(4, 4).cuda()
+    model = nn.DataParallel(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    torch.save(model.module.state_dict(), "m.pt")
+""",
+            unsafe=True,
+        ),
+        Invalid(
+            """
+from torch import nn
+
+enc = nn.DataParallel(nn.Linear(4, 4))
+dec = nn.Linear(4, 4)
+model = nn.DataParallel(nn.Sequential(enc, dec))
+""",
+            """
+from torch import nn
+
+enc = nn.Linear(4, 4)
+dec = nn.Linear(4, 4)
+model = nn.DataParallel(nn.Sequential(enc, dec))
+""",
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        return calls_a_wrapper(scan)
+
+    def on_file_end(self) -> None:
+        self._reported: Set[int] = set()
+        self._inner_in_classes()
+        self._inner_in_scripts()
+        self._double_wraps()
+
+    def _emit(self, node: cst.CSTNode, message: str, replacements: Optional[List[Tuple[cst.CSTNode, object]]], description: str, no_fix: str = "") -> None:
+        if id(node) in self._reported:
+            return
+        self._reported.add(id(node))
+        if replacements:
+            self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, description))
+        else:
+            self.report(node, message, no_fix_reason=no_fix or "the wrapped module is not a positional argument")
+
+    # -- a wrapper inside a model class ----------------------------------------
+    def _outer_wraps(self) -> Dict[str, Tuple[str, str]]:
+        """class -> (outer wrapper, scope name) for every local module class
+        whose instances end up inside a wrapped model."""
+        out: Dict[str, Tuple[str, str]] = {}
+        for scope in self.facts.scopes:
+            for ev in scope.wraps:
+                origin = wrapped_origin(self.facts, scope, ev)
+                roots = list(origin.classes)
+                for _name, _where, chain in origin.args:
+                    if chain and chain[-1].kind == "construct":
+                        roots.append(chain[-1].value_class)
+                for cls in contained_classes(self.facts, roots):
+                    if cls == scope.class_name:
+                        continue  # a class wrapping its own parts is not wrapped by that
+                    out.setdefault(cls, (ev.wrapper, scope.name))
+        return out
+
+    def _inner_in_classes(self) -> None:
+        outer = self._outer_wraps()
+        for scope in self.facts.scopes:
+            cls = self.facts.classes.get(scope.class_name)
+            if cls is None or not cls.inner_wrappers or cls.name not in outer or not scope.params:
+                continue
+            me = scope.params[0] + "."
+            wrapper_out, where = outer[cls.name]
+            for ev in scope.wraps:
+                attr = ev.statement_target[len(me):] if ev.statement_target.startswith(me) else ""
+                if attr in cls.inner_wrappers:
+                    attrs = [attr]
+                    shown = f"`{me}{attr}`"
+                elif scope.wraps_param >= 0:
+                    attrs = list(cls.inner_wrappers)
+                    shown = f"`{scope.name}` wraps a submodule"
+                    shown = f"a submodule (through `{scope.name.split('.')[-1]}`)"
+                else:
+                    continue
+                node = self.wrap_nodes[(scope.index, ev.index)]
+                message = (
+                    f"{shown} is wrapped in {_short(ev.wrapper)} inside `{cls.name}`, which is itself wrapped in "
+                    f"{_short(wrapper_out)} (in `{where}`): the inner wrapper fails on the replicas"
+                )
+                first = _first_arg(node)
+                replacements = None
+                if first is not None:
+                    replacements = [(node, first)] + self.class_read_fixes(cls.name, attrs)
+                self._emit(node, message, replacements, f"remove the inner {_short(ev.wrapper)} ({_WHY_UNSAFE})")
+
+    # -- a wrapped model passed into a model that is wrapped ---------------------
+    def _inner_in_scripts(self) -> None:
+        for scope in self.facts.scopes:
+            for ev in scope.wraps:
+                if ev.wrapped_is_wrap and ev.index > 0:
+                    inner = scope.wraps[ev.index - 1]
+                    node = self.wrap_nodes[(scope.index, inner.index)]
+                    first = _first_arg(node)
+                    replacements = None
+                    if first is not None:
+                        replacements = [(node, first)]
+                        if ev.target:
+                            replacements += self.module_read_fixes(ev.target, scope, ev.index, depth=2)
+                    message = f"{_short(inner.wrapper)} directly inside {_short(ev.wrapper)}: the model is wrapped twice"
+                    self._emit(node, message, replacements, f"remove the inner {_short(inner.wrapper)} ({_WHY_UNSAFE})")
+                origin = wrapped_origin(self.facts, scope, ev)
+                for name, where, chain in origin.args:
+                    if not chain or chain[-1].kind != "wrap":
+                        continue
+                    inner = where.wraps[chain[-1].wrap_index]
+                    node = self.wrap_nodes[(where.index, inner.index)]
+                    model = ev.wrapped_class or ev.wrapped_name
+                    message = (
+                        f"`{name}` is wrapped in {_short(inner.wrapper)} and then built into `{model}`, "
+                        f"which is wrapped in {_short(ev.wrapper)}: the inner wrapper fails on the replicas"
+                    )
+                    replacements = self.unwrap_replacements(node, inner)
+                    if replacements is not None and inner.target:
+                        replacements += self.module_read_fixes(inner.target, where, inner.index)
+                    self._emit(node, message, replacements, f"remove the inner {_short(inner.wrapper)} ({_WHY_UNSAFE})")
+
+    # -- the same model wrapped twice ------------------------------------------------
+    def _double_wraps(self) -> None:
+        for scope in self.facts.scopes:
+            for ev in scope.wraps:
+                if not ev.wrapped_name:
+                    continue
+                earlier = self._already_wrapped(scope, ev.wrapped_name, ev.order, ev.branch)
+                if earlier is None:
+                    continue
+                node = self.wrap_nodes[(scope.index, ev.index)]
+                message = (
+                    f"`{ev.wrapped_name}` is already wrapped ({earlier}) and is wrapped again in {_short(ev.wrapper)}"
+                )
+                replacements = self.unwrap_replacements(node, ev)
+                if replacements is not None and ev.target:
+                    replacements += self.module_read_fixes(ev.target, scope, ev.index, depth=2)
+                self._emit(node, message, replacements, f"remove the second wrapper ({_WHY_UNSAFE})")
+            # a function that wraps its argument, called again on a wrapped model
+            counts: Dict[str, int] = {}
+            for b in scope.binds:
+                if b.kind != "call":
+                    continue
+                k = counts.get(b.call, 0)
+                counts[b.call] = k + 1
+                helper = self._wrapping_function(scope, b.call)
+                if helper is None:
+                    continue
+                for arg in b.args:
+                    earlier = self._already_wrapped(scope, arg, b.order, b.branch)
+                    if earlier is None:
+                        continue
+                    nodes = self.calls_by_name.get((scope.index, b.call), [])
+                    total = sum(1 for x in scope.binds if x.kind == "call" and x.call == b.call)
+                    if len(nodes) != total:
+                        break
+                    message = f"`{arg}` is already wrapped ({earlier}) and `{b.call}` wraps it again in {_short(helper.wraps_param_with)}"
+                    self._emit(
+                        nodes[k], message, None, "",
+                        no_fix=f"`{b.call}` may do more than wrap; drop the wrapping from one of the calls by hand",
+                    )
+                    break
+
+    def _wrapping_function(self, scope: ScopeFacts, call: str) -> Optional[ScopeFacts]:
+        name = call
+        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
+            name = f"{scope.class_name}.{call.split('.', 1)[1]}"
+        helper = self.facts.scope_named(name)
+        if helper is not None and helper.wraps_param >= 0:
+            return helper
+        return None
+
+    def _already_wrapped(self, scope: ScopeFacts, name: str, order: int, branch) -> Optional[str]:
+        """How ``name`` was wrapped before ``order`` on every path to it, or None."""
+        chain = binding_chain(scope, name, order, branch)
+        if not chain:
+            return None
+        last = chain[-1]
+        if not always_before(last.branch, branch):
+            return None
+        if last.kind == "wrap":
+            first = scope.wraps[last.wrap_index]
+            return f"in {_short(first.wrapper)} earlier in `{scope.name}`"
+        if last.kind == "call":
+            helper = self._wrapping_function(scope, last.call)
+            if helper is not None:
+                return f"by `{last.call}`, which returns it wrapped in {_short(helper.wraps_param_with)}"
+        return None
+
+
+def _short(wrapper: str) -> str:
+    return WRAPPER_SHORT.get(wrapper, wrapper)
+
+
+def _first_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
+    args = positional_args(call)
+    if args:
+        return args[0].value
+    kw = keyword_arg(call, "module")
+    return kw.value if kw is not None else None

@@ -1,0 +1,403 @@
+"""DL005 placement-after-wrap
+
+## What it does
+Flags a model placed on a device after it was wrapped for data parallelism:
+
+* `DistributedDataParallel(model, ...).to(device)` / `.cuda()`, or
+  `model.to(device)` after `model = DistributedDataParallel(model, ...)`,
+  when the model was not already on that device before the wrap;
+* `DataParallel(model, ...).to(dev)` / `.cuda()`, or a later `model.to(dev)`,
+  when `dev` is a known CUDA device other than `device_ids[0]`
+  (`device_ids` defaults to every GPU, so `device_ids[0]` is `cuda:0`):
+  `nn.DataParallel(model).to("cuda:1")`,
+  `nn.DataParallel(model, device_ids=[1, 2]).cuda()`.
+
+## Why is this bad?
+Checked against PyTorch's own source (`torch/nn/parallel/data_parallel.py`,
+`distributed.py`, torch 2.x):
+
+* `DistributedDataParallel.__init__` reads where the parameters are *when it
+  is constructed*: it fixes `device_type`, checks `device_ids` against the
+  parameters' devices, broadcasts the parameters from rank 0 and builds the
+  gradient reducer (its buckets are allocated on the parameters' device).
+  Moving the model afterwards leaves all of that on the old device. With
+  `device_ids=[rank]` and a model still on the CPU the constructor itself
+  fails:
+  ```
+  ValueError: DistributedDataParallel device_ids and output_device arguments only work with single-device/multiple-device GPU modules or CPU modules, but got device_ids [1], output_device None, and module parameters {device(type='cpu')}.
+  ```
+  The PyTorch documentation says it too: "You should never try to change
+  your model's parameters after wrapping up your model with
+  DistributedDataParallel".
+* `DataParallel` checks the devices in `forward`, not in its constructor:
+  every call raises unless all parameters and buffers are on `device_ids[0]`:
+  ```
+  RuntimeError: module must have its parameters and buffers on device cuda:0 (device_ids[0]) but found one of them on device: cuda:1
+  ```
+  So for DataParallel *when* the model is moved does not matter, *where* does.
+  `nn.DataParallel(model).cuda()` and `.to("cuda")` (the current device,
+  `cuda:0`) with the default `device_ids` are correct and not flagged.
+
+Not flagged: a placement whose device is not known statically
+(`model.to(device)` with `device = torch.device("cuda" if ... else "cpu")`
+after DataParallel), `.cpu()` (moving a model back to save it), `.to(dtype)`,
+and a DDP model moved again to the device it was already on (a no-op).
+
+## Example
+```python
+model = Net()
+model = DDP(model, device_ids=[local_rank]).to(local_rank)
+
+model = nn.DataParallel(Net()).to("cuda:1")
+```
+
+## Use instead
+```python
+model = Net()
+model = DDP(model.to(local_rank), device_ids=[local_rank])
+
+model = nn.DataParallel(Net().to("cuda:1"), device_ids=list(range(1, torch.cuda.device_count())))
+```
+
+## Fix safety
+DistributedDataParallel: safe. The placement moves into the wrapper call,
+`DDP(model.to(device), ...)`, and a separate later `model.to(device)`
+statement is removed; the fix is offered only when the device expression
+means the same thing at the wrap.
+
+DataParallel with a literal `device_ids`: safe. The model is placed on
+`device_ids[0]`, the one device `DataParallel.forward` accepts.
+
+DataParallel with the default `device_ids` and a model sent to `cuda:N`
+(N > 0): unsafe. The fix keeps `cuda:N` as the main device and passes
+`device_ids=list(range(N, torch.cuda.device_count()))`, which drops the GPUs
+below N from the data-parallel set; say otherwise if you meant
+`model.to("cuda:0")`.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+import libcst as cst
+
+from devlint.diagnostic import Fix, FixSafety
+from devlint.rule import Invalid, Valid
+from devlint.rules._scripts import (
+    WRAPPER_SHORT,
+    ScriptRule,
+    binding_chain,
+    calls_a_wrapper,
+    cuda_index,
+    list_first_index,
+)
+from devlint.semantic import (
+    DATA_PARALLEL,
+    DISTRIBUTED_DATA_PARALLEL,
+    PlaceEvent,
+    ScopeFacts,
+    WrapEvent,
+    always_before,
+    dotted_name,
+    keyword_arg,
+    placement_call,
+    positional_args,
+)
+
+_DTYPE_HINTS = ("dtype", "float", "half", "bfloat", "int", "double", "bool", "long", "memory_format")
+
+
+class PlacementAfterWrap(ScriptRule):
+    code = "DL005"
+    name = "placement-after-wrap"
+    message = "{wrapper} model placed on a device after wrapping: {why}"
+    fix_safety = "safe/unsafe"
+    tokens = ("DataParallel",)
+
+    VALID = [
+        Valid(
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4)).cuda()
+other = nn.DataParallel(nn.Linear(4, 4)).to("cuda")
+third = nn.DataParallel(nn.Linear(4, 4), device_ids=[1, 2]).to("cuda:1")
+"""
+        ),
+        Valid(
+            """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = torch.nn.Linear(4, 4).to(local_rank)
+    model = DDP(model, device_ids=[local_rank])
+    model.to(local_rank)
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+model = nn.Linear(4, 4)
+model = nn.DataParallel(model)
+model.to(device)
+model.half()
+model.cpu()
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def setup(model, local_rank):
+    model = DDP(model, device_ids=[local_rank]).to(local_rank)
+    return model
+""",
+            """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def setup(model, local_rank):
+    model = DDP(model.to(local_rank), device_ids=[local_rank])
+    return model
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+def build(device):
+    model = nn.Linear(4, 4)
+    model = nn.parallel.DistributedDataParallel(model)
+    model.to(device)
+    return model
+""",
+            """
+import torch
+import torch.nn as nn
+
+def build(device):
+    model = nn.Linear(4, 4)
+    model = nn.parallel.DistributedDataParallel(model.to(device))
+    return model
+""",
+        ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4), device_ids=[1, 2]).cuda()
+""",
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4).cuda(1), device_ids=[1, 2])
+""",
+        ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4)).to("cuda:1")
+""",
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, torch.cuda.device_count())))
+""",
+            unsafe=True,
+        ),
+    ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        return calls_a_wrapper(scan)
+
+    def on_place(self, node: cst.Call, scope: ScopeFacts, event: PlaceEvent) -> None:
+        if event.method == "to" and not _device_like(event.device):
+            return
+        if event.on_wrap >= 0:
+            wrap = scope.wraps[event.on_wrap]
+            separate = False
+        elif event.target:
+            chain = binding_chain(scope, event.target, event.order, event.branch)
+            if not chain or chain[-1].kind != "wrap":
+                return
+            wrap = scope.wraps[chain[-1].wrap_index]
+            separate = True
+        else:
+            return
+        wrap_node = self.wrap_nodes.get((scope.index, wrap.index))
+        if wrap_node is None:
+            return
+        if wrap.wrapper == DISTRIBUTED_DATA_PARALLEL:
+            self._ddp(node, scope, event, wrap, wrap_node, separate)
+        elif wrap.wrapper == DATA_PARALLEL:
+            self._dp(node, scope, event, wrap, wrap_node, separate)
+
+    # -- DistributedDataParallel --------------------------------------------
+    def _ddp(self, node, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, wrap_node: cst.Call, separate: bool) -> None:
+        device = event.device or ("cuda" if event.method == "cuda" else "")
+        if self._already_there(scope, wrap, event):
+            return
+        why = "DDP fixed its devices and built its gradient reducer when it was constructed; place the model before wrapping it"
+        message = self.message.format(wrapper="DistributedDataParallel", why=why)
+        fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, None, FixSafety.SAFE)
+        self.report(node, message, fix=fix, no_fix_reason=reason)
+
+    def _already_there(self, scope: ScopeFacts, wrap: WrapEvent, event: PlaceEvent) -> bool:
+        """The model was placed on this device before the wrap (a no-op move)."""
+        if wrap.placed_inside and (wrap.placed_inside == event.device or (event.method == "cuda" and not event.device)):
+            return True
+        names = {wrap.wrapped_name} if wrap.wrapped_name else set()
+        chain = binding_chain(scope, wrap.wrapped_name, wrap.order, wrap.branch) if wrap.wrapped_name else []
+        names.update(b.source for b in chain if b.source)
+        for b in chain:
+            if b.placed and (b.placed == event.device or (event.method == "cuda" and not event.device)):
+                return True
+        for p in scope.placements:
+            if p.order < wrap.order and p.target in names:
+                if p.device == event.device or (event.method == "cuda" and not event.device):
+                    return True
+        return False
+
+    # -- DataParallel ----------------------------------------------------------
+    def _dp(self, node, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, wrap_node: cst.Call, separate: bool) -> None:
+        if wrap.device_ids:
+            main = list_first_index(wrap.device_ids)
+            if main is None:
+                return  # device_ids computed at run time
+        else:
+            main = 0
+        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.facts.scopes[0].sets_cuda_device):
+            return  # .cuda() after set_device(): the current device is not known
+        target = cuda_index(event.device, event.method, self._literal_devices(scope))
+        if target is None or target == main:
+            return
+        why = (
+            f"DataParallel.forward requires every parameter on device_ids[0] (cuda:{main}) "
+            f"but this moves them to cuda:{target}"
+        )
+        message = self.message.format(wrapper="DataParallel", why=why)
+        if wrap.device_ids:
+            new_place = _retarget(node, event, main)
+            fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, new_place, FixSafety.SAFE)
+        else:
+            torch_name = self.facts.local_name_for("torch.cuda.device_count")
+            if torch_name is None:
+                self.report(node, message, no_fix_reason="`torch` is not imported under a name the fix could use")
+                return
+            ids = cst.parse_expression(f"list(range({target}, {torch_name}()))")
+            fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, None, FixSafety.UNSAFE, ids)
+        self.report(node, message, fix=fix, no_fix_reason=reason)
+
+    def _literal_devices(self, scope: ScopeFacts) -> Dict[str, str]:
+        return dict(self.facts.module_devices)
+
+    # -- the fix ---------------------------------------------------------------
+    def _move_into(
+        self,
+        node: cst.Call,
+        scope: ScopeFacts,
+        event: PlaceEvent,
+        wrap: WrapEvent,
+        wrap_node: cst.Call,
+        separate: bool,
+        new_place: Optional[Tuple[str, List[cst.Arg]]],
+        safety: FixSafety,
+        device_ids: Optional[cst.BaseExpression] = None,
+    ) -> Tuple[Optional[Fix], str]:
+        args = positional_args(wrap_node)
+        if not args:
+            return None, "the wrapped model is not a positional argument"
+        method, place_args = new_place if new_place is not None else (event.method, list(node.args))
+        first = args[0]
+        inner = first.value
+        if wrap.placed_inside:
+            # DDP(model.to(a)).to(b): the inner placement is replaced
+            p = placement_call(inner)  # type: ignore[arg-type]
+            if p is not None:
+                inner = p[0]
+        placed = cst.Call(func=cst.Attribute(value=inner, attr=cst.Name(method)), args=place_args)
+        new_args = [a.with_changes(value=placed) if a is first else a for a in wrap_node.args]
+        if device_ids is not None:
+            new_args = _set_keyword(new_args, "device_ids", device_ids)
+        new_wrap = wrap_node.with_changes(args=new_args)
+        if not separate:
+            # DDP(model, ...).to(dev) -> DDP(model.to(dev), ...)
+            return Fix([(node, new_wrap)], safety, f"place the model before wrapping it"), ""
+        for name in _names_in(node.args):
+            if scope.binds_between(name, wrap.order, event.order):
+                return None, f"`{name}` changes between the wrap and the placement"
+        line, _ = self.statement_of.get(id(node), (None, None))
+        if event.statement in ("expr", "assign") and line is not None and always_before(wrap.branch, event.branch):
+            return Fix([(wrap_node, new_wrap)] + self.remove_statement(line), safety, "place the model before wrapping it"), ""
+        # the later placement still serves the paths that do not wrap (and
+        # is a no-op on the path that does): keep it
+        return Fix([(wrap_node, new_wrap)], safety, "place the model before wrapping it"), ""
+
+
+def _device_like(code: str) -> bool:
+    """``.to(x)``: is ``x`` a device (not a dtype, a tensor or memory format)?"""
+    if not code:
+        return False
+    lowered = code.lower()
+    if any(h in lowered for h in _DTYPE_HINTS) and "device" not in lowered:
+        return False
+    return True
+
+
+def _retarget(node: cst.Call, event: PlaceEvent, main: int) -> Tuple[str, List[cst.Arg]]:
+    """The same placement, sent to ``cuda:main``."""
+    if event.method == "cuda":
+        return "cuda", [cst.Arg(cst.Integer(str(main)))] + [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+    rest = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+    return "to", [cst.Arg(cst.SimpleString(f'"cuda:{main}"'))] + rest
+
+
+def _set_keyword(args: List[cst.Arg], name: str, value: cst.BaseExpression) -> List[cst.Arg]:
+    out = []
+    done = False
+    for a in args:
+        if a.keyword is not None and a.keyword.value == name:
+            out.append(a.with_changes(value=value))
+            done = True
+        else:
+            out.append(a)
+    if not done:
+        if out and out[-1].comma is cst.MaybeSentinel.DEFAULT:
+            out[-1] = out[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        out.append(
+            cst.Arg(
+                keyword=cst.Name(name),
+                value=value,
+                equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+            )
+        )
+    return out
+
+
+def _names_in(args) -> List[str]:
+    out: List[str] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n.value)
+
+    for a in args:
+        a.visit(_V())
+    return out
