@@ -241,10 +241,20 @@ def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
 @click.option("--apply", is_flag=True, help="Write the fixes (atomically) instead of printing a diff.")
 @click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes that may change behaviour.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
-def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply, unsafe_fixes, color) -> None:
+@click.option("--verify", is_flag=True, help="With --apply: then run the runtime harness on the fixed files' cases (executes their code).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="With --verify: seconds each case may run.")
+@click.option("--simulate", is_flag=True, help="With --verify: simulated CUDA devices even when GPUs are present.")
+def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply, unsafe_fixes, color, verify, timeout, simulate) -> None:
     """Show the fixes as a unified diff; with --apply, write them."""
+    if verify and not apply:
+        _err("error: --verify needs --apply (it runs the harness on the fixed files)")
+        sys.exit(EXIT_ERROR)
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     unsafe = run.config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+    if verify:
+        from devlint.harness.command import read_cases_texts
+
+        before_fix = read_cases_texts(run.files)
     results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply, scan=run.scan), jobs or default_jobs(), cache=run.cache)
     run.save_cache()
     run.file_problems(results)
@@ -274,6 +284,12 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
     code = run.exit
     if remaining or (fixed and not apply):
         code = max(code, EXIT_FOUND)
+    if verify:
+        from devlint.harness.command import verify_fixed
+
+        verified = verify_fixed(before_fix, fixed, timeout, simulate, jobs or default_jobs())
+        if verified is not None:
+            code = max(code, verified)
     sys.exit(code)
 
 
@@ -336,6 +352,22 @@ def clean(paths) -> None:
         except OSError as exc:
             _err(f"error: cannot remove {folder}: {exc.strerror or exc}")
             sys.exit(EXIT_ERROR)
+
+
+@main.command()
+@common
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="Seconds each case may run.")
+@click.option("--simulate", is_flag=True, help="Simulated CUDA devices even when GPUs are present.")
+def verify(paths, select, ignore, extend_select, config_path, jobs, verbose, output_format, timeout, simulate) -> None:
+    """Run the runtime harness on the files' cases: reproduce each bug, run
+    devlint's fix, compare outputs. Executes the files' code; needs PyTorch.
+    Exit 0 when every case is confirmed, 1 when any is not, 2 on errors."""
+    from devlint.harness.command import verify_paths
+
+    run = _Run(paths, config_path, select, ignore, extend_select, verbose)
+    code = verify_paths(run.files, run.codes, run.config.ignored_for, output_format, timeout, simulate, jobs or default_jobs())
+    sys.exit(EXIT_ERROR if run.exit == EXIT_ERROR else code)
 
 
 if __name__ == "__main__":  # pragma: no cover

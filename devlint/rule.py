@@ -118,7 +118,7 @@ class Context:
             for p in fn.tensor_params:
                 if p not in shadowed:
                     return f"{p}.device", ""
-        if cls is not None and cls.is_module:
+        if cls is not None and cls.is_module and not (fn is not None and fn.is_static):
             s = self.self_name
             for name in cls.buffers + cls.parameters:
                 return f"{s}.{name}.device", ""

@@ -149,6 +149,54 @@ def self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
     return None
 
 
+def loop_over_attribute(node: cst.For, self_name: str = "self") -> Optional[Tuple[str, str, Optional[str]]]:
+    """(loop variable, attribute, index variable) for ``for b in self.blocks``
+    or ``for i, b in enumerate(self.blocks)``, else None."""
+    it, target = node.iter, node.target
+    index: Optional[str] = None
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "enumerate" and it.args:
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+            return None
+        first = target.elements[0].value
+        index = first.value if isinstance(first, cst.Name) else None
+        it, target = it.args[0].value, target.elements[1].value
+    attr = self_attribute(it, self_name)
+    if attr is None or not isinstance(target, cst.Name):
+        return None
+    return target.value, attr, index
+
+
+def module_class_of(
+    facts: "FileFacts", cls: "ClassFacts", node: cst.CSTNode, self_name: str, loop_vars: Dict[str, str]
+) -> Optional[str]:
+    """The class of the nn.Module an expression in a method of ``cls`` refers
+    to: ``self``, ``self.encoder``, ``self.blocks[i]``, or ``block`` where
+    ``loop_vars`` says ``block`` iterates ``self.blocks``; None when unknown."""
+    if isinstance(node, cst.Name):
+        if node.value == self_name:
+            return cls.name if cls.is_module else None
+        attr = loop_vars.get(node.value)
+        return _element_class_of(facts, cls, attr) if attr else None
+    if isinstance(node, cst.Subscript):
+        attr = self_attribute(node.value, self_name)
+        return _element_class_of(facts, cls, attr) if attr else None
+    attr = self_attribute(node, self_name)
+    if attr is not None:
+        a = facts.class_attribute(cls.name, attr)
+        if a is not None and a.kind in ("module", "nn_container") and a.module_class:
+            return a.module_class
+    return None
+
+
+def _element_class_of(facts: "FileFacts", cls: "ClassFacts", attr: str) -> Optional[str]:
+    a = facts.class_attribute(cls.name, attr)
+    if a is None or a.kind not in ("nn_container", "module_container"):
+        return None
+    if not a.element_class or a.element_class == "torch.nn.Module":
+        return None  # empty or mixed
+    return a.element_class
+
+
 def is_cuda_string(value: Optional[str]) -> bool:
     return value is not None and (value == "cuda" or value.startswith("cuda:"))
 
@@ -189,6 +237,8 @@ class FunctionFacts:
     #: ``self.<m>(...)`` calls made in the body
     self_calls: List[str] = field(default_factory=list)
     is_property: bool = False
+    #: a @staticmethod: no ``self``, so no anchor through the module
+    is_static: bool = False
     line: int = 0
 
 
@@ -209,6 +259,19 @@ class ClassFacts:
     #: submodule attributes moved to a device after construction
     #: (``self.blocks[i].to(devices[i])``, ``for b in self.blocks: b.cuda(1)``)
     placed_attributes: Dict[str, str] = field(default_factory=dict)
+    #: container attribute -> the device expressions its elements were placed
+    #: on, one per placement site (``for i, b in enumerate(self.blocks):
+    #: b.to(devices[i % n])``, ``nn.ModuleList([B().to(d0), B().to(d1)])``)
+    element_placements: Dict[str, List[str]] = field(default_factory=dict)
+    #: container attribute -> the index variable an element placement
+    #: expression uses (``i`` above), when it uses one
+    element_index: Dict[str, str] = field(default_factory=dict)
+    #: every ``self.<name>`` assigned in any method, ``forward`` included
+    self_assigned: List[str] = field(default_factory=list)
+    #: a path from an instance to a tensor it holds directly or through its
+    #: own submodules (``ln1.weight``, ``scale``, ``attn.proj.weight``), usable
+    #: as a device anchor (``block.ln1.weight.device``); "" when none is known
+    anchor_tensor: str = ""
     #: submodule attributes that hold a DataParallel/DDP wrapper, set in
     #: ``__init__`` or a helper method (attribute -> wrapper qualified name)
     inner_wrappers: Dict[str, str] = field(default_factory=dict)
@@ -216,9 +279,15 @@ class ClassFacts:
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
 
+    def elements_spread(self, name: str) -> bool:
+        """The elements of container ``name`` were placed on devices that can
+        differ from one element to the next."""
+        placements = self.element_placements.get(name, [])
+        return len(set(placements)) > 1 or bool(placements and self.element_index.get(name))
+
     def pinned_devices(self) -> Dict[str, str]:
         """Submodule attribute -> the device expression it was pinned to."""
-        out = {n: a.device for n, a in self.attributes.items() if a.kind == "module" and a.device}
+        out = {n: a.device for n, a in self.attributes.items() if a.kind in ("module", "nn_container") and a.device}
         out.update(self.placed_attributes)
         return out
 
@@ -231,6 +300,11 @@ class FileFacts:
     classes: Dict[str, ClassFacts] = field(default_factory=dict)
     #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
     module_devices: Dict[str, str] = field(default_factory=dict)
+    #: module-level names bound to a list/tuple of devices
+    #: (``devices = [torch.device("cuda:0"), torch.device("cuda:1")]``) -> elements
+    module_device_lists: Dict[str, List[str]] = field(default_factory=dict)
+    #: every name assigned at module level (so a rule knows what a method can see)
+    module_assigned: List[str] = field(default_factory=list)
     #: training-script facts per scope name (``<module>``, ``main``,
     #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
     #: device names, loaded checkpoints (see :class:`ScriptScope`)
@@ -313,6 +387,55 @@ class FileFacts:
             return self.classes[name].is_module
         return _is_torch_module_name(name)
 
+    def class_attribute(self, class_name: str, attr: str) -> Optional[AttributeFacts]:
+        """``attr`` as assigned by class ``class_name`` or a base class defined
+        in this file."""
+        seen: Set[str] = set()
+        todo = [class_name]
+        while todo:
+            name = todo.pop(0)
+            cls = self.classes.get(name)
+            if cls is None or name in seen:
+                continue
+            seen.add(name)
+            if attr in cls.attributes:
+                return cls.attributes[attr]
+            todo.extend(cls.bases)
+        return None
+
+    def has_device_attribute(self, class_name: str) -> bool:
+        """Whether instances of ``class_name`` have a ``device`` attribute.
+        torch.nn classes have none; a class of this file has one when it (or
+        a base) defines or assigns it; anything else (an external class) is
+        assumed to have one rather than cry wolf."""
+        cls = self.classes.get(class_name)
+        if cls is None:
+            # DistributedDataParallel sets ``self.device``; no other torch.nn module does
+            return not _is_torch_module_name(class_name) or class_name == DISTRIBUTED_DATA_PARALLEL
+        seen: Set[str] = set()
+        todo = [class_name]
+        while todo:
+            name = todo.pop(0)
+            c = self.classes.get(name)
+            if c is None or name in seen:
+                continue
+            seen.add(name)
+            if c.defines_device or "device" in c.self_assigned or "__getattr__" in c.methods:
+                return True
+            todo.extend(c.bases)
+        return False
+
+    def tensor_path_of_class(self, class_name: str) -> Optional[str]:
+        """A path from an instance of ``class_name`` to a tensor it holds
+        (``weight`` for ``nn.Linear``, ``ln1.weight`` for a local ``Block``),
+        or None."""
+        cls = self.classes.get(class_name)
+        if cls is not None:
+            return cls.anchor_tensor or None
+        if class_name.startswith("torch.nn.") and class_name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+            return "weight"
+        return None
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -378,6 +501,9 @@ class _NameUses(cst.CSTVisitor):
 
 
 def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset()) -> FunctionFacts:
+    decorators = {dotted_name(d.decorator) for d in fn.decorators}
+    is_static = "staticmethod" in decorators
+    is_method = is_method and not is_static
     params = [p.name.value for p in fn.params.params]
     params += [p.name.value for p in fn.params.posonly_params]
     params += [p.name.value for p in fn.params.kwonly_params]
@@ -410,18 +536,14 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     defaults = {p.name.value for p in all_params if p.default is not None}
     tensor_params = [n for n in tensor_params if n not in none_default]
     tensor_params.sort(key=lambda n: n in defaults)
-    is_property = any(
-        dotted_name(d.decorator) in ("property", "functools.cached_property", "cached_property")
-        for d in fn.decorators
-    )
-    line = 0
+    is_property = bool(decorators & {"property", "functools.cached_property", "cached_property"})
     return FunctionFacts(
         name=fn.name.value,
         params=params,
         tensor_params=tensor_params,
         self_calls=uses.self_calls,
         is_property=is_property,
-        line=line,
+        is_static=is_static,
     )
 
 
@@ -491,6 +613,7 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if cls.is_module:
                 self._finish_module_class(cls)
+        self._finish_anchors()
         collect_script_facts(self.module, self.facts)
         return self.facts
 
@@ -519,10 +642,19 @@ class _FactsBuilder:
         if value is None:
             return
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            if isinstance(t, cst.Name) and t.value not in self.facts.module_assigned:
+                self.facts.module_assigned.append(t.value)
         if self._is_fixed_device(value, params=()):
             for t in targets:
                 if isinstance(t, cst.Name):
                     self.facts.module_devices[t.value] = code_of(value)
+        elif isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+            elements = [e.value for e in value.elements if isinstance(e, cst.Element)]
+            if len(elements) == len(value.elements) and all(self._is_fixed_device(e, params=()) for e in elements):
+                for t in targets:
+                    if isinstance(t, cst.Name):
+                        self.facts.module_device_lists[t.value] = [code_of(e) for e in elements]
 
     def _is_fixed_device(self, value: cst.BaseExpression, params: Iterable[str]) -> bool:
         """A device expression fixed at construction: ``torch.device(...)``,
@@ -619,6 +751,40 @@ class _FactsBuilder:
         for stmt in _body_of(node):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value != "forward":
                 self._method_attributes(cls, stmt)
+            elif isinstance(stmt, cst.FunctionDef):
+                params = [p.name.value for p in stmt.params.params]
+                assigned = _SelfAssignments(params[0] if params else "self")
+                stmt.body.visit(assigned)
+                for name in assigned.names:
+                    if name not in cls.self_assigned:
+                        cls.self_assigned.append(name)
+
+    def _finish_anchors(self) -> None:
+        """``anchor_tensor`` of every module class; needs every class's
+        attributes, so it runs after them."""
+        for cls in self.facts.classes.values():
+            if cls.is_module:
+                cls.anchor_tensor = self._anchor_of(cls, depth=0) or ""
+
+    def _anchor_of(self, cls: ClassFacts, depth: int) -> Optional[str]:
+        for name in cls.parameters:
+            return name
+        for name, attr in cls.attributes.items():
+            if attr.kind == "parameter":
+                return name
+        for name in cls.buffers:
+            return name
+        for name, attr in cls.attributes.items():
+            if attr.kind == "module" and attr.module_class.startswith("torch.nn.") and attr.module_class.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+                return f"{name}.weight"
+        if depth < 3:
+            for name, attr in cls.attributes.items():
+                sub = self.facts.classes.get(attr.module_class) if attr.kind == "module" else None
+                if sub is not None and sub.is_module and sub is not cls:
+                    inner = self._anchor_of(sub, depth + 1)
+                    if inner:
+                        return f"{name}.{inner}"
+        return None
 
     def _method_attributes(self, cls: ClassFacts, fn: cst.FunctionDef) -> None:
         params = [p.name.value for p in fn.params.params]
@@ -638,7 +804,8 @@ class _FactsBuilder:
                     return "parameter", "", "", ""
                 if cls_name.rsplit(".", 1)[-1] in MODULE_CONTAINERS and cls_name.startswith("torch.nn."):
                     elem = self._element_class(inner.args[0].value) if inner.args else ""
-                    return "nn_container", cls_name, "", elem
+                    dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+                    return "nn_container", cls_name, dev, elem
                 if self.facts.is_module_class(cls_name):
                     dev = ""
                     if device is not None:
@@ -719,6 +886,8 @@ class _AttributeCollector(cst.CSTVisitor):
         self.params = params
         # loop variable -> attribute it iterates (``for blk in self.blocks``)
         self.loop_vars: Dict[str, str] = {}
+        # loop variable -> the index variable beside it (``for i, blk in enumerate(...)``)
+        self.loop_index: Dict[str, str] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -735,6 +904,9 @@ class _AttributeCollector(cst.CSTVisitor):
                 var = node.target.elements[1].value
                 if isinstance(var, cst.Name):
                     self.loop_vars[var.value] = it_attr
+                    index = node.target.elements[0].value
+                    if isinstance(index, cst.Name):
+                        self.loop_index[var.value] = index.value
             return
         attr = self_attribute(it, self.self_name)
         if attr and isinstance(node.target, cst.Name):
@@ -744,7 +916,11 @@ class _AttributeCollector(cst.CSTVisitor):
         name = self_attribute(target, self.self_name)
         if name is None:
             return
+        if name not in self.cls.self_assigned:
+            self.cls.self_assigned.append(name)
         kind, mclass, device, elem = self.b.classify_value(value, self.params)
+        if kind in ("nn_container", "module_container"):
+            self._element_placements(name, value)
         if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
             return  # __init__ says what the attribute is
         self.cls.attributes[name] = AttributeFacts(
@@ -782,16 +958,108 @@ class _AttributeCollector(cst.CSTVisitor):
             if not dev:
                 return
             target = owner
+            index: Optional[str] = None
+            element = False
             if isinstance(target, cst.Subscript):
+                element = True
+                sub = target.slice[0].slice if len(target.slice) == 1 else None
+                if isinstance(sub, cst.Index) and isinstance(sub.value, cst.Name):
+                    index = sub.value.value
                 target = target.value
             name = self_attribute(target, self.self_name)
             if name is None and isinstance(target, cst.Name):
                 name = self.loop_vars.get(target.value)
+                if name is not None:
+                    element = True
+                    index = self.loop_index.get(target.value)
             if name is not None:
                 self.cls.placed_attributes[name] = dev
+                if element:
+                    self._add_element_placement(name, device, dev, index)
+
+    def _add_element_placement(self, name: str, device: Optional[cst.BaseExpression], dev: str, index: Optional[str]) -> None:
+        self.cls.element_placements.setdefault(name, []).append(dev)
+        self.cls.placed_attributes.setdefault(name, dev)
+        if index and device is not None and _uses_name(device, index):
+            self.cls.element_index[name] = index
+
+    def _element_placements(self, name: str, value: cst.BaseExpression) -> None:
+        """Placements written inside a container's constructor:
+        ``nn.ModuleList([B().to(devices[i]) for i in ...])``, ``[A().to(d0), B().to(d1)]``."""
+        inner, _, _ = _strip_placement(value)
+        if isinstance(inner, cst.Call):
+            if len(inner.args) == 1 and inner.args[0].star == "" and not isinstance(inner.args[0].value, cst.Call):
+                inner = inner.args[0].value
+            elif all(a.keyword is None and a.star == "" for a in inner.args):
+                # nn.Sequential(A().to(d0), B().to(d1))
+                for a in inner.args:
+                    self._element_placement_of(name, a.value, None)
+                return
+            elif len(inner.args) == 1 and inner.args[0].star == "*":
+                inner = inner.args[0].value
+        if isinstance(inner, (cst.List, cst.Tuple)):
+            for e in inner.elements:
+                if isinstance(e, cst.Element):
+                    self._element_placement_of(name, e.value, None)
+        elif isinstance(inner, cst.ListComp):
+            target = inner.for_in.target
+            self._element_placement_of(name, inner.elt, target.value if isinstance(target, cst.Name) else None)
+
+    def _element_placement_of(self, name: str, element: cst.BaseExpression, index: Optional[str]) -> None:
+        _, device, is_cuda = _strip_placement(element)
+        dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+        if dev:
+            self._add_element_placement(name, device, dev, index)
 
     def leave_Module(self, original_node: cst.Module) -> None:  # pragma: no cover
         pass
+
+
+class _SelfAssignments(cst.CSTVisitor):
+    """Names of ``self.<name> = ...`` targets in one method body."""
+
+    def __init__(self, self_name: str) -> None:
+        self.self_name = self_name
+        self.names: List[str] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for e in node.elements:
+                self._target(e.value)
+            return
+        name = self_attribute(node, self.self_name)
+        if name is not None and name not in self.names:
+            self.names.append(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._target(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+
+def _uses_name(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` appears as a plain name inside ``node``."""
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(_Find())
+    return bool(found)
 
 
 def _body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:

@@ -60,7 +60,7 @@ import libcst as cst
 
 from devlint.diagnostic import Fix
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import DEVICE_FACTORIES, has_star_kwargs, is_number_literal, keyword_arg, positional_args
+from devlint.semantic import DEVICE_FACTORIES, FileFacts, has_star_kwargs, is_number_literal, keyword_arg, positional_args
 
 _MOVES = frozenset({"to", "cuda", "type_as", "cpu"})
 # tensor methods that keep a chain "the same tensor" for the purpose of a
@@ -205,15 +205,19 @@ class RNN(nn.Module):
     # -- per method: findings wait until the whole method has been seen ------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if self.context.in_forward and self.context.current_method is node:
-            self._method = _MethodFlow(node, set(self.facts.imports))
+            cls = self.context.current_class
+            tensor_attrs = {n for n, a in cls.attributes.items() if a.kind not in ("other", "device")}
+            tensor_attrs |= set(cls.buffers) | set(cls.parameters)
+            fn = self.context.current_method_facts
+            self._method = _MethodFlow(node, self.facts, tensor_attrs, fn.tensor_params if fn else ())
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         flow = self._method
         if flow is None or flow.node is not original_node:
             return
         self._method = None
-        for call, targets, message, fix, why in flow.pending:
-            if not flow.escapes_unmoved(targets):
+        for call, targets, statement, message, fix, why in flow.pending:
+            if not flow.escapes_unmoved(targets) or flow.moved_next(targets, statement):
                 continue
             if fix is None:
                 self.report(call, message, no_fix_reason=why)
@@ -248,17 +252,19 @@ class RNN(nn.Module):
             self._mark_moved(func.value)
             root = _root_name(func.value)
             if root is not None and self._method is not None:
-                self._method.moved.add(root)
+                _inc(self._method.move_uses, root)
             return
         fn = self.facts.is_factory(func)
         if fn is None or id(node) in self._moved:
             return
         if keyword_arg(node, "device") is not None or keyword_arg(node, "out") is not None or has_star_kwargs(node):
             return
+        args = positional_args(node)
         if fn in ("tensor", "as_tensor", "scalar_tensor"):
-            args = positional_args(node)
-            if fn == "scalar_tensor" or (args and is_number_literal(args[0].value)):
+            if fn == "scalar_tensor" or not args or not self._is_tensor_data(args[0].value):
                 return  # a 0-dim CPU tensor mixes with CUDA tensors
+        elif len(args) == 1 and _is_empty_shape(args[0].value) and fn in _SHAPED:
+            return  # torch.rand([]): 0-dim, mixes with CUDA tensors too
         if fn == "as_tensor" and len(positional_args(node)) >= 3:
             return  # as_tensor(data, dtype, device)
         method = ctx.current_method.name.value if ctx.current_method else "forward"
@@ -273,7 +279,22 @@ class RNN(nn.Module):
             else:
                 self.report(node, message, fix=fix)
             return
-        self._method.pending.append((node, self._method.targets, message, fix, why))
+        self._method.pending.append((node, self._method.targets, self._method.statement, message, fix, why))
+
+    def _is_tensor_data(self, data: cst.BaseExpression) -> bool:
+        """Whether ``torch.tensor(data)`` builds a tensor with dimensions: a
+        list/tuple literal or comprehension, or a local name bound to one.
+        Attributes, calls and arithmetic (``self.scale``, ``x.shape[1]``,
+        ``d ** 0.5``) are almost always Python scalars: 0-dim tensors."""
+        if isinstance(data, _CONTAINERS):
+            return True
+        if isinstance(data, cst.Name) and self._method is not None:
+            return any(isinstance(v, _CONTAINERS) for v in self._method.sources.get(data.value, ()))
+        return False
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if self._method is not None:
+            self._method.statement = node
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         # x[torch.arange(n)]: indexing accepts CPU index tensors on any device
@@ -284,12 +305,13 @@ class RNN(nn.Module):
                 value = el.slice.value
                 if isinstance(value, cst.Call):
                     self._moved.add(id(value))
-                elif isinstance(value, cst.Name) and self._method is not None:
-                    self._method.index_uses[value.value] = self._method.index_uses.get(value.value, 0) + 1
+                root = _root_name(value)
+                if root is not None and self._method is not None:
+                    _inc(self._method.index_uses, root)
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._method is not None:
-            self._method.uses[node.value] = self._method.uses.get(node.value, 0) + 1
+            _inc(self._method.uses, node.value)
 
     def _mark_moved(self, node: cst.BaseExpression) -> None:
         while True:
@@ -308,6 +330,65 @@ class RNN(nn.Module):
             return
 
 
+_CONTAINERS = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
+#: factories whose positional arguments are the shape
+_SHAPED = frozenset({"zeros", "ones", "empty", "rand", "randn"})
+
+
+def _is_empty_shape(node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.List, cst.Tuple)) and not node.elements
+
+
+def _chain_moves(node: cst.BaseExpression) -> bool:
+    """Whether a method chain contains ``.to(...)``, ``.cuda()`` or ``.type_as(...)``."""
+    while isinstance(node, (cst.Call, cst.Subscript, cst.Attribute)):
+        if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES:
+                return True
+            node = node.func
+        else:
+            node = node.value
+    return False
+
+
+class _Mentions(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        if node.value == self.name:
+            self.found = True
+        return False
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    v = _Mentions(name)
+    node.visit(v)
+    return v.found
+
+
+class _BlockFinder(cst.CSTVisitor):
+    """Finds the statements that follow a given statement in its block."""
+
+    def __init__(self, target: cst.CSTNode) -> None:
+        self.target = target
+        self.after: List[cst.CSTNode] = []
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:
+        for i, stmt in enumerate(node.body):
+            if stmt is self.target:
+                self.after = list(node.body[i + 1:])
+                return False
+        return True
+
+
+def _statements_after(function: cst.FunctionDef, statement: cst.CSTNode) -> List[cst.CSTNode]:
+    finder = _BlockFinder(statement)
+    function.visit(finder)
+    return finder.after
+
+
 def _root_name(node: cst.BaseExpression) -> Optional[str]:
     """``x`` for ``x``, ``x.float()``, ``x[0]``, ``x.view(1, -1)``."""
     while True:
@@ -321,24 +402,41 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
             return None
 
 
+_BUILTIN_SCALARS = frozenset({"int", "float", "bool", "len", "max", "min", "abs", "round", "sum", "pow", "divmod"})
+
+
 class _MethodFlow:
     """Local data flow in one forward-reachable method, enough to tell a CPU
     tensor that escapes into the computation from one that is assembled on
     the CPU and then moved (``t = torch.zeros(...); t[0] = ...; return t.to(dev)``)
-    or only used as an index (``r = torch.randperm(n); x[:, r]``)."""
+    or only used as an index (``r = torch.randperm(n); x[:, r]``).
 
-    def __init__(self, node: cst.FunctionDef, imports: Set[str]) -> None:
+    A name is *CPU-born* when every value assigned to it is built from torch
+    calls, Python scalars and other CPU-born names only. A CPU-born name is
+    *contained* when each of its loads is an index, the receiver of a move
+    (``.to``/``.cuda``/``.type_as``), or an operand of another contained
+    CPU-born name; a factory whose result lands only in contained names cannot
+    meet a CUDA tensor on the CPU."""
+
+    def __init__(self, node: cst.FunctionDef, facts: FileFacts, tensor_attrs: Set[str], tensor_params: Sequence[str]) -> None:
         self.node = node
-        self.imports = imports
-        self.pending: List[Tuple[cst.Call, Tuple[str, ...], str, Optional[Fix], str]] = []
+        self.facts = facts
+        self.imports = set(facts.imports)
+        self.tensor_attrs = tensor_attrs
+        self.tensor_params = set(tensor_params)
+        self.pending: List[Tuple[cst.Call, Tuple[str, ...], Optional[cst.SimpleStatementLine], str, Optional[Fix], str]] = []
+        #: the simple statement line being visited
+        self.statement: Optional[cst.SimpleStatementLine] = None
         #: names assigned by the statement being visited
         self.targets: Tuple[str, ...] = ()
-        #: name -> values assigned to it (plain and subscript assignments)
+        #: name -> values assigned to it (plain, augmented and subscript assignments)
         self.sources: Dict[str, List[cst.BaseExpression]] = {}
-        self.moved: Set[str] = set()
-        self.uses: Dict[str, int] = {}
+        self.uses: Dict[str, int] = {}  # every Name occurrence
+        self.assigned: Dict[str, int] = {}  # occurrences as a plain assignment target
         self.index_uses: Dict[str, int] = {}
-        self.assigned: Dict[str, int] = {}
+        self.move_uses: Dict[str, int] = {}
+        self.setitem_uses: Dict[str, int] = {}
+        self.params = {p.name.value for p in (*node.params.params, *node.params.kwonly_params, *node.params.posonly_params)}
 
     def assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression, augmented: bool = False) -> None:
         names: List[str] = []
@@ -347,56 +445,83 @@ class _MethodFlow:
             if isinstance(base, cst.Name):
                 names.append(base.value)
                 self.sources.setdefault(base.value, []).append(value)
-                if base is t:
-                    self.assigned[base.value] = self.assigned.get(base.value, 0) + 1
+                if base is t and not augmented:
+                    _inc(self.assigned, base.value)
+                elif base is not t:
+                    _inc(self.setitem_uses, base.value)
             else:
                 names.append("")  # an attribute or a tuple: the value escapes
         self.targets = tuple(names)
 
-    def _operands(self, node: cst.BaseExpression) -> Tuple[Set[str], bool, bool]:
-        """(names used as tensor operands, contains a torch factory-like call, unknown parts)."""
+    def _operands(self, node: cst.BaseExpression, out: List[str]) -> Tuple[bool, bool]:
+        """Collect names used as tensor operands into ``out``; return
+        (contains a torch call, has parts of unknown device)."""
         if isinstance(node, cst.Name):
-            if node.value in self.imports:
-                return set(), False, False
-            return {node.value}, False, False
-        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)):
-            return set(), False, False
+            name = node.value
+            if name in self.imports or name in ("True", "False", "None"):
+                return False, False
+            if name in self.params and name not in self.tensor_params and name not in self.sources:
+                return False, False  # a scalar argument (shape, flag)
+            out.append(name)
+            return False, False
+        if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)):
+            return False, False
         if isinstance(node, cst.Call):
             func = node.func
+            if isinstance(func, cst.Name):
+                return False, func.value not in _BUILTIN_SCALARS
             if isinstance(func, cst.Attribute):
                 recv = func.value
                 if isinstance(recv, cst.Name) and recv.value in self.imports:
-                    return set(), True, False  # torch.xxx(...): a new CPU tensor or a pure function
-                return self._operands(recv)
-            return set(), False, True
+                    if self.facts.is_factory(func):
+                        return True, False  # a new CPU tensor; its arguments are shapes
+                    # torch.cat([a, b]), torch.sin(a), math.log(2): operands are the arguments
+                    torch_call = False
+                    unknown = False
+                    for arg in node.args:
+                        t, u = self._operands_of_data(arg.value, out)
+                        torch_call, unknown = torch_call or t, unknown or u
+                    return True, unknown
+                return self._operands(recv, out)
+            return False, True
         if isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and node.value.value in self.imports:
-                return set(), False, False  # torch.float32
-            return set(), False, True  # self.x, obj.attr: unknown device
+                return False, False  # torch.float32, math.pi
+            if isinstance(node.value, cst.Name) and node.value.value == "self":
+                return False, node.attr.value in self.tensor_attrs
+            if node.attr.value in ("shape", "ndim", "dtype", "is_cuda"):
+                return False, False
+            return self._operands(node.value, out)
         if isinstance(node, cst.Subscript):
-            return self._operands(node.value)
+            return self._operands(node.value, out)
         if isinstance(node, cst.BinaryOperation):
-            a, fa, ua = self._operands(node.left)
-            b, fb, ub = self._operands(node.right)
-            return a | b, fa or fb, ua or ub
+            a = self._operands(node.left, out)
+            b = self._operands(node.right, out)
+            return a[0] or b[0], a[1] or b[1]
         if isinstance(node, cst.UnaryOperation):
-            return self._operands(node.expression)
-        return set(), False, True
+            return self._operands(node.expression, out)
+        return False, True
+
+    def _operands_of_data(self, node: cst.BaseExpression, out: List[str]) -> Tuple[bool, bool]:
+        if isinstance(node, (cst.List, cst.Tuple)):
+            t = u = False
+            for el in node.elements:
+                a, b = self._operands(el.value, out)
+                t, u = t or a, u or b
+            return t, u
+        return self._operands(node, out)
 
     def _cpu_born(self) -> Set[str]:
-        """Names every value of which is built from CPU factories and other
-        such names only (greatest fixpoint)."""
-        params = {p.name.value for p in self.node.params.params}
-        params |= {p.name.value for p in self.node.params.kwonly_params}
-        params |= {p.name.value for p in self.node.params.posonly_params}
-        born = set(self.sources) - params
+        """Greatest fixpoint: names whose every value is CPU-built."""
+        born = set(self.sources) - self.params
         changed = True
         while changed:
             changed = False
             for name in list(born):
                 for value in self.sources[name]:
-                    names, factory, unknown = self._operands(value)
-                    if unknown or not names <= born or not (factory or names):
+                    names: List[str] = []
+                    torch_call, unknown = self._operands(value, names)
+                    if unknown or not set(names) <= born or not (torch_call or names):
                         born.discard(name)
                         changed = True
                         break
@@ -408,31 +533,59 @@ class _MethodFlow:
         if not targets or "" in targets:
             return True
         born = self._cpu_born()
-        for t in targets:
-            if t not in born:
-                return True
-            # used only as an index: fine on any device
-            loads = self.uses.get(t, 0) - self.assigned.get(t, 0)
-            if loads > 0 and loads == self.index_uses.get(t, 0):
+        flow_uses: Dict[str, int] = {}
+        feeds: Dict[str, Set[str]] = {}
+        for name in born:
+            for value in self.sources[name]:
+                names: List[str] = []
+                self._operands(value, names)
+                for n in names:
+                    _inc(flow_uses, n)
+                    feeds.setdefault(n, set()).add(name)
+        contained: Dict[str, bool] = {}
+
+        def is_contained(name: str) -> bool:
+            if name in contained:
+                return contained[name]
+            contained[name] = True  # a cycle of assignments does not escape by itself
+            loads = self.uses.get(name, 0) - self.assigned.get(name, 0)
+            accounted = (
+                self.index_uses.get(name, 0) + self.move_uses.get(name, 0)
+                + self.setitem_uses.get(name, 0) + flow_uses.get(name, 0)
+            )
+            ok = name in born and loads == accounted and loads > 0
+            ok = ok and all(is_contained(n) for n in feeds.get(name, ()) if n != name)
+            contained[name] = ok
+            return ok
+
+        return not all(is_contained(t) for t in targets)
+
+    def moved_next(self, targets: Tuple[str, ...], statement: Optional[cst.SimpleStatementLine]) -> bool:
+        """``t = torch.arange(n)`` directly followed, at the next statement
+        of the same block that mentions ``t``, by ``t = t.<...>.to(dev)``."""
+        if statement is None or len(targets) != 1 or not targets[0]:
+            return False
+        name = targets[0]
+        for stmt in _statements_after(self.node, statement):
+            if not _mentions(stmt, name):
                 continue
-            if not self._reaches_moved(t, born):
-                return True
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+                small = stmt.body[0]
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and small.targets[0].target.value == name
+                    and _root_name(small.value) == name
+                    and _chain_moves(small.value)
+                ):
+                    return True
+            return False
         return False
 
-    def _reaches_moved(self, start: str, born: Set[str]) -> bool:
-        seen = {start}
-        todo = [start]
-        while todo:
-            name = todo.pop()
-            if name in self.moved:
-                return True
-            for other in born:
-                if other in seen:
-                    continue
-                if any(name in self._operands(v)[0] for v in self.sources[other]):
-                    seen.add(other)
-                    todo.append(other)
-        return False
+
+def _inc(counter: Dict[str, int], key: str) -> None:
+    counter[key] = counter.get(key, 0) + 1
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

@@ -1,0 +1,583 @@
+"""The devices a case runs on, and the context that makes user code see them.
+
+Runs only in the harness's child process (this module imports torch). Three
+device paths:
+
+* ``real`` with two or more CUDA GPUs: ``cuda:0..N-1`` as they are, the real
+  ``nn.DataParallel``;
+* ``real`` with one GPU: ``cuda:0`` paired with the CPU as the second device
+  (named ``cuda:1`` in user code is mapped onto the CPU);
+* ``simulated``: ``cuda:0..N-1`` are PyTorch fake tensors
+  (``torch._subclasses.fake_tensor.FakeTensorMode``), which carry device and
+  shape but no data and raise PyTorch's own device-mismatch errors.
+
+On the CPU-only and one-GPU paths DataParallel is emulated by
+:class:`EmulatedDataParallel`, which keeps the real ``DataParallel.forward``
+(its device check and message) and mirrors ``scatter``, ``replicate``
+(through ``Module._replicate_for_data_parallel``, so parameters become plain
+attributes and ``parameters()`` is empty inside a replica) and ``gather``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+SIMULATED, REAL = "simulated", "real"
+
+
+@dataclass
+class DevicePlan:
+    """Where logical CUDA device ``i`` (as user code names it) really lives."""
+
+    kind: str  # SIMULATED or REAL
+    targets: List[torch.device]
+    label: str
+    #: the real nn.DataParallel can run (two or more real GPUs)
+    real_data_parallel: bool = False
+
+    @property
+    def count(self) -> int:
+        return len(self.targets)
+
+
+def real_gpu_count() -> int:
+    try:
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # a broken driver is "no GPU" for the harness
+        return 0
+
+
+def make_plan(devices: int, simulate: bool) -> DevicePlan:
+    """The device path for a case that wants ``devices`` CUDA devices."""
+    devices = max(1, int(devices))
+    gpus = 0 if simulate else real_gpu_count()
+    if gpus >= 2:
+        n = min(devices, gpus)
+        names = {torch.cuda.get_device_name(i) for i in range(n)}
+        name = names.pop() if len(names) == 1 else " / ".join(sorted(names))
+        return DevicePlan(
+            REAL,
+            [torch.device("cuda", i) for i in range(n)],
+            f"real ({n}x {name})",
+            real_data_parallel=n == devices,
+        )
+    if gpus == 1:
+        targets = [torch.device("cuda", 0), torch.device("cpu")]
+        return DevicePlan(REAL, targets[: max(devices, 1)], "real (cuda:0 + cpu)")
+    return DevicePlan(
+        SIMULATED,
+        [torch.device("cuda", i) for i in range(devices)],
+        f"simulated ({devices} fake CUDA device{'s' if devices != 1 else ''})",
+    )
+
+
+CPU_PLAN = DevicePlan(REAL, [torch.device("cpu")], "real (cpu)")
+
+
+def _as_device(value: Any) -> Optional[torch.device]:
+    if isinstance(value, torch.device):
+        return value
+    if isinstance(value, str):
+        try:
+            return torch.device(value)
+        except RuntimeError:
+            return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return torch.device("cuda", value)
+    return None
+
+
+def _is_device_like(value: Any) -> bool:
+    return isinstance(value, (torch.device, str)) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class Environment:
+    """The state of one run of user code: the plan, the simulated current
+    device, and (simulated path) the fake tensor mode."""
+
+    def __init__(self, plan: DevicePlan, cuda_visible: bool = True) -> None:
+        self.plan = plan
+        self.cuda_visible = cuda_visible
+        self.current = 0
+        self.fake_mode = None
+        if plan.kind == SIMULATED:
+            from torch._subclasses.fake_tensor import FakeTensorMode
+
+            self.fake_mode = FakeTensorMode(allow_non_fake_inputs=True)
+
+    @property
+    def simulated(self) -> bool:
+        return self.fake_mode is not None
+
+    def target(self, index: int) -> torch.device:
+        return self.plan.targets[index % self.plan.count]
+
+    def resolve(self, value: Any) -> Optional[torch.device]:
+        """The device a CUDA name in user code maps to; None when ``value``
+        names no CUDA device (CPU, meta, a dtype...)."""
+        dev = _as_device(value)
+        if dev is None or dev.type != "cuda":
+            return None
+        if not self.cuda_visible:
+            return torch.device("cpu")
+        if dev.index is None:
+            if self.plan.real_data_parallel:  # real DataParallel sets the current device per replica
+                return torch.device("cuda", torch.cuda.current_device())
+            return self.target(self.current)
+        return self.target(dev.index)
+
+    # -- tensors -------------------------------------------------------------
+
+    def is_fake(self, t: Any) -> bool:
+        if self.fake_mode is None:
+            return False
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        return isinstance(t, FakeTensor)
+
+    def move(self, t: torch.Tensor, device: torch.device, **kwargs: Any) -> torch.Tensor:
+        """``t.to(device)`` where ``device`` is already a target; on the
+        simulated path a real tensor bound for a CUDA device becomes fake."""
+        with _no_mode():
+            if self.simulated and device.type == "cuda" and not self.is_fake(t):
+                with torch.no_grad():
+                    fake = self.fake_mode.from_tensor(t.detach())  # type: ignore[union-attr]
+                    return fake.to(device, **kwargs)
+            return t.to(device, **kwargs)
+
+    def place_module(self, module: nn.Module, device: torch.device) -> None:
+        """Simulated ``module.to(cuda:i)``: fake parameters and buffers on the
+        device (module ``.to`` does not work on fake parameters). Plain tensor
+        attributes are left behind, as the real ``.to()`` leaves them."""
+        for m in module.modules():
+            for key, p in list(m._parameters.items()):
+                if p is not None:
+                    moved = self.move(p, device)
+                    m._parameters[key] = nn.Parameter(moved, requires_grad=False)
+            for key, b in list(m._buffers.items()):
+                if b is not None:
+                    m._buffers[key] = self.move(b, device)
+
+
+@contextlib.contextmanager
+def _no_mode() -> Iterator[None]:
+    """Run without our function mode (used from inside patched methods)."""
+    global _DEPTH
+    _DEPTH += 1
+    try:
+        yield
+    finally:
+        _DEPTH -= 1
+
+
+_DEPTH = 0
+_CURRENT: Optional[Environment] = None
+
+
+def current_environment() -> Environment:
+    if _CURRENT is None:
+        raise RuntimeError("devlint harness: no device environment is active")
+    return _CURRENT
+
+
+class _DeviceMap(TorchFunctionMode):
+    """Maps the CUDA devices user code names onto the plan's targets, for
+    tensors (``.to``, ``.cuda``) and factories (``device=``)."""
+
+    def __init__(self, env: Environment) -> None:
+        super().__init__()
+        self.env = env
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: C901
+        kwargs = dict(kwargs or {})
+        if _DEPTH:
+            return func(*args, **kwargs)
+        env = self.env
+        name = getattr(func, "__name__", "")
+        self_tensor = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name == "cuda" and self_tensor is not None and _is_tensor_method(func):
+            dev = args[1] if len(args) > 1 else kwargs.get("device")
+            target = env.resolve(torch.device("cuda") if dev is None else dev)
+            return torch.Tensor.to(
+                self._fake_if_needed(self_tensor, target), target or torch.device("cpu"),
+                non_blocking=bool(kwargs.get("non_blocking", False)),
+            )
+        if name in ("__getitem__", "__setitem__") and env.is_fake(self_tensor) and self_tensor.device.type == "cuda":
+            return _fake_cuda_indexing(func, name, self_tensor, args[1], args[2:], kwargs)
+        if name == "to" and self_tensor is not None and _is_tensor_method(func):
+            args = list(args)
+            if len(args) > 1 and _is_device_like(args[1]):
+                target = env.resolve(args[1])
+                if target is not None:
+                    args[1] = target
+            elif "device" in kwargs:
+                target = env.resolve(kwargs["device"])
+                if target is not None:
+                    kwargs["device"] = target
+            else:
+                target = None
+            if target is not None:
+                args[0] = self._fake_if_needed(self_tensor, target)
+            return self._call(func, args, kwargs)
+        if "device" in kwargs:
+            target = env.resolve(kwargs["device"])
+            if target is not None:
+                if env.simulated and target.type == "cuda":
+                    kwargs["device"] = torch.device("cpu")
+                    out = func(*args, **kwargs)
+                    return env.move(out, target) if isinstance(out, torch.Tensor) else out
+                kwargs["device"] = target
+        return self._call(func, args, kwargs)
+
+    def _call(self, func, args, kwargs):
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as exc:
+            if not self.env.simulated or "not linked with support for cuda" not in str(exc):
+                raise
+        return _on_cpu_twins(func, args, kwargs)
+
+
+
+    def _fake_if_needed(self, t: torch.Tensor, target: Optional[torch.device]) -> torch.Tensor:
+        env = self.env
+        if env.simulated and target is not None and target.type == "cuda" and not env.is_fake(t):
+            with torch.no_grad():
+                return env.fake_mode.from_tensor(t.detach())  # type: ignore[union-attr]
+        return t
+
+
+def _flat_tensors(obj: Any, out: list) -> list:
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _flat_tensors(v, out)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _flat_tensors(v, out)
+    return out
+
+
+def _map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return fn(obj)
+    if isinstance(obj, tuple) and not hasattr(obj, "_fields"):
+        return tuple(_map_tensors(v, fn) for v in obj)
+    if isinstance(obj, list):
+        return [_map_tensors(v, fn) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _map_tensors(v, fn) for k, v in obj.items()}
+    return obj
+
+
+def _on_cpu_twins(func, args: tuple, kwargs: dict) -> Any:
+    """Run an op whose Python binding wants a CUDA device guard (absent from
+    a CPU-only build) on CPU twins of its fake tensors, after the same device
+    check PyTorch makes: one device, CPU 0-dim tensors allowed beside it."""
+    device = None
+    for t in _flat_tensors((args, kwargs), []):
+        if t.device.type == "cpu" and t.dim() == 0:
+            continue
+        if device is None:
+            device = t.device
+        elif t.device != device:
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, {device} and {t.device}!"
+            )
+    cpu = torch.device("cpu")
+    out = func(*_map_tensors(args, lambda t: t.to(cpu)), **_map_tensors(kwargs, lambda t: t.to(cpu)))
+    if device is None or device.type == "cpu":
+        return out
+    return _map_tensors(out, lambda t: t.to(device))
+
+
+def _fake_cuda_indexing(func, name: str, t: torch.Tensor, index: Any, rest: tuple, kwargs: dict) -> Any:
+    """Indexing a fake CUDA tensor: PyTorch's indexing binding sets a CUDA
+    device guard, which a CPU-only build does not have; index a CPU twin
+    instead, after PyTorch's own check on where index tensors may live."""
+    device = t.device
+    parts = index if isinstance(index, (tuple, list)) else (index,)
+    moved = []
+    for part in parts:
+        if isinstance(part, torch.Tensor):
+            if part.device.type != "cpu" and part.device != device:
+                raise RuntimeError(
+                    f"indices should be either on cpu or on the same device as the indexed tensor ({device})"
+                )
+            part = part.to("cpu")
+        moved.append(part)
+    index = tuple(moved) if isinstance(index, tuple) else (moved if isinstance(index, list) else moved[0])
+    if name == "__setitem__":
+        return None  # fake tensors hold no data to write
+    return func(t.to("cpu"), index, *rest, **kwargs).to(device)
+
+
+def _is_tensor_method(func: Callable) -> bool:
+    return getattr(torch.Tensor, getattr(func, "__name__", ""), None) is func
+
+
+@contextlib.contextmanager
+def environment(env: Environment) -> Iterator[Environment]:
+    """Make user code see the plan's devices for the duration: CUDA queries,
+    device names, module placement and DataParallel."""
+    global _CURRENT
+    saved: List = []
+
+    def patch(owner: Any, name: str, value: Any) -> None:
+        if hasattr(owner, name):
+            saved.append((owner, name, getattr(owner, name)))
+        else:
+            saved.append((owner, name, _MISSING))
+        setattr(owner, name, value)
+
+    visible = env.cuda_visible
+    n = env.plan.count if visible else 0
+    patch(torch.cuda, "is_available", lambda: visible)
+    patch(torch.cuda, "device_count", lambda: n)
+    if env.simulated:
+        patch(torch.cuda, "_lazy_init", lambda: None)
+        patch(torch.cuda, "current_device", lambda: env.current)
+        patch(torch.cuda, "set_device", lambda d: setattr(env, "current", _index(d, env)))
+        patch(torch.cuda, "synchronize", lambda *a, **k: None)
+        patch(torch.cuda, "get_device_name", lambda *a, **k: "simulated CUDA device")
+        original_to = nn.Module.to
+        original_cuda = nn.Module.cuda
+
+        def module_to(self, *args, **kwargs):
+            device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
+            target = env.resolve(device) if device is not None else None
+            if target is None or target.type != "cuda":
+                return original_to(self, *args, **kwargs)
+            if dtype is not None:
+                original_to(self, dtype)
+            env.place_module(self, target)
+            return self
+
+        def module_cuda(self, device=None):
+            target = env.resolve(torch.device("cuda") if device is None else _as_device(device))
+            env.place_module(self, target)  # type: ignore[arg-type]
+            return self
+
+        patch(nn.Module, "to", module_to)
+        patch(nn.Module, "cuda", module_cuda)
+    if env.cuda_visible and not env.plan.real_data_parallel:
+        from torch.nn import parallel as parallel_package
+        from torch.nn.parallel import data_parallel as dp_module
+
+        patch(nn, "DataParallel", EmulatedDataParallel)
+        patch(parallel_package, "DataParallel", EmulatedDataParallel)
+        patch(dp_module, "DataParallel", EmulatedDataParallel)
+    previous = _CURRENT
+    _CURRENT = env
+    mode = _DeviceMap(env)
+    try:
+        with mode, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield env
+    finally:
+        _CURRENT = previous
+        for owner, name, value in reversed(saved):
+            if value is _MISSING:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, value)
+
+
+_MISSING = object()
+
+
+@contextlib.contextmanager
+def running(env: Environment) -> Iterator[None]:
+    """Around user ``forward`` calls: no autograd (autograd on fake CUDA
+    tensors aborts a CPU-only build), and the fake mode on the simulated path."""
+    with torch.no_grad():
+        if env.fake_mode is not None:
+            with env.fake_mode:
+                yield
+        else:
+            yield
+
+
+def _index(value: Any, env: Environment) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    dev = _as_device(value)
+    if dev is None or dev.type != "cuda":
+        raise ValueError(f"expected a CUDA device, got {value!r}")
+    return env.current if dev.index is None else dev.index
+
+
+# --------------------------------------------------------------------------
+# DataParallel on devices the real one cannot use (fake devices, cuda:0 + cpu)
+
+
+def _is_namedtuple(obj: Any) -> bool:
+    return isinstance(obj, tuple) and hasattr(obj, "_asdict") and hasattr(obj, "_fields")
+
+
+def replicate(module: nn.Module, devices: List[torch.device], env: Environment) -> List[nn.Module]:
+    """``torch.nn.parallel.replicate`` with tensor copies made by ``env``
+    (no CUDA broadcast): every module copied with
+    ``_replicate_for_data_parallel``, parameters set as plain attributes,
+    buffers copied per device."""
+    modules = list(module.modules())
+    index = {m: i for i, m in enumerate(modules)}
+    copies: List[List[nn.Module]] = [[_replica_of(m) for m in modules] for _ in devices]
+    for i, m in enumerate(modules):
+        for key, child in m._modules.items():
+            for j in range(len(devices)):
+                if child is None:
+                    copies[j][i]._modules[key] = None
+                else:
+                    setattr(copies[j][i], key, copies[j][index[child]])
+        for key, p in m._parameters.items():
+            for j, dev in enumerate(devices):
+                replica = copies[j][i]
+                if p is None:
+                    replica._parameters[key] = None
+                    continue
+                # replicas hold plain tensors, never Parameters
+                copy = p.detach() if p.device == dev else env.move(p.detach(), dev)
+                setattr(replica, key, copy)
+                replica._former_parameters[key] = copy  # type: ignore[index]
+        for key, b in m._buffers.items():
+            for j, dev in enumerate(devices):
+                replica = copies[j][i]
+                if b is None:
+                    replica._buffers[key] = None
+                else:
+                    setattr(replica, key, b if b.device == dev else env.move(b, dev))
+    return [copies[j][0] for j in range(len(devices))]
+
+
+def _replica_of(m: nn.Module) -> nn.Module:
+    make = getattr(m, "_replicate_for_data_parallel", None)
+    if make is not None:
+        replica = make()
+    else:  # the same steps, for a PyTorch that lacks the method
+        replica = m.__new__(type(m))
+        replica.__dict__ = m.__dict__.copy()
+        replica._parameters = OrderedDict()
+        replica._buffers = replica._buffers.copy()
+        replica._modules = replica._modules.copy()
+        replica._is_replica = True
+    replica._former_parameters = OrderedDict()
+    return replica
+
+
+class EmulatedDataParallel(nn.DataParallel):
+    """``nn.DataParallel`` over the plan's devices when the real one cannot
+    run there. ``forward`` is PyTorch's own (device check included); the
+    hooks it calls are mirrored here."""
+
+    def __init__(self, module: nn.Module, device_ids=None, output_device=None, dim: int = 0) -> None:
+        nn.Module.__init__(self)
+        env = current_environment()
+        self.dim = dim
+        self.module = module
+        if device_ids is None:
+            device_ids = list(range(env.plan.count))
+        self.device_ids = [_index(d, env) for d in device_ids]
+        self.output_device = self.device_ids[0] if output_device is None else _index(output_device, env)
+        self.src_device_obj = env.target(self.device_ids[0])
+        if len(self.device_ids) == 1:
+            self.module.to(self.src_device_obj)
+
+    def _devices(self, ids) -> List[torch.device]:
+        env = current_environment()
+        return [env.target(i) for i in ids]
+
+    def scatter(self, inputs, kwargs, device_ids):
+        env = current_environment()
+        devices = self._devices(device_ids)
+        dim = self.dim
+
+        def scatter_map(obj):
+            if isinstance(obj, torch.Tensor):
+                return tuple(env.move(c, d) for c, d in zip(obj.chunk(len(devices), dim), devices))
+            if _is_namedtuple(obj):
+                return [type(obj)(*args) for args in zip(*map(scatter_map, obj))]
+            if isinstance(obj, tuple) and len(obj) > 0:
+                return list(zip(*map(scatter_map, obj)))
+            if isinstance(obj, list) and len(obj) > 0:
+                return [list(i) for i in zip(*map(scatter_map, obj))]
+            if isinstance(obj, dict) and len(obj) > 0:
+                return [type(obj)(i) for i in zip(*map(scatter_map, obj.items()))]
+            return [obj for _ in devices]
+
+        scattered_inputs = scatter_map(inputs) if inputs else []
+        scattered_kwargs = scatter_map(kwargs) if kwargs else []
+        if len(scattered_inputs) < len(scattered_kwargs):
+            scattered_inputs.extend(() for _ in range(len(scattered_kwargs) - len(scattered_inputs)))
+        elif len(scattered_kwargs) < len(inputs):
+            scattered_kwargs.extend({} for _ in range(len(scattered_inputs) - len(scattered_kwargs)))
+        return tuple(scattered_inputs), tuple(scattered_kwargs)
+
+    def replicate(self, module, device_ids):
+        return replicate(module, self._devices(device_ids), current_environment())
+
+    def parallel_apply(self, replicas, inputs, kwargs):
+        env = current_environment()
+        outputs = []
+        saved = env.current
+        try:
+            for i, (replica, args, kw) in enumerate(zip(replicas, inputs, kwargs)):
+                env.current = self.device_ids[i]
+                if not isinstance(args, (list, tuple)):
+                    args = (args,)
+                try:
+                    outputs.append(replica(*args, **kw))
+                except Exception as exc:
+                    _note_replica(exc, i, self.device_ids[i])
+                    raise
+        finally:
+            env.current = saved
+        return outputs
+
+    def gather(self, outputs, output_device):
+        env = current_environment()
+        target = env.target(_index(output_device, env))
+        dim = self.dim
+        check_cpu = env.simulated
+
+        def gather_map(outs):
+            out = outs[0]
+            if isinstance(out, torch.Tensor):
+                if check_cpu and not all(t.device.type != "cpu" for t in outs):
+                    raise AssertionError("Gather function not implemented for CPU tensors")
+                if all(t.dim() == 0 for t in outs) and dim == 0:
+                    outs = tuple(t.view(1) for t in outs)
+                return torch.cat([env.move(t, target) for t in outs], dim)
+            if out is None:
+                return None
+            if isinstance(out, dict):
+                if not all(len(out) == len(d) for d in outs):
+                    raise ValueError("All dicts must have the same number of keys")
+                return type(out)((k, gather_map([d[k] for d in outs])) for k in out)
+            if _is_namedtuple(out):
+                return type(out)._make(map(gather_map, zip(*outs)))
+            return type(out)(map(gather_map, zip(*outs)))
+
+        try:
+            return gather_map(outputs)
+        except Exception as exc:
+            _note_replica(exc, -1, -1)
+            raise
+
+
+def _note_replica(exc: BaseException, replica: int, device: int) -> None:
+    try:
+        if not hasattr(exc, "_devlint_replica"):
+            where = "gathering the outputs" if replica < 0 else f"replica {replica} on device {device}"
+            exc._devlint_replica = where  # type: ignore[attr-defined]
+    except Exception:
+        pass

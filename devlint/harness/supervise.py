@@ -1,0 +1,293 @@
+"""The parent side of the harness: fix a copy with the engine, run each file's
+cases in a child process (``devlint.harness.worker``) with a time limit per
+case, and collect one result per case. Imports neither torch nor user code."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence
+
+from devlint.engine import fix_source
+
+DEFAULT_TIMEOUT = 120.0
+CONFIRMED, NOT_CONFIRMED, ERROR = "confirmed", "not confirmed", "error"
+
+
+@dataclass
+class FileJob:
+    """One file to verify: its text before and after devlint's fixes."""
+
+    path: str
+    original: str
+    fixed: str
+    rules: List[str] = field(default_factory=list)
+
+
+def job_for_text(path: str, text: str, codes: Optional[Sequence[str]] = None, ignore: Sequence[str] = ()) -> FileJob:
+    """The job for ``verify``: the engine's own fixes, unsafe ones included."""
+    result = fix_source(text, path, codes, unsafe=True, ignore=ignore)
+    fixed = result.fixed_text if result.fixed_text is not None else text
+    return FileJob(path, text, fixed, sorted({d.code for d in result.applied}))
+
+
+def torch_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def verdict(result: dict) -> str:
+    if any(k in result for k in ("case_error", "harness_error", "timeout", "crash", "file_error")):
+        return ERROR
+    if (
+        result.get("original", {}).get("status") == "reproduced"
+        and result.get("fixed", {}).get("status") == "ok"
+        and result.get("equivalence", {}).get("status") in ("equal", "not applicable")
+    ):
+        return CONFIRMED
+    return NOT_CONFIRMED
+
+
+def verify_jobs(
+    jobs: Sequence[FileJob],
+    simulate: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    workers: int = 1,
+) -> List[dict]:
+    """Run every case of every job; one result dict per case, in file order.
+
+    ``workers`` child processes run at once; each runs files one after the
+    other (importing torch once), and is replaced when a case crashes it or
+    overruns ``timeout``."""
+    pending: "queue.Queue[int]" = queue.Queue()
+    for i in range(len(jobs)):
+        pending.put(i)
+    per_file: Dict[int, List[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="devlint-verify-") as tmp:
+
+        def serve(k: int) -> None:
+            child = _Child(os.path.join(tmp, f"worker-{k}"))
+            try:
+                while True:
+                    try:
+                        i = pending.get_nowait()
+                    except queue.Empty:
+                        return
+                    per_file[i] = _supervise(jobs[i], os.path.join(tmp, str(i)), simulate, timeout, child)
+            finally:
+                child.close()
+
+        n = max(1, min(workers, len(jobs)))
+        with ThreadPoolExecutor(max_workers=n) as pool:
+            list(pool.map(serve, range(n)))
+    results = []
+    for i, job in enumerate(jobs):
+        for r in per_file.get(i, []):
+            r["file"] = job.path
+            r["rules"] = job.rules
+            r["verdict"] = verdict(r)
+            results.append(r)
+    return results
+
+
+def _write(folder: str, name: str, text: str) -> str:
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+def _child_env() -> Dict[str, str]:
+    env = dict(os.environ)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _describe_exit(code: Optional[int]) -> str:
+    if code is None:
+        return "killed"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exited with status {code}"
+
+
+def _tail(path: str, lines: int = 6) -> str:
+    try:
+        with open(path, "r", encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return ""
+    kept = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    return "\n".join(kept)
+
+
+def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child: "_Child") -> List[dict]:
+    name = os.path.basename(job.path) or "case.py"
+    original = _write(os.path.join(folder, "original"), name, job.original)
+    fixed = _write(os.path.join(folder, "fixed"), name, job.fixed)
+    payload = {
+        "display": job.path,
+        "fixed_display": f"{job.path} (fixed)",
+        "original": original,
+        "fixed": fixed,
+        "search_path": [os.path.dirname(os.path.abspath(job.path))],
+        "simulate": simulate,
+        "skip": [],
+    }
+    order: Optional[List[dict]] = None
+    done: Dict[str, dict] = {}
+    for _attempt in range(64):
+        outcome = child.run(payload, timeout, done)
+        if outcome.get("cases") is not None and order is None:
+            order = outcome["cases"]
+        if "file_error" in outcome:
+            return [{"case": "-", "file_error": outcome["file_error"]}]
+        current = outcome.get("current")
+        if current is not None:  # the child died or hung inside this case
+            done[current] = {"case": current, outcome["kind"]: outcome["detail"]}
+        payload["skip"] = list(done)
+        if outcome.get("finished") or (order is not None and all(m["name"] in done for m in order)):
+            break
+        if current is None and outcome.get("kind"):  # died before reaching a case
+            return [{"case": "-", "file_error": outcome["detail"]}]
+    rows = []
+    for meta in order or []:
+        r = done.get(meta["name"], {"case": meta["name"], "harness_error": "no result"})
+        r.setdefault("placement", meta.get("placement", "-"))
+        r.setdefault("devices", meta.get("devices", "-"))
+        rows.append(r)
+    return rows
+
+
+class _Child:
+    """A worker process that runs one file's cases per request."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.proc: Optional[subprocess.Popen] = None
+        self.lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
+        self.starts = 0
+        os.makedirs(folder, exist_ok=True)
+
+    @property
+    def stderr_path(self) -> str:
+        return os.path.join(self.folder, f"stderr-{self.starts}.txt")
+
+    def _start(self) -> None:
+        self.starts += 1
+        with open(self.stderr_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "devlint.harness.worker"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=_child_env(),
+                start_new_session=True,
+            )
+        self.lines = queue.Queue()
+        proc, lines = self.proc, self.lines
+
+        def read() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, daemon=True).start()
+
+    def run(self, payload: dict, timeout: float, done: Dict[str, dict]) -> dict:
+        """Send one file; read its events until the file is done, the child
+        dies or a case overruns. A dead or stopped child is replaced next time."""
+        fresh = self.proc is None or self.proc.poll() is not None
+        if fresh:
+            self._start()
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None
+        out: dict = {}
+        try:
+            proc.stdin.write((json.dumps(payload) + "\n").encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        current: Optional[str] = None
+        # importing torch in a fresh child counts towards the first case
+        deadline = time.monotonic() + timeout + (60 if fresh else 0)
+        while True:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                _kill(proc)
+                self.proc = None
+                out.update(current=current, kind="timeout", detail=f"no result after {timeout:g}s; the case was stopped")
+                return out
+            if line is None:
+                code = proc.wait()
+                tail = _tail(self.stderr_path)
+                detail = f"the child process {_describe_exit(code)}" + (f":\n{tail}" if tail else "")
+                out.update(current=current, kind="crash", detail=detail)
+                return out
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            kind = event.get("event")
+            if kind == "cases":
+                out["cases"] = event["cases"]
+            elif kind == "start":
+                current = event["case"]
+                deadline = time.monotonic() + timeout
+            elif kind == "result":
+                done[event["case"]] = event["result"]
+                current = None
+                deadline = time.monotonic() + timeout
+            elif kind == "file_error":
+                out["file_error"] = event.get("message", "cannot read the cases")
+            elif kind == "done":
+                out["finished"] = True
+                return out
+
+    def close(self) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                if proc.stdin:
+                    proc.stdin.close()
+                proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        if proc.poll() is None:
+            _kill(proc)
+        self.proc = None
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (OSError, AttributeError):
+        try:
+            proc.kill()
+        except OSError:
+            pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass

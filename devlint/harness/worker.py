@@ -1,0 +1,562 @@
+"""The harness's child process: runs the cases of one file and writes one JSON
+line per event to the parent (``devlint.harness.supervise``).
+
+It imports torch and executes user code; the parent never does either. User
+output is sent to stderr so that stdout carries only the protocol.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import os
+import sys
+import tempfile
+import traceback
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from devlint.harness.cases import CaseError, check_case
+
+_counter = itertools.count()
+
+
+def _load(path: str) -> Any:
+    name = f"_devlint_case_module_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise CaseError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cases(module: Any) -> List[dict]:
+    fn = getattr(module, "devlint_cases", None)
+    if not callable(fn):
+        raise CaseError("the file defines no devlint_cases() function")
+    cases = fn()
+    if not isinstance(cases, (list, tuple)):
+        raise CaseError("devlint_cases() must return a list of dicts")
+    return list(cases)
+
+
+def _case(module: Any, name: str) -> dict:
+    for c in _cases(module):
+        if isinstance(c, dict) and c.get("name") == name:
+            return c
+    raise CaseError(f"case {name!r} is not returned by devlint_cases() in this version of the file")
+
+
+# --------------------------------------------------------------------------
+# describing failures and outputs
+
+
+_SIMULATION_LIMITS = {
+    "DataDependentOutputException": "the code reads tensor values (e.g. .item(), data-dependent control flow), which fake tensors do not have",
+    "DynamicOutputShapeException": "an output shape depends on tensor values, which fake tensors do not have",
+    "UnsupportedOperatorException": "an operator has no fake-tensor implementation",
+    "UnsupportedFakeTensorException": "an operation is not supported on fake tensors",
+}
+
+
+class Failure(Exception):
+    def __init__(self, info: dict) -> None:
+        super().__init__(info.get("message", ""))
+        self.info = info
+
+
+def _public_type(exc: BaseException) -> str:
+    """The type real PyTorch raises: fake-tensor errors subclass RuntimeError."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins" or not cls.__module__.startswith("torch._subclasses"):
+            return cls.__name__
+    return type(exc).__name__
+
+
+def _core_message(exc: BaseException) -> str:
+    msg = str(exc).strip()
+    if msg.startswith("Caught ") and "Original Traceback" in msg:
+        # the real DataParallel wraps a replica's error; keep the original line
+        last = [ln for ln in msg.splitlines() if ln.strip()][-1]
+        msg = last.split(": ", 1)[1] if ": " in last else last
+    return msg or "(no message)"
+
+
+def _describe(exc: BaseException, phase: str, files: Dict[str, str]) -> dict:
+    raised = type(exc).__name__
+    info = {
+        "type": _public_type(exc),
+        "raised": f"{type(exc).__module__}.{raised}",
+        "message": _core_message(exc),
+        "phase": phase,
+    }
+    where = getattr(exc, "_devlint_replica", None)
+    if where is None and str(exc).startswith("Caught "):
+        first = str(exc).splitlines()[0]
+        where = first[len("Caught "):].split(" in ", 1)[-1].rstrip(".")
+    if where:
+        info["replica"] = where
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename in files:
+            info["line"] = f"{files[frame.filename]}:{frame.lineno}"
+            info["code"] = (frame.line or "").strip()
+            break
+    if raised in _SIMULATION_LIMITS:
+        info["simulation_limit"] = _SIMULATION_LIMITS[raised]
+    elif "not linked with support for cuda" in info["message"] or "not compiled with CUDA" in info["message"]:
+        info["simulation_limit"] = "the code reaches a CUDA-only path the simulation cannot follow"
+    return info
+
+
+def _tensors(obj: Any, torch: Any, out: Optional[list] = None) -> list:
+    out = [] if out is None else out
+    if isinstance(obj, torch.Tensor):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _tensors(v, torch, out)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            _tensors(v, torch, out)
+    elif isinstance(obj, torch.nn.Module):
+        _tensors(list(obj.state_dict().values()), torch, out)
+    return out
+
+
+def _summary(tensors: list) -> List[dict]:
+    return [{"shape": list(t.shape), "device": str(t.device), "dtype": str(t.dtype).replace("torch.", "")} for t in tensors]
+
+
+def _call_args(inputs: Any) -> Tuple[tuple, dict]:
+    if isinstance(inputs, dict):
+        return (), inputs
+    if isinstance(inputs, tuple):
+        return inputs, {}
+    return (inputs,), {}
+
+
+# --------------------------------------------------------------------------
+# the three steps
+
+
+class Step:
+    """One run of one version of the file; records the phase it is in."""
+
+    def __init__(self, path: str, display: str) -> None:
+        self.path = path
+        self.files = {path: display}
+        self.phase = "importing the file"
+
+    def fail(self, exc: BaseException) -> Failure:
+        return Failure(_describe(exc, self.phase, self.files))
+
+
+def _run_under_placement(path: str, display: str, name: str, plan: Any, cuda_visible: bool = True) -> dict:
+    """Step 1/2: build the case and run it under its placement. Returns the
+    output summary and the expected devices; raises Failure."""
+    import torch
+
+    from devlint.harness import env as E
+
+    step = Step(path, display)
+    environment = E.Environment(plan, cuda_visible=cuda_visible)
+    try:
+        with E.environment(environment):
+            module = _load(path)
+            step.phase = "reading the case"
+            case = check_case(_case(module, name))
+            if case["placement"] == "checkpoint":
+                return _run_checkpoint(case, step, torch)
+            torch.manual_seed(case["seed"])
+            step.phase = "building the model"
+            model = case["model"]()
+            step.phase = "building the inputs"
+            args, kwargs = _call_args(case["inputs"]())
+            if case["placement"] == "data_parallel":
+                step.phase = "placing the model"
+                if case["model_device"] is not None:
+                    model.to(case["model_device"])
+                wrapper = torch.nn.DataParallel(model, device_ids=list(range(plan.count)))
+                run: Callable[[], Any] = lambda: wrapper(*args, **kwargs)  # noqa: E731
+                expected = [str(environment.target(0))]
+            else:
+                step.phase = "placing the inputs"
+                target = _input_device(case, model, environment, torch)
+                if target is not None:
+                    args, kwargs = _move(args, target, environment, torch), _move(kwargs, target, environment, torch)
+                run = lambda: model(*args, **kwargs)  # noqa: E731
+                expected = None
+                if case["output_device"] is not None:
+                    dev = environment.resolve(case["output_device"]) or torch.device(case["output_device"])
+                    expected = [str(dev)]
+            step.phase = "forward"
+            with E.running(environment):
+                out = run()
+            if expected is None:
+                expected = sorted({str(t.device) for t in itertools.chain(model.parameters(), model.buffers())})
+            return {"outputs": _summary(_tensors(out, torch)), "expected_devices": expected}
+    except (Failure, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # user code: anything may come out, sys.exit() included
+        raise step.fail(exc) from None
+
+
+def _input_device(case: dict, model: Any, environment: Any, torch: Any) -> Any:
+    wanted = case["input_device"]
+    if wanted == "first_parameter":
+        for t in itertools.chain(model.parameters(), model.buffers()):
+            return t.device
+        return None
+    if wanted is None:
+        return None
+    return environment.resolve(wanted) or torch.device(wanted)
+
+
+def _move(obj: Any, device: Any, environment: Any, torch: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return environment.move(obj, device)
+    if isinstance(obj, tuple):
+        return tuple(_move(v, device, environment, torch) for v in obj)
+    if isinstance(obj, list):
+        return [_move(v, device, environment, torch) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _move(v, device, environment, torch) for k, v in obj.items()}
+    return obj
+
+
+_TAGGING = {"on": False}
+
+
+def _save_as_if_from_cuda(obj: Any, path: str, torch: Any) -> None:
+    """``torch.save`` with every storage tagged ``cuda:0``: the checkpoint a
+    GPU run writes, produced without a GPU."""
+    import torch.serialization as ser
+
+    if not getattr(ser, "_devlint_tagger", False):
+        ser.register_package(0, lambda s: "cuda:0" if _TAGGING["on"] else None, lambda s, loc: None)
+        ser._devlint_tagger = True  # type: ignore[attr-defined]
+    _TAGGING["on"] = True
+    try:
+        torch.save(obj, path)
+    finally:
+        _TAGGING["on"] = False
+
+
+def _run_checkpoint(case: dict, step: Step, torch: Any) -> dict:
+    torch.manual_seed(case["seed"])
+    step.phase = "building the checkpoint"
+    state = case["state"]()
+    with tempfile.TemporaryDirectory(prefix="devlint-ckpt-") as tmp:
+        path = os.path.join(tmp, "checkpoint.pt")
+        _save_as_if_from_cuda(state, path, torch)
+        step.phase = "loading the checkpoint"
+        result = case["load"](path)
+    tensors = _tensors(result, torch)
+    saved = _tensors(state, torch)
+    return {
+        "outputs": _summary(tensors),
+        "expected_devices": ["cpu"],
+        "_values": (saved, tensors),
+    }
+
+
+def _equivalence(orig: str, fixed: str, display: str, name: str) -> dict:
+    """Step 3: original and fixed on the CPU, same seed, same weights."""
+    import torch
+
+    from devlint.harness import env as E
+
+    environment = E.Environment(E.CPU_PLAN, cuda_visible=False)
+    which = "original"
+    step = Step(orig, display)
+    try:
+        with E.environment(environment):
+            mods = {"original": _load(orig)}
+            step.phase = "importing the fixed file"
+            mods["fixed"] = _load(fixed)
+            cases = {k: check_case(_case(m, name)) for k, m in mods.items()}
+            case = cases["original"]
+            seed = case["seed"]
+            models: Dict[str, Any] = {}
+            outputs: Dict[str, Any] = {}
+            errors: Dict[str, dict] = {}
+            reference: Optional[list] = None
+            note = ""
+            for which in ("original", "fixed"):
+                step = Step(orig if which == "original" else fixed, display)
+                try:
+                    torch.manual_seed(seed)
+                    step.phase = "building the model"
+                    models[which] = cases[which]["model"]()
+                    if which == "fixed" and "original" in models:
+                        step.phase = "loading the original's state_dict"
+                        note = _load_state(models["original"], models["fixed"], torch)
+                    torch.manual_seed(seed)
+                    step.phase = "building the inputs"
+                    args, kwargs = _call_args(case["inputs"]())
+                    step.phase = "forward"
+                    with torch.no_grad():
+                        torch.manual_seed(seed)
+                        outputs[which] = _tensors(models[which](*args, **kwargs), torch)
+                        if which == "fixed":
+                            step.phase = "forward on the batch's DataParallel chunks"
+                            reference = _reference_shapes(models[which], args, kwargs, case, outputs[which], torch)
+                except Exception as exc:
+                    errors[which] = step.fail(exc).info
+    except Failure as f:
+        return {"status": "error", "detail": f"{which}: {f.info['type']}: {f.info['message']}", "error": f.info}
+    except Exception as exc:
+        info = step.fail(exc).info
+        return {"status": "error", "detail": f"{info['type']}: {info['message']}", "error": info}
+    if "fixed" in errors:
+        e = errors["fixed"]
+        return {"status": "error", "detail": f"the fixed code fails on the CPU ({e['phase']}): {e['type']}: {e['message']}", "error": e}
+    if "original" in errors:
+        e = errors["original"]
+        return {
+            "status": "not applicable",
+            "detail": f"the original fails on one device too ({e['type']}: {e['message']}); the fixed code runs",
+            "error": e,
+            "_reference": reference,
+        }
+    out = _compare(outputs["original"], outputs["fixed"], note, torch)
+    out["_reference"] = reference
+    return out
+
+
+def _chunks(obj: Any, n: int, torch: Any) -> list:
+    """The per-replica pieces of ``obj``, split as DataParallel's scatter splits."""
+    if isinstance(obj, torch.Tensor):
+        return list(obj.chunk(n, 0))
+    if isinstance(obj, tuple) and hasattr(obj, "_fields") and len(obj) > 0:
+        return [type(obj)(*a) for a in zip(*(_chunks(v, n, torch) for v in obj))]
+    if isinstance(obj, tuple) and len(obj) > 0:
+        return list(zip(*(_chunks(v, n, torch) for v in obj)))
+    if isinstance(obj, list) and len(obj) > 0:
+        return [list(i) for i in zip(*(_chunks(v, n, torch) for v in obj))]
+    if isinstance(obj, dict) and len(obj) > 0:
+        return [type(obj)(i) for i in zip(*(_chunks(v, n, torch) for v in obj.items()))]
+    return [obj for _ in range(n)]
+
+
+def _reference_shapes(model: Any, args: tuple, kwargs: dict, case: dict, whole: list, torch: Any) -> list:
+    """The shapes the fixed code must produce under the placement: on one
+    device for as_written; for data_parallel, each replica's outputs
+    concatenated along dim 0 (0-dim outputs become a vector), as gather does."""
+    if case["placement"] != "data_parallel":
+        return _summary(whole)
+    n = case["devices"]
+    pieces = _chunks(args, n, torch) if args else []
+    kw_pieces = _chunks(kwargs, n, torch) if kwargs else []
+    count = max(len(pieces), len(kw_pieces))
+    pieces = list(pieces) + [() for _ in range(count - len(pieces))]
+    kw_pieces = list(kw_pieces) + [{} for _ in range(count - len(kw_pieces))]
+    per_replica = [_tensors(model(*a, **k), torch) for a, k in zip(pieces, kw_pieces)]
+    shapes = []
+    for outs in zip(*per_replica):
+        if all(t.dim() == 0 for t in outs):
+            shape = [len(outs)]
+        else:
+            shape = [sum(t.shape[0] for t in outs)] + list(outs[0].shape[1:])
+        shapes.append({"shape": shape, "device": "cpu", "dtype": str(outs[0].dtype).replace("torch.", "")})
+    return shapes
+
+
+def _load_state(original: Any, fixed: Any, torch: Any) -> str:
+    state = original.state_dict()
+    try:
+        fixed.load_state_dict(state)
+        return ""
+    except RuntimeError:
+        mine = fixed.state_dict()
+        if len(mine) != len(state) or any(a.shape != b.shape for a, b in zip(mine.values(), state.values())):
+            raise
+        fixed.load_state_dict(dict(zip(mine.keys(), state.values())))
+        return "state_dict keys renamed by the fix; weights loaded by position"
+
+
+def _compare(a: list, b: list, note: str, torch: Any) -> dict:
+    if not a:
+        return {"status": "error", "detail": "the model returned no tensors to compare"}
+    if len(a) != len(b):
+        return {"status": "differs", "detail": f"{len(a)} output tensors vs {len(b)}"}
+    close = False
+    worst = 0.0
+    for x, y in zip(a, b):
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return {"status": "differs", "detail": f"output {list(x.shape)} {x.dtype} vs {list(y.shape)} {y.dtype}"}
+        if torch.equal(x, y):
+            continue
+        if x.is_floating_point() and torch.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True):
+            close = True
+            worst = max(worst, float((x - y).abs().max()))
+            continue
+        diff = float((x.double() - y.double()).abs().max()) if x.is_floating_point() else float("nan")
+        return {"status": "differs", "detail": f"outputs differ (max abs diff {diff:.3g})"}
+    detail = f"{len(a)} output tensor{'s' if len(a) != 1 else ''} " + ("within 1e-5" if close else "bitwise equal")
+    if close:
+        detail += f" (max abs diff {worst:.3g})"
+    if note:
+        detail += f"; {note}"
+    return {"status": "equal", "detail": detail}
+
+
+def _checkpoint_equivalence(values: Any, torch: Any) -> dict:
+    saved, loaded = values
+    out = _compare(saved, loaded, "", torch)
+    if out["status"] == "equal":
+        out["detail"] = "loaded tensors equal the saved ones: " + out["detail"]
+    return out
+
+
+# --------------------------------------------------------------------------
+
+
+def _shape_check(placed: dict, reference: Optional[list], placement: str, n: int) -> Optional[str]:
+    outs = placed["outputs"]
+    if not outs:
+        return "the model returned no tensors"
+    expected = set(placed["expected_devices"])
+    for o in outs:
+        if o["device"] not in expected:
+            return f"an output is on {o['device']}, expected {' or '.join(sorted(expected))}"
+    if reference is not None:
+        if len(reference) != len(outs):
+            return f"{len(outs)} output tensors, {len(reference)} on one device"
+        for o, r in zip(outs, reference):
+            if o["shape"] != r["shape"]:
+                return f"an output has shape {tuple(o['shape'])}, expected {tuple(r['shape'])}"
+    return None
+
+
+def run_case(job: dict, name: str, meta: dict) -> dict:
+    from devlint.harness import env as E
+
+    simulate = bool(job.get("simulate"))
+    placement = meta["placement"]
+    if placement == "checkpoint":
+        plan = E.CPU_PLAN
+        label = "cpu-only (checkpoint saved from cuda:0)"
+    else:
+        plan = E.make_plan(meta["devices"], simulate)
+        label = plan.label
+    result: Dict[str, Any] = {"case": name, "placement": placement, "devices": meta["devices"], "device_path": label}
+    try:
+        _run_under_placement(job["original"], job["display"], name, plan, placement != "checkpoint")
+        result["original"] = {"status": "not reproduced", "detail": "ran without error under the placement"}
+    except Failure as f:
+        if "simulation_limit" in f.info:
+            result["original"] = {"status": "cannot simulate", "detail": f.info["simulation_limit"], "error": f.info}
+        else:
+            result["original"] = {"status": "reproduced", "error": f.info}
+    fixed_run: Optional[dict] = None
+    try:
+        fixed_run = _run_under_placement(job["fixed"], job["fixed_display"], name, plan, placement != "checkpoint")
+    except Failure as f:
+        status = "cannot simulate" if "simulation_limit" in f.info else "failed"
+        result["fixed"] = {"status": status, "error": f.info}
+    if placement == "checkpoint":
+        import torch
+
+        equivalence = (
+            _checkpoint_equivalence(fixed_run.pop("_values"), torch)
+            if fixed_run
+            else {"status": "not run", "detail": "the fixed code did not load the checkpoint"}
+        )
+        reference = fixed_run["outputs"] if fixed_run else None
+    else:
+        equivalence = _equivalence(job["original"], job["fixed"], job["display"], name)
+        reference = equivalence.pop("_reference", None)
+    if fixed_run is not None:
+        problem = _shape_check(fixed_run, reference if placement != "checkpoint" else None, placement, plan.count)
+        result["fixed"] = {"status": "ok" if problem is None else "wrong output", "outputs": fixed_run["outputs"]}
+        if problem:
+            result["fixed"]["detail"] = problem
+    result["equivalence"] = equivalence
+    return result
+
+
+def run_file(job: dict, emit: Callable[[dict], None]) -> None:
+    """Run one file's cases, emitting ``cases``, ``start`` and ``result``
+    events (or ``file_error``)."""
+    from devlint.harness import env as E
+
+    for folder in reversed(job.get("search_path", [])):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    try:
+        with E.environment(E.Environment(E.CPU_PLAN, cuda_visible=False)):
+            module = _load(job["original"])
+            raw = _cases(module)
+    except Exception as exc:
+        info = _describe(exc, "listing the cases", {job["original"]: job["display"]})
+        emit({"event": "file_error", "message": f"{info['type']}: {info['message']}", "error": info})
+        return
+    metas = []
+    for i, c in enumerate(raw):
+        try:
+            case = check_case(c)
+            metas.append({"name": case["name"], "placement": case["placement"], "devices": case["devices"]})
+        except CaseError as exc:
+            label = c.get("name") if isinstance(c, dict) and isinstance(c.get("name"), str) else f"#{i + 1}"
+            metas.append({"name": label, "error": str(exc)})
+    names = [m["name"] for m in metas]
+    if len(set(names)) != len(names):
+        emit({"event": "file_error", "message": "case names must be unique within a file"})
+        return
+    emit({"event": "cases", "cases": metas})
+    skip = set(job.get("skip", []))
+    for meta in metas:
+        if meta["name"] in skip:
+            continue
+        emit({"event": "start", "case": meta["name"]})
+        if "error" in meta:
+            emit({"event": "result", "case": meta["name"], "result": {"case": meta["name"], "case_error": meta["error"]}})
+            continue
+        try:
+            result = run_case(job, meta["name"], meta)
+        except Exception as exc:  # a harness bug: report it for this case, go on
+            result = {"case": meta["name"], "harness_error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        emit({"event": "result", "case": meta["name"], "result": result})
+
+
+def main() -> int:
+    """Read one JSON job per line on stdin until EOF; answer on stdout."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    stdin = sys.stdin
+    sys.stdin = open(os.devnull)  # user code must not eat the jobs
+
+    def emit(event: dict) -> None:
+        proto.write(json.dumps(event) + "\n")
+        proto.flush()
+
+    torch_error = None
+    warnings.filterwarnings("ignore", message=".*NumPy.*")
+    try:
+        import torch  # noqa: F401
+
+        try:  # paid once per child, not inside the first case's time
+            import torch._subclasses.fake_tensor  # noqa: F401
+        except Exception:
+            pass
+    except Exception as exc:
+        torch_error = f"cannot import torch: {exc}"
+    for line in stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        if torch_error:
+            emit({"event": "file_error", "message": torch_error})
+        else:
+            run_file(job, emit)
+        emit({"event": "done"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,522 @@
+"""DL002 captured-device
+
+## What it does
+Flags tensors placed, inside `forward` of an `nn.Module` (or a method it
+calls), on a device fixed outside the replica: `self.device` assigned in
+`__init__` from an argument or a `torch.device(...)`, a module-level device
+variable, a `"cuda"` / `"cuda:0"` / `torch.device("cuda:0")` literal, or
+`.cuda()` with or without an index; as `.to(<device>)`, `.cuda(...)` or
+`device=<device>` in a call.
+
+## Why is this bad?
+`nn.DataParallel` copies the module onto every GPU and runs each copy on its
+own slice of the batch, but a device captured at construction (or written as a
+literal) still names the first GPU, so the replica on `cuda:1` mixes its
+weights with a tensor on `cuda:0`:
+
+```
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!
+```
+
+The same code breaks under DistributedDataParallel on every rank but 0 when
+the device was fixed before the rank was known, in model-parallel code when
+the block runs on another GPU than `.cuda()`'s current device, and on a CPU-only
+machine, where `.cuda()` raises `AssertionError: Torch not compiled with CUDA enabled`.
+
+## Example
+```python
+class Encoder(nn.Module):
+    def __init__(self, vocab, hidden, device):
+        super().__init__()
+        self.device = device
+        self.tok = nn.Embedding(vocab, hidden)
+
+    def forward(self, src):
+        pos = torch.arange(src.shape[1], device=self.device)
+        return self.tok(src) + pos[:, None]
+```
+
+## Use instead
+```python
+class Encoder(nn.Module):
+    def __init__(self, vocab, hidden, device):
+        super().__init__()
+        self.device = device
+        self.tok = nn.Embedding(vocab, hidden)
+
+    def forward(self, src):
+        pos = torch.arange(src.shape[1], device=src.device)
+        return self.tok(src) + pos[:, None]
+```
+
+The device comes from a tensor the method already has (a tensor argument such
+as `src`) or, when the tensor being moved is that argument itself or there is
+none, from a parameter or buffer the module holds
+(`self.tok.weight.device`); `.cuda()` becomes `.to(<that>.device)`. Never
+`next(self.parameters())`: inside DataParallel replicas `parameters()` is
+empty (PyTorch >= 1.5).
+
+Not flagged: `self.device` used only in `__init__`; a `device` passed as an
+argument of `forward` or computed in it (`device = x.device`); a `device`
+property that reads a parameter's device; `.to("cpu")` / `.cpu()` (moving
+results off the GPU on purpose); modules that pin their own submodules to
+devices (model-parallel code: DL004 and DL008 cover it).
+
+## Fix safety
+Safe: on one device the new expression names the same device as before, and
+under DataParallel or DistributedDataParallel it names the replica's own one.
+When no tensor or held parameter is in reach the finding has no fix.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Optional, Set, Tuple
+
+import libcst as cst
+
+from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import (
+    dotted_name,
+    is_cuda_string,
+    keyword_arg,
+    positional_args,
+    self_attribute,
+    string_value,
+)
+
+
+class CapturedDevice(Rule):
+    code = "DL002"
+    name = "captured-device"
+    message = "{what} is not this replica's device: under DataParallel/DDP a replica on another GPU puts this tensor on the wrong device"
+    fix_safety = "safe"
+    tokens = ("cuda", "device")
+
+    VALID = [
+        Valid(
+            """
+import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.device = device
+        self.tok = nn.Embedding(10, 4).to(self.device)
+
+    def forward(self, src, device):
+        pos = torch.arange(src.shape[1], device=device)
+        mask = torch.ones(3, device=src.device).cpu()
+        return self.tok(src) + pos[:, None] + mask.to("cpu").sum()
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    @property
+    def device(self):
+        return self.fc.weight.device
+
+    def forward(self, x):
+        device = x.device
+        return self.fc(x) + torch.zeros(4, device=device) + torch.ones(4, device=self.device)
+
+def evaluate(model, batch):
+    return model(batch.to(device))
+"""
+        ),
+        Valid(
+            """
+import torch
+import torch.nn as nn
+
+class TwoGPU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4).to("cuda:0")
+        self.b = nn.Linear(4, 4).to("cuda:1")
+
+    def forward(self, x):
+        return self.b(self.a(x.to("cuda:0")).to("cuda:1"))
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, hidden, device):
+        super().__init__()
+        self.device = device
+        self.tok = nn.Embedding(vocab, hidden)
+
+    def forward(self, src):
+        pos = torch.arange(src.shape[1], device=self.device)
+        return self.tok(src) + pos[:, None]
+""",
+            """
+import torch
+import torch.nn as nn
+
+class Encoder(nn.Module):
+    def __init__(self, vocab, hidden, device):
+        super().__init__()
+        self.device = device
+        self.tok = nn.Embedding(vocab, hidden)
+
+    def forward(self, src):
+        pos = torch.arange(src.shape[1], device=src.device)
+        return self.tok(src) + pos[:, None]
+""",
+        ),
+        Invalid(
+            """
+import torch as T
+from torch import nn
+
+DEVICE = T.device("cuda:0")
+
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(8, 16)
+        self.out = nn.Linear(16, 2)
+
+    def forward(self, x):
+        x = x.to(DEVICE)
+        h = self.init_hidden(x.size(0))
+        return self.out(self.cell(x, h)), T.ones(2).cuda()
+
+    def init_hidden(self, batch):
+        return T.zeros(batch, 16, device="cuda")
+""",
+            """
+import torch as T
+from torch import nn
+
+DEVICE = T.device("cuda:0")
+
+class RNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = nn.GRUCell(8, 16)
+        self.out = nn.Linear(16, 2)
+
+    def forward(self, x):
+        x = x.to(self.out.weight.device)
+        h = self.init_hidden(x.size(0))
+        return self.out(self.cell(x, h)), T.ones(2).to(x.device)
+
+    def init_hidden(self, batch):
+        return T.zeros(batch, 16, device=self.out.weight.device)
+""",
+            count=3,
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class YoloHead(nn.Module):
+    def __init__(self, anchors):
+        super().__init__()
+        self.anchors = anchors
+        self.conv = nn.Conv2d(16, 3 * 6, 1)
+
+    def forward(self, feats):
+        out = self.conv(feats)
+        h, w = out.shape[-2:]
+        gy, gx = torch.meshgrid(torch.arange(h, device="cuda:0"), torch.arange(w, device="cuda:0"), indexing="ij")
+        anchors = torch.tensor(self.anchors).cuda(0)
+        scale = torch.ones(2, device=torch.device("cuda", 0))
+        return out, torch.stack([gx, gy], -1), anchors * scale
+""",
+            """
+import torch
+import torch.nn as nn
+
+class YoloHead(nn.Module):
+    def __init__(self, anchors):
+        super().__init__()
+        self.anchors = anchors
+        self.conv = nn.Conv2d(16, 3 * 6, 1)
+
+    def forward(self, feats):
+        out = self.conv(feats)
+        h, w = out.shape[-2:]
+        gy, gx = torch.meshgrid(torch.arange(h, device=feats.device), torch.arange(w, device=feats.device), indexing="ij")
+        anchors = torch.tensor(self.anchors).to(feats.device)
+        scale = torch.ones(2, device=feats.device)
+        return out, torch.stack([gx, gy], -1), anchors * scale
+""",
+            count=4,
+        ),
+    ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # a move or a device= argument in a method that may run from forward
+        return any(c.attr in ("to", "cuda") or "device" in c.keywords for c in scan.calls_in_forward())
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        self._bound: Dict[int, Set[str]] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.context
+        if not ctx.in_forward:
+            return
+        cls = ctx.current_class
+        if cls is None or cls.pinned_devices():
+            return  # model-parallel code places tensors on purpose
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+            if self._is_module(func.value) or self.facts.qualify(func.value) == "torch":
+                return
+            self._report_cuda(node, func)
+            return
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and not self._is_module(func.value):
+            args = positional_args(node)
+            dev_arg = keyword_arg(node, "device") or (args[0] if args else None)
+            if dev_arg is not None:
+                self._check(dev_arg.value, receiver=func.value)
+            return
+        dev_arg = keyword_arg(node, "device")
+        if dev_arg is not None:
+            self._check(dev_arg.value, receiver=None)
+
+    # -- what is captured --------------------------------------------------
+    def _captured(self, node: cst.BaseExpression) -> Optional[Tuple[str, bool]]:
+        """(description, names the current CUDA device rather than a fixed
+        index) for a captured device expression, or None."""
+        method = self._method()
+        s = string_value(node)
+        if s is not None:
+            if not is_cuda_string(s):
+                return None
+            return f"the literal `{_code(node)}` in `{method}`", s == "cuda"
+        if isinstance(node, cst.Integer):
+            return f"the device index `{node.value}` in `{method}`", False
+        if isinstance(node, cst.Call) and self.facts.qualify(node.func) == "torch.device":
+            args = positional_args(node)
+            if not args:
+                return None
+            inner = string_value(args[0].value)
+            if is_cuda_string(inner):
+                return f"`{_code(node)}` in `{method}`", inner == "cuda" and len(args) == 1
+            found = self._captured(args[0].value)
+            return (f"`{_code(node)}` in `{method}`", found[1]) if found else None
+        if isinstance(node, cst.Name):
+            value = self.facts.module_devices.get(node.value)
+            if value is not None and node.value not in self._bound_names():
+                return f"`{node.value}`, a module-level device fixed at import,", _current_only(value)
+            return None
+        cls = self.context.current_class
+        attr = self_attribute(node, self.context.self_name)
+        if attr is not None and cls is not None and attr not in cls.methods:
+            facts = self.facts.class_attribute(cls.name, attr)
+            if facts is not None and facts.kind == "device":
+                return f"`{_code(node)}`, fixed in `{facts.method}`,", _current_only(facts.value)
+        return None
+
+    def _message(self, what: str, current: bool) -> str:
+        if current:
+            return (
+                f"{what} means the current CUDA device, not the device of this module's weights "
+                "(wrong under model parallelism, DDP without `set_device`, and on CPU)"
+            )
+        return self.message.format(what=what)
+
+    def _check(self, dev: cst.BaseExpression, receiver: Optional[cst.BaseExpression]) -> None:
+        found = self._captured(dev)
+        if found is None:
+            return
+        message = self._message(*found)
+        anchor, why = self._anchor(receiver)
+        if anchor is None:
+            self.report(dev, message, no_fix_reason=why)
+            return
+        self.report(dev, message, fix=self.replace(dev, cst.parse_expression(anchor), f"use `{anchor}`"))
+
+    def _report_cuda(self, node: cst.Call, func: cst.Attribute) -> None:
+        index = keyword_arg(node, "device") or next(iter(positional_args(node)), None)
+        if index is None:
+            message = self._message(f"`.cuda()` in `{self._method()}`", True)
+        elif self._captured(index.value) is not None:
+            message = self._message(f"`.cuda({_code(index.value)})` in `{self._method()}`", False)
+        else:
+            return  # .cuda(x.device.index): taken from a tensor
+        anchor, why = self._anchor(func.value)
+        if anchor is None:
+            self.report(node, message, no_fix_reason=why)
+            return
+        # keep non_blocking= & co; drop the device index
+        rest = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+        args = [cst.Arg(cst.parse_expression(anchor))]
+        if rest:
+            args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            last = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            args += rest[:-1] + [last]
+        new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
+        self.report(node, message, fix=self.replace(node, new, f"`.to({anchor})`"))
+
+    # -- the replacement device ----------------------------------------------
+    def _anchor(self, receiver: Optional[cst.BaseExpression]) -> Tuple[Optional[str], str]:
+        """DL001's anchor, unless the tensor being moved is that anchor itself
+        (``x.to(self.device)`` -> ``x.to(x.device)`` would do nothing): then a
+        tensor the module holds."""
+        ctx = self.context
+        anchor, why = ctx.device_anchor()
+        root = _root_name(receiver) if receiver is not None else None
+        if anchor is not None and (root is None or anchor.split(".", 1)[0] != root):
+            return anchor, why
+        cls = ctx.current_class
+        if cls is not None and cls.anchor_tensor:
+            return f"{ctx.self_name}.{cls.anchor_tensor}.device", ""
+        fn = ctx.current_method_facts
+        if fn is not None:
+            for p in fn.tensor_params:
+                if p != root:
+                    return f"{p}.device", ""
+        return None, why or "no other tensor or held parameter to take the device from"
+
+    # -- helpers -------------------------------------------------------------
+    def _is_module(self, node: cst.BaseExpression) -> bool:
+        ctx = self.context
+        if isinstance(node, cst.Name) and node.value == ctx.self_name:
+            return True
+        attr = self_attribute(node, ctx.self_name)
+        cls = ctx.current_class
+        if attr is None or cls is None:
+            return False
+        facts = self.facts.class_attribute(cls.name, attr)
+        return facts is not None and facts.kind in ("module", "nn_container", "module_container")
+
+    def _method(self) -> str:
+        m = self.context.current_method
+        return m.name.value if m is not None else "forward"
+
+    def _bound_names(self) -> Set[str]:
+        """Names bound locally in the functions around the current node
+        (parameters and assignments), minus those declared ``global``."""
+        out: Set[str] = set()
+        for fn in self.context.function_stack:
+            names = self._bound.get(id(fn))
+            if names is None:
+                names = _local_names(fn)
+                self._bound[id(fn)] = names
+            out |= names
+        return out
+
+
+class _LocalNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+        self.globals: Set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        pass
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._target(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._target(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._target(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._target(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.globals.update(n.name.value for n in node.names)
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Name):
+            self.names.add(node.value)
+        elif isinstance(node, (cst.Tuple, cst.List)):
+            for e in node.elements:
+                self._target(e.value)
+        elif isinstance(node, cst.StarredElement):
+            self._target(node.value)
+
+
+def _local_names(fn: cst.FunctionDef) -> Set[str]:
+    v = _LocalNames()
+    fn.body.visit(v)
+    params = fn.params
+    for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
+        v.names.add(p.name.value)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            v.names.add(star.name.value)
+    return v.names - v.globals
+
+
+def _current_only(value: str) -> bool:
+    """Whether a device's source (``torch.device("cuda" if ok else "cpu")``)
+    can only name the current CUDA device or the CPU, never a fixed index."""
+    try:
+        node = cst.parse_expression(value)
+    except Exception:
+        return False
+    found = []
+
+    class _Strings(cst.CSTVisitor):
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            found.append(string_value(n))
+
+        def visit_Integer(self, n: cst.Integer) -> None:
+            found.append("index")
+
+        def visit_FormattedString(self, n: cst.FormattedString) -> None:
+            found.append("index")
+
+    node.visit(_Strings())
+    return bool(found) and all(v in ("cuda", "cpu") for v in found) and "cuda" in found
+
+
+def _root_name(node: cst.BaseExpression) -> Optional[str]:
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Attribute):
+            node = node.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            node = node.func
+        else:
+            return None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return dotted_name(node) or cst.Module(body=[]).code_for_node(node)

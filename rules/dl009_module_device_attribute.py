@@ -1,0 +1,348 @@
+"""DL009 module-device-attribute
+
+## What it does
+Flags `.device` read on an `nn.Module` instance whose class has no `device`
+attribute or property: `self.device` in a module that never sets it,
+`self.encoder.device`, `self.blocks[i].device`, or `block.device` where
+`block` iterates an `nn.ModuleList` of such modules; also `model.device` where
+`model` was built from such a class in the same function or script.
+
+## Why is this bad?
+Tensors have a `.device`; modules do not (a module's parameters can even live
+on several devices). Reading it raises as soon as the line runs:
+
+```
+AttributeError: 'Block' object has no attribute 'device'
+```
+
+It is an easy slip when splitting a model over GPUs ("move the activation to
+the block's device") and a reviewer reading the code rarely notices it.
+
+## Example
+```python
+class GPT(nn.Module):
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x.to(block.device))
+        return x
+```
+
+## Use instead
+```python
+class GPT(nn.Module):
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x.to(block.ln1.weight.device))
+        return x
+```
+
+The device is read from a tensor the module holds directly or through its own
+submodules (`block.ln1.weight`), found from the class definition. Outside
+`forward` (a `generate` method, a training script), where no DataParallel
+replica can be involved, `next(model.parameters()).device` is used when the
+class holds no known tensor. Inside `forward` it never is: in DataParallel
+replicas `parameters()` is empty (PyTorch >= 1.5) and `next(...)` raises
+`StopIteration`.
+
+Not flagged: classes that define `device` (an attribute set in `__init__`, a
+property, a class attribute), subclasses of classes from other packages (for
+example transformers' `PreTrainedModel`, which defines `device`), and
+`DistributedDataParallel`, which sets `self.device`.
+
+## Fix safety
+Safe: where the original code ran at all it raised, so the replacement cannot
+change working behaviour; it reads the device the module's weights are on.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Set, Tuple
+
+import libcst as cst
+
+from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import dotted_name, loop_over_attribute, module_class_of
+
+# methods that return the module itself, so ``Net().to(dev).eval()`` is a Net
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"})
+
+
+class ModuleDeviceAttribute(Rule):
+    code = "DL009"
+    name = "module-device-attribute"
+    message = "`{expr}`: `{cls}` is an nn.Module and has no `device` attribute (AttributeError at run time)"
+    fix_safety = "safe"
+    tokens = (".device",)
+
+    VALID = [
+        Valid(
+            """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self, d, device):
+        super().__init__()
+        self.device = device
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.fc(x.to(self.device))
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(4, "cpu") for _ in range(2)])
+
+    @property
+    def dev(self):
+        return self.blocks[0].fc.weight.device
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x.to(block.device))
+        return x.to(self.blocks[0].device)
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+
+class Wrapper(PreTrainedModel):
+    def forward(self, ids):
+        return torch.zeros(3, device=self.device)
+
+class HasProperty(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(2, 2)
+
+    @property
+    def device(self):
+        return self.proj.weight.device
+
+    def forward(self, x):
+        return x.to(self.device) + x.device.index
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.fc(self.ln1(x))
+
+class GPT(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(8) for _ in range(n)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x.to(block.device))
+        return x
+""",
+            """
+import torch.nn as nn
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, d)
+
+    def forward(self, x):
+        return self.fc(self.ln1(x))
+
+class GPT(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(8) for _ in range(n)])
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x.to(block.ln1.weight.device))
+        return x
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.LSTM(8, 8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.zeros(1, x.size(1), 8, device=self.device)
+        return self.head(self.encoder(x, (h, h))[0])
+
+    def predict(self, x):
+        return self(x.to(self.encoder.device)).argmax(-1)
+""",
+            """
+import torch
+import torch.nn as nn
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.LSTM(8, 8)
+        self.head = nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.zeros(1, x.size(1), 8, device=self.head.weight.device)
+        return self.head(self.encoder(x, (h, h))[0])
+
+    def predict(self, x):
+        return self(x.to(next(self.encoder.parameters()).device)).argmax(-1)
+""",
+            count=2,
+        ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x)
+
+model = Net().to("cuda").eval()
+batch = torch.randn(2, 4).to(model.device)
+""",
+            """
+import torch
+from torch import nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+
+    def forward(self, x):
+        return self.body(x)
+
+model = Net().to("cuda").eval()
+batch = torch.randn(2, 4).to(next(model.parameters()).device)
+""",
+        ),
+    ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        return "device" in scan.attributes
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # loop variable -> container attribute it iterates, innermost last
+        self._loops: List[Tuple[cst.For, str, str]] = []
+        # per scope (function node id, 0 for the module): name -> module class or None (rebound)
+        self._instances: Dict[int, Dict[str, Optional[str]]] = {}
+        self._targets: Set[int] = set()
+
+    # -- bookkeeping -------------------------------------------------------
+    def visit_For(self, node: cst.For) -> None:
+        cls = self.context.current_class
+        if cls is None or not cls.is_module:
+            return
+        found = loop_over_attribute(node, self.context.self_name)
+        if found is not None:
+            self._loops.append((node, found[0], found[1]))
+
+    def leave_For(self, original_node: cst.For) -> None:
+        if self._loops and self._loops[-1][0] is original_node:
+            self._loops.pop()
+
+    def _scope(self) -> Dict[str, Optional[str]]:
+        fn = self.context.current_function
+        return self._instances.setdefault(id(fn) if fn is not None else 0, {})
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._targets.add(id(t.target))
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            name = node.targets[0].target.value
+            scope = self._scope()
+            cls = self._constructed_class(node.value)
+            scope[name] = cls if name not in scope or scope[name] == cls else None
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets.add(id(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets.add(id(node.target))
+
+    def _constructed_class(self, value: cst.BaseExpression) -> Optional[str]:
+        while (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in _RETURNS_SELF
+        ):
+            value = value.func.value
+        if not isinstance(value, cst.Call):
+            return None
+        cls = self.facts.class_of_call(value.func)
+        if cls is None or not self.facts.is_module_class(cls):
+            return None
+        return cls
+
+    # -- the check ---------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "device" or id(node) in self._targets:
+            return
+        owner = node.value
+        class_name = self._class_of(owner)
+        if class_name is None or self.facts.has_device_attribute(class_name):
+            return
+        ctx = self.context
+        expr = f"{_code(owner)}.device"
+        message = self.message.format(expr=expr, cls=class_name.rsplit(".", 1)[-1])
+        path = self.facts.tensor_path_of_class(class_name)
+        if path is not None:
+            new = f"{_code(owner)}.{path}.device"
+        elif not ctx.in_forward:
+            new = f"next({_code(owner)}.parameters()).device"
+        else:
+            self.report(
+                node,
+                message,
+                no_fix_reason=f"`{class_name.rsplit('.', 1)[-1]}` holds no tensor devlint can name, and "
+                "`next(...parameters())` is empty inside DataParallel replicas",
+            )
+            return
+        self.report(node, message, fix=self.replace(node, cst.parse_expression(new), f"read `{new}`"))
+
+    def _class_of(self, owner: cst.BaseExpression) -> Optional[str]:
+        ctx = self.context
+        cls = ctx.current_class
+        if cls is not None and cls.is_module and ctx.current_method is not None:
+            loop_vars = {var: attr for _, var, attr in self._loops}
+            found = module_class_of(self.facts, cls, owner, ctx.self_name, loop_vars)
+            if found is not None:
+                return found
+            if isinstance(owner, cst.Name) and (owner.value == ctx.self_name or owner.value in loop_vars):
+                return None
+        if isinstance(owner, cst.Name) and cls is None:
+            return self._scope().get(owner.value)
+        return None
+
+
+def _code(node: cst.CSTNode) -> str:
+    return dotted_name(node) or cst.Module(body=[]).code_for_node(node)
