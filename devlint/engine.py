@@ -160,7 +160,15 @@ def _positions(module: cst.Module, diagnostics: List[Diagnostic], lines: List[st
                 p = positions.get(old)
                 if p is None:
                     continue
-                content = "" if isinstance(new, cst.RemovalSentinel) else module.code_for_node(new)
+                if isinstance(new, cst.RemovalSentinel):
+                    content = ""
+                elif isinstance(new, cst.FlattenSentinel):  # one statement becomes several
+                    content = "".join(module.code_for_node(n) for n in new.nodes)
+                    # the range of a statement stops before its line break
+                    if content.endswith("\n") and module.code_for_node(old).endswith("\n"):
+                        content = content[:-1]
+                else:
+                    content = module.code_for_node(new)
                 edits.append(Edit(p.start.line, p.start.column + 1, p.end.line, p.end.column + 1, content))
             d.fix.edits = edits
 

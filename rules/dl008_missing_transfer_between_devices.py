@@ -540,6 +540,8 @@ class _Flow:
             target = self.pinned_dev(attr)
             if target is None:
                 return None
+            if self.receiver_moves_inputs(attr, element=False):
+                return target
             for arg, where in arg_where:
                 if where is None:
                     if self.arrival is None and isinstance(arg, cst.Name) and arg.value in self.unmoved:
@@ -556,6 +558,8 @@ class _Flow:
     def element_call(self, node: cst.Call, var: str) -> Where:
         attr, index = self.loop_vars[var]
         arg_where = self.args(node)
+        if self.receiver_moves_inputs(attr, element=True):
+            return Spread(attr)
         if not self.cls.elements_spread(attr):
             if attr in self.pinned:
                 target = self.pinned_dev(attr)
@@ -568,6 +572,14 @@ class _Flow:
             if where is not None and where != Spread(attr, moved=True):
                 self.flag(arg, where, f"`{var}`", Spread(attr), self.element_expr(attr, var, index))
         return Spread(attr)
+
+    def receiver_moves_inputs(self, attr: str, element: bool) -> bool:
+        """The receiving module's own forward moves its inputs."""
+        a = self.facts.class_attribute(self.cls.name, attr)
+        if a is None:
+            return False
+        cls = self.facts.classes.get(a.element_class if element else a.module_class)
+        return cls is not None and cls.moves_inputs
 
     def flag(self, arg: cst.BaseExpression, where: Where, dst_name: str, target: Where, expr: Optional[str]) -> None:
         if not self.reporting:

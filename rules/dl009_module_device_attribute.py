@@ -318,6 +318,8 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
             and value.func.attr.value in _RETURNS_SELF
         ):
             value = value.func.value
+        if isinstance(value, cst.Name):
+            return self._scope().get(value.value)  # model = model.to(device)
         if not isinstance(value, cst.Call):
             return None
         cls = self.facts.class_of_call(value.func)

@@ -372,6 +372,13 @@ def _load_state(original: Any, fixed: Any, torch: Any) -> str:
         return ""
     except RuntimeError:
         mine = fixed.state_dict()
+        if set(state) < set(mine) and all(mine[k].shape == v.shape for k, v in state.items()):
+            # the fix registered modules or buffers the original held in plain
+            # attributes (DL007): their weights are not in the original's
+            # state_dict, and the same seed built them the same in both
+            fixed.load_state_dict(state, strict=False)
+            added = len(mine) - len(state)
+            return f"the fix registered {added} state_dict key{'s' if added != 1 else ''} the original lacks; those keep the weights the same seed gave both"
         if len(mine) != len(state) or any(a.shape != b.shape for a, b in zip(mine.values(), state.values())):
             raise
         fixed.load_state_dict(dict(zip(mine.keys(), state.values())))

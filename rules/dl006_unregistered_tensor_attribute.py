@@ -1,0 +1,356 @@
+"""DL006 unregistered-tensor-attribute
+
+## What it does
+Flags a tensor stored on an `nn.Module` as a plain attribute (`self.x = <tensor>`
+in `__init__` or another method that `forward` does not run) when `forward`,
+or a method it calls, reads it. A tensor here is a torch factory result
+(`torch.zeros`, `torch.tensor(...)`, `torch.FloatTensor([d])`), `torch.from_numpy(...)`,
+a torch function or a method chain on one (`torch.sqrt(...)`, `torch.arange(n).float()`),
+arithmetic on one, a local variable holding one (`pe = torch.zeros(...)`,
+then `self.pe = pe.unsqueeze(0)`), or a list, tuple or dict of tensors.
+
+## Why is this bad?
+`model.to(device)`, `model.cuda()` and `model.half()` move and cast parameters,
+buffers and submodules; a plain tensor attribute stays where it was created,
+usually on the CPU. `nn.DataParallel` replicates only parameters, buffers and
+submodules: every replica shares the original's other attributes by
+reference, so the replica on `cuda:1` reads a tensor on `cuda:0` (or the
+CPU). The first operation that mixes it with an activation fails:
+
+```
+RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:1 and cuda:0!
+```
+
+This holds even when the tensor is moved on creation
+(`self.anchors = torch.tensor(a).to(device)`): it is on `device`, and only
+there, for every replica and after every later `.to()`.
+
+## Example
+```python
+class Attention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.scale = torch.sqrt(torch.FloatTensor([hidden]))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return (q @ k.transpose(-2, -1) / self.scale).softmax(-1) @ v
+```
+
+## Use instead
+```python
+class Attention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.register_buffer("scale", torch.sqrt(torch.FloatTensor([hidden])), persistent=False)
+```
+
+A buffer moves with the module and is broadcast to every DataParallel
+replica. `persistent=False` keeps it out of the `state_dict`, so existing
+checkpoints load unchanged. A list or dict of tensors cannot be one buffer:
+register each tensor under its own name (or `torch.stack` them into one
+tensor and register that) and read them back by name; devlint reports those
+without a fix.
+
+Not flagged: tensors registered with `register_buffer`, `nn.Parameter` or
+`nn.Buffer`; tensors used only outside `forward`; reads that move the tensor
+on the spot (`self.pe.to(x.device)`, `.type_as(x)`, `x.new_tensor(self.t)`) or
+only look at its shape or dtype; attributes that `forward` itself assigns (a
+cache such as `self.hidden = ...`: the code manages that tensor's device);
+0-dim tensors such as `torch.tensor(0.07)` (PyTorch lets a 0-dim CPU tensor
+mix with CUDA tensors); Python numbers.
+
+## Fix safety
+Safe: the assignment becomes `self.register_buffer("x", <same expression>,
+persistent=False)`. Reading `self.x` gives the same tensor, the `state_dict`
+keys do not change, and the tensor now follows the module. (It also follows
+dtype casts such as `model.half()`, as the module's own tensors do.) No fix
+when the attribute is also assigned something that is not a tensor, exists
+on the class, is assigned before `super().__init__()`, is assigned by tuple
+unpacking, or holds a container of tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import AttributeFacts, code_of, self_attribute
+
+_REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
+_CONTAINER_WORDS = {"list": "list", "tuple": "tuple", "dict": "dict"}
+
+
+class UnregisteredTensorAttribute(Rule):
+    code = "DL006"
+    name = "unregistered-tensor-attribute"
+    message = (
+        "`self.{name}` is a plain tensor attribute read in `forward`: `.to()` and DataParallel replicas "
+        "leave it on the device it was created on"
+    )
+    container_message = (
+        "`self.{name}` keeps tensors in a plain {container} read in `forward`: `.to()` and DataParallel "
+        "replicas leave them on the device they were created on"
+    )
+    fix_safety = "safe"
+    tokens = ("torch",)
+
+    VALID = [
+        Valid(
+            """
+import torch
+import torch.nn as nn
+
+class PositionalEncoding(nn.Module):
+    def __init__(self, d=16, n=64, temperature: float = 0.07):
+        super().__init__()
+        pe = torch.zeros(n, d)
+        self.register_buffer("pe", pe)
+        self.bias = nn.Parameter(torch.zeros(d))
+        self.temperature = torch.tensor(temperature)
+        self.scale = d ** -0.5
+        self.table = torch.randn(n, d)
+
+    def forward(self, x):
+        t = self.table.to(x.device)
+        return (x + self.pe[: x.size(1)] + self.bias) * self.scale / self.temperature + t
+"""
+        ),
+        Valid(
+            """
+import torch
+from torch import nn
+
+class Init(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.init_weight = torch.randn(4, 4)
+        self.fc = nn.Linear(4, 4)
+        with torch.no_grad():
+            self.fc.weight.copy_(self.init_weight)
+
+    def forward(self, x):
+        return self.fc(x)
+
+class Cache(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.zeros(1, 4)
+
+    def forward(self, x):
+        if self.hidden.shape[0] != x.shape[0]:
+            self.hidden = x.new_zeros(x.shape[0], 4)
+        self.hidden = self.hidden + x
+        return self.hidden
+"""
+        ),
+    ]
+    INVALID = [
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Attention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.scale = torch.sqrt(torch.FloatTensor([hidden]))
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return (q @ k.transpose(-2, -1) / self.scale).softmax(-1) @ v
+""",
+            """
+import torch
+import torch.nn as nn
+
+class Attention(nn.Module):
+    def __init__(self, hidden):
+        super().__init__()
+        self.qkv = nn.Linear(hidden, 3 * hidden)
+        self.register_buffer("scale", torch.sqrt(torch.FloatTensor([hidden])), persistent=False)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        return (q @ k.transpose(-2, -1) / self.scale).softmax(-1) @ v
+""",
+        ),
+        Invalid(
+            """
+import torch as T
+from torch.nn import Module
+
+class Head(Module):
+    def __init__(self, anchors, device="cuda"):
+        super().__init__()
+        self.anchors = T.tensor(anchors).float().view(-1, 2).to(device)
+
+    def decode(self, wh):
+        return wh.exp() * self.anchors
+
+    def forward(self, x):
+        return self.decode(x)
+""",
+            """
+import torch as T
+from torch.nn import Module
+
+class Head(Module):
+    def __init__(self, anchors, device="cuda"):
+        super().__init__()
+        self.register_buffer("anchors", T.tensor(anchors).float().view(-1, 2).to(device), persistent=False)
+
+    def decode(self, wh):
+        return wh.exp() * self.anchors
+
+    def forward(self, x):
+        return self.decode(x)
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Pyramid(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.strides = [torch.tensor([8.0, 8.0]), torch.tensor([16.0, 16.0])]
+
+    def forward(self, feats):
+        return [f * s for f, s in zip(feats, self.strides)]
+""",
+            None,
+        ),
+    ]
+
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # an attribute assigned in a method other than forward, a class with
+        # a forward, and some call into torch (every tensor starts with one)
+        if not any(c and m and m != "forward" for c, m, _ in scan.attribute_assigns):
+            return False
+        if not any("forward" in methods for methods in scan.methods.values()):
+            return False
+        return any(q.startswith("torch.") for call in scan.calls for q in scan.resolve(call.func))
+
+    def __init__(self, context) -> None:
+        super().__init__(context)
+        # inside __init__: whether super().__init__() has run by this point
+        self._module_ready = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node is self.context.current_method:
+            self._module_ready = node.name.value != "__init__"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
+            self._module_ready = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and self_attribute(node.targets[0].target, self.context.self_name):
+            self._check(node, node.targets[0].target, node.value, fixable=True)
+            return
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)):
+                for te, ve in zip(t.target.elements, node.value.elements):
+                    self._check(node, te.value, ve.value, fixable=False)
+            else:
+                self._check(node, t.target, node.value, fixable=False)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._check(node, node.target, node.value, fixable=True)
+
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> Optional[AttributeFacts]:
+        ctx = self.context
+        cls, method = ctx.current_class, ctx.current_method
+        if cls is None or not cls.is_module or method is None or ctx.current_function is not method:
+            return None
+        if method.name.value == "forward" or method.name.value in cls.forward_reachable:
+            return None
+        name = self_attribute(target, ctx.self_name)
+        if name is None:
+            return None
+        return cls.assignment_for(method.name.value, name, code_of(value))
+
+    def _check(self, stmt: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression, fixable: bool) -> None:
+        record = self._record(target, value)
+        if record is None or record.kind not in ("tensor", "tensor_container") or record.scalar:
+            return
+        cls = self.context.current_class
+        assert cls is not None
+        name = record.name
+        if name in cls.buffers or name in cls.parameters:
+            return
+        others = cls.assignments_of(name)
+        if any(a.kind in _REGISTERED_KINDS for a in others):
+            return
+        if name not in cls.forward_reads or name in cls.forward_writes:
+            return
+        if record.kind == "tensor_container":
+            container = _CONTAINER_WORDS.get(record.container, "container")
+            self.report(
+                target,
+                self.container_message.format(name=name, container=container),
+                no_fix_reason=(
+                    "a container of tensors cannot be one buffer: register each tensor with "
+                    "`self.register_buffer(name, t, persistent=False)` (or `torch.stack` them into one buffer) "
+                    "and read them back by name"
+                ),
+            )
+            return
+        message = self.message.format(name=name)
+        why = ""
+        if not fixable:
+            why = "the assignment also binds other names; register it with `self.register_buffer(...)` by hand"
+        elif any(a.kind != "tensor" for a in others):
+            why = f"`self.{name}` is also assigned a value that is not a tensor, which a buffer cannot hold"
+        elif name in cls.class_attributes or name in cls.methods:
+            why = f"the class also defines `{name}`, and `register_buffer` refuses a name that already exists"
+        elif not self._module_ready:
+            why = "assigned before `super().__init__()`, where `register_buffer` is not available yet"
+        if why:
+            self.report(target, message, no_fix_reason=why)
+            return
+        call = _register_buffer(self.context.self_name, name, value)
+        self.report(
+            target,
+            message,
+            fix=self.replace(
+                stmt,
+                cst.Expr(value=call, semicolon=stmt.semicolon),
+                f"register `self.{name}` as a non-persistent buffer",
+            ),
+        )
+
+
+def _register_buffer(self_name: str, name: str, value: cst.BaseExpression) -> cst.Call:
+    comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    no_space = cst.SimpleWhitespace("")
+    return cst.Call(
+        func=cst.Attribute(value=cst.Name(self_name), attr=cst.Name("register_buffer")),
+        args=[
+            cst.Arg(value=cst.SimpleString(f'"{name}"'), comma=comma),
+            cst.Arg(value=value.with_changes(lpar=[], rpar=[]) if _redundant_parens(value) else value, comma=comma),
+            cst.Arg(
+                keyword=cst.Name("persistent"),
+                value=cst.Name("False"),
+                equal=cst.AssignEqual(whitespace_before=no_space, whitespace_after=no_space),
+            ),
+        ],
+    )
+
+
+def _redundant_parens(value: cst.BaseExpression) -> bool:
+    # ``self.x = (a * b)`` on one line: the parentheses only grouped the
+    # right-hand side; an argument needs none (a multi-line value keeps them)
+    lpar = getattr(value, "lpar", ())
+    return bool(lpar) and "\n" not in code_of(value) and not isinstance(value, cst.Tuple)
+

@@ -1,0 +1,315 @@
+"""DL002 / DL008 / DL009 beyond their examples: the facts they read, how
+they share a file with each other and with DL001 (no rule fights another,
+fixes converge), and the look-alikes the issue names."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from devlint.engine import fix_source, lint_source
+from devlint.semantic import build_facts
+
+
+def _src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def _codes(text: str, codes=None):
+    return [(d.line, d.code) for d in lint_source(_src(text), "t.py", codes=codes).diagnostics]
+
+
+def _fix(text: str) -> str:
+    result = fix_source(_src(text), "t.py")
+    assert not result.internal_errors, result.internal_errors
+    again = fix_source(result.fixed_text, "t.py")
+    assert again.fixed_text == result.fixed_text, "fixing twice changed the code"
+    return result.fixed_text
+
+
+SEED_SPLIT = """
+import torch
+import torch.nn as nn
+
+devices = [torch.device("cuda:0"), torch.device("cuda:1")]
+
+class Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(d)
+        self.mlp = nn.Sequential(nn.Linear(d, d), nn.GELU())
+
+    def forward(self, x):
+        return x + self.mlp(self.ln1(x))
+
+class LM(nn.Module):
+    def __init__(self, n_layer=4):
+        super().__init__()
+        self.wte = nn.Embedding(10, 8).to(devices[0])
+        self.blocks = nn.ModuleList([Block(8) for _ in range(n_layer)])
+        for i, block in enumerate(self.blocks):
+            block.to(devices[i % len(devices)])
+        self.head = nn.Linear(8, 10).to(devices[0])
+
+    def forward(self, idx):
+        idx = idx.to(devices[0])
+        x = self.wte(idx) + self.wte(torch.arange(idx.size(1), device=devices[0]))
+        for block in self.blocks:
+            x = BODY
+        return self.head(x)
+"""
+
+
+# -- facts ---------------------------------------------------------------------
+
+
+def test_facts_element_placement_anchor_and_device_list():
+    facts = build_facts(cst.parse_module(_src(SEED_SPLIT.replace("BODY", "block(x)"))))
+    lm, block = facts.classes["LM"], facts.classes["Block"]
+    assert facts.module_device_lists == {"devices": ['torch.device("cuda:0")', 'torch.device("cuda:1")']}
+    assert "devices" in facts.module_assigned
+    assert lm.element_placements == {"blocks": ["devices[i % len(devices)]"]}
+    assert lm.element_index == {"blocks": "i"}
+    assert lm.elements_spread("blocks") and not lm.elements_spread("head")
+    assert lm.pinned_devices()["head"] == "devices[0]"
+    assert lm.attributes["blocks"].element_class == "Block"
+    assert block.anchor_tensor == "ln1.weight"
+    assert facts.tensor_path_of_class("Block") == "ln1.weight"
+    assert facts.tensor_path_of_class("torch.nn.Linear") == "weight"
+    assert facts.tensor_path_of_class("torch.nn.LSTM") is None
+    assert not facts.has_device_attribute("Block")
+
+
+def test_facts_placements_inside_container_constructors():
+    facts = build_facts(
+        cst.parse_module(
+            _src(
+                """
+                import torch.nn as nn
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.stages = nn.ModuleList([nn.Linear(2, 2).to(f"cuda:{k}") for k in range(2)])
+                        self.pair = nn.Sequential(nn.Linear(2, 2).to("cuda:0"), nn.Linear(2, 2).to("cuda:1"))
+                        self.whole = nn.Sequential(nn.Linear(2, 2)).to("cuda:1")
+                """
+            )
+        )
+    )
+    m = facts.classes["M"]
+    assert m.element_index == {"stages": "k"}
+    assert m.element_placements["pair"] == ['"cuda:0"', '"cuda:1"']
+    assert m.elements_spread("stages") and m.elements_spread("pair")
+    assert m.pinned_devices()["whole"] == '"cuda:1"'
+
+
+def test_facts_device_attribute_through_bases_and_ddp():
+    facts = build_facts(
+        cst.parse_module(
+            _src(
+                """
+                import torch.nn as nn
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                from mylib import Mixin
+                class Base(nn.Module):
+                    def __init__(self, device):
+                        super().__init__()
+                        self.device = device
+                class Child(Base):
+                    pass
+                class Plain(nn.Module):
+                    pass
+                class Mixed(Mixin, nn.Module):
+                    pass
+                """
+            )
+        )
+    )
+    assert facts.has_device_attribute("Child")
+    assert not facts.has_device_attribute("Plain")
+    assert facts.has_device_attribute("Mixed")  # unknown base: assumed to define it
+    assert facts.has_device_attribute("torch.nn.parallel.DistributedDataParallel")
+    assert not facts.has_device_attribute("torch.nn.DataParallel")
+    assert facts.class_attribute("Child", "device").kind == "device"
+
+
+# -- the seed's model-parallel GPT, three ways ---------------------------------
+
+
+def test_seed_split_without_moves_gets_per_block_moves():
+    fixed = _fix(SEED_SPLIT.replace("BODY", "block(x)"))
+    assert "x = block(x.to(block.ln1.weight.device))" in fixed
+    assert "return self.head(x.to(devices[0]))" in fixed
+    # model-parallel code places tensors on purpose: DL002 stays out of it
+    assert "device=devices[0]" in fixed and "idx.to(devices[0])" in fixed
+    assert lint_source(fixed, "t.py").diagnostics == []
+
+
+def test_seed_fixed_code_with_block_device_is_dl009_only():
+    found = _codes(SEED_SPLIT.replace("BODY", "block(x.to(block.device))"))
+    assert [c for _, c in found] == ["DL009", "DL008"]  # block.device, then the head
+    fixed = _fix(SEED_SPLIT.replace("BODY", "block(x.to(block.device))"))
+    assert "block(x.to(block.ln1.weight.device))" in fixed
+
+
+def test_loop_index_placement_is_reused_when_no_tensor_is_held():
+    src = """
+    import torch
+    import torch.nn as nn
+    devices = [torch.device("cuda:0"), torch.device("cuda:1")]
+    class Gate(nn.Module):
+        def forward(self, x):
+            return x.relu()
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gates = nn.ModuleList([Gate() for _ in range(4)])
+            for i, g in enumerate(self.gates):
+                g.to(devices[i % 2])
+        def forward(self, x):
+            for j, gate in enumerate(self.gates):
+                x = gate(x)
+            return x
+    """
+    assert "x = gate(x.to(devices[j % 2]))" in _fix(src)
+
+
+def test_receiver_that_moves_its_own_inputs_is_trusted():
+    src = SEED_SPLIT.replace("BODY", "block(x)").replace(
+        "return x + self.mlp(self.ln1(x))",
+        "x = x.to(self.ln1.weight.device)\n        return x + self.mlp(self.ln1(x))",
+    )
+    found = _codes(src, codes=["DL008"])
+    assert len(found) == 1  # only the head: the blocks move their own inputs
+
+
+# -- DL001 and DL002 on one file ----------------------------------------------
+
+
+def test_dl001_and_dl002_do_not_fight():
+    src = """
+    import torch
+    import torch.nn as nn
+    device = torch.device("cuda:0")
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+        def forward(self, src):
+            a = torch.arange(src.size(1))
+            b = torch.arange(src.size(1), device=device)
+            c = torch.ones(3).cuda()
+            d = src.to(device)
+            return a, b, c, d
+    """
+    found = _codes(src)
+    assert found == [(9, "DL001"), (10, "DL002"), (11, "DL002"), (12, "DL002")]
+    fixed = _fix(src)
+    assert "torch.arange(src.size(1), device=src.device)" in fixed
+    assert fixed.count("device=src.device") == 2
+    assert "torch.ones(3).to(src.device)" in fixed
+    assert "d = src.to(self.emb.weight.device)" in fixed  # not src.to(src.device)
+
+
+# -- look-alikes named by the issue ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # device passed as an argument of forward
+        "def forward(self, x, device):\n        return x + torch.zeros(3, device=device)",
+        # a local that shadows the module-level device
+        "def forward(self, x):\n        device = x.device\n        return x + torch.zeros(3, device=device)",
+        # a device read from a parameter
+        "def forward(self, x):\n        return x.to(self.fc.weight.device)",
+        # .cpu() / .to('cpu') on purpose
+        "def forward(self, x):\n        return self.fc(x).to('cpu'), x.cpu()",
+        # .cuda(i) with an index taken from a tensor
+        "def forward(self, x):\n        return torch.ones(3).cuda(x.get_device())",
+    ],
+)
+def test_dl002_look_alikes(body):
+    src = f"""
+import torch
+import torch.nn as nn
+device = torch.device("cuda:0")
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+    {body}
+"""
+    assert _codes(src) == []
+
+
+def test_dl002_global_statement_still_means_the_module_device():
+    src = """
+    import torch
+    import torch.nn as nn
+    device = torch.device("cuda:0")
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+        def forward(self, x):
+            global device
+            return self.fc(x) + torch.zeros(3, device=device)
+    """
+    assert _codes(src) == [(10, "DL002")]
+
+
+def test_dl002_no_anchor_reports_without_fix():
+    src = """
+    import torch
+    import torch.nn as nn
+    class M(nn.Module):
+        def __init__(self, device):
+            super().__init__()
+            self.device = device
+        def forward(self):
+            return torch.zeros(3, device=self.device)
+    """
+    result = lint_source(_src(src), "t.py")
+    [d] = result.diagnostics
+    assert d.code == "DL002" and d.fix is None and d.no_fix_reason
+
+
+def test_dl009_no_parameters_next_inside_forward():
+    src = """
+    import torch.nn as nn
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = nn.LSTM(4, 4)
+        def forward(self, x):
+            return self.rnn(x.to(self.rnn.device))[0]
+        def predict(self, x):
+            return self(x.to(self.rnn.device))
+    """
+    fixed = _fix(src)
+    assert "x.to(self.rnn.device))[0]" in fixed  # reported, no fix inside forward
+    assert "self(x.to(next(self.rnn.parameters()).device))" in fixed
+    assert [c for _, c in _codes(src)] == ["DL009", "DL009"]
+
+
+def test_dl009_script_model_moved_then_read():
+    src = """
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+    def main():
+        model = Net()
+        model = model.to("cuda")
+        x = torch.zeros(2, 2).to(model.device)
+        other = load_model()
+        y = x.to(other.device)
+    """
+    fixed = _fix(src)
+    assert "torch.zeros(2, 2).to(model.fc.weight.device)" in fixed
+    assert "x.to(other.device)" in fixed
