@@ -71,13 +71,17 @@ class Diagnostic:
     no_fix_reason: str = ""
     node: Optional[cst.CSTNode] = field(default=None, repr=False, compare=False)
     source_line: str = ""
+    #: in a notebook: the cell (1-based among all cells); line and column are then in that cell
+    cell: Optional[int] = None
+    #: in a notebook: the line of the notebook's JSON text holding the finding's line (0: unknown)
+    file_line: int = 0
 
     @property
     def fixable(self) -> bool:
         return self.fix is not None
 
-    def sort_key(self) -> Tuple[str, int, int, str]:
-        return (self.path, self.line, self.col, self.code)
+    def sort_key(self) -> Tuple[str, int, int, int, str]:
+        return (self.path, self.cell or 0, self.line, self.col, self.code)
 
     def to_json(self) -> Dict[str, Any]:
         fix = None
@@ -87,7 +91,7 @@ class Diagnostic:
                 "message": self.fix.description,
                 "edits": [e.to_json() for e in self.fix.edits],
             }
-        return {
+        out = {
             "code": self.code,
             "name": self.name,
             "message": self.message,
@@ -97,6 +101,10 @@ class Diagnostic:
             "fix": fix,
             "no_fix_reason": self.no_fix_reason or None,
         }
+        if self.cell is not None:  # notebooks: location, end_location and edits are in the cell
+            out["cell"] = self.cell
+            out["notebook_line"] = self.file_line or None
+        return out
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> "Diagnostic":
@@ -127,6 +135,8 @@ class Diagnostic:
             end_col=data["end_location"]["column"],
             fix=fix,
             no_fix_reason=data.get("no_fix_reason") or "",
+            cell=data["cell"] if type(data.get("cell")) is int else None,
+            file_line=data["notebook_line"] if type(data.get("notebook_line")) is int else 0,
         )
 
 

@@ -4,6 +4,7 @@ fixer that applies non-overlapping fixes in rounds until nothing changes."""
 
 from __future__ import annotations
 
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
@@ -12,11 +13,12 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
+from devlint.limits import hostile
 from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
-from devlint.suppress import parse_suppressions
+from devlint.suppress import Suppressions, parse_suppressions
 
 MAX_FIX_ROUNDS = 20
 SYNTAX_ERROR = ("DL000", "syntax-error")
@@ -177,18 +179,42 @@ def parse(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
-def _syntax_error(path: str, exc: cst.ParserSyntaxError, lines: List[str]) -> Diagnostic:
-    line = max(exc.raw_line, 1)
-    msg = " ".join(str(exc.message).split())
+def _python_syntax_error(text: str, path: str) -> Optional[Tuple[int, int, str]]:
+    """(line, column, message) of the syntax error the running Python finds
+    in ``text``, or None if it finds none. Compiles to an AST only: nothing
+    is executed."""
+    import ast
+
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return max(exc.lineno or 1, 1), max(exc.offset or 1, 1), f"{type(exc).__name__}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    return None
+
+
+def _syntax_error(path: str, exc: cst.ParserSyntaxError, lines: List[str], text: Optional[str] = None) -> Diagnostic:
+    # libcst's native parser reports positions a token or a line late and
+    # lists every token it expected; the interpreter's own message is the
+    # one users know (and the line is right).
+    python = _python_syntax_error(text, path) if text is not None else None
+    if python is not None:
+        line, col, message = python
+    else:
+        line, col = max(exc.raw_line, 1), exc.raw_column + 1
+        message = "SyntaxError: " + " ".join(str(exc.message).split())
+        if text is not None:  # Python accepts it: newer syntax than libcst knows
+            message = f"devlint's parser cannot read this (Python {sys.version_info[0]}.{sys.version_info[1]} can): {message}"
     d = Diagnostic(
         code=SYNTAX_ERROR[0],
         name=SYNTAX_ERROR[1],
-        message=f"SyntaxError: {msg}",
+        message=message,
         path=path,
         line=line,
-        col=exc.raw_column + 1,
+        col=col,
         end_line=line,
-        end_col=exc.raw_column + 1,
+        end_col=col,
     )
     if line <= len(lines):
         d.source_line = lines[line - 1]
@@ -201,11 +227,13 @@ def lint_source(
     codes: Optional[Sequence[str]] = None,
     ignore: Sequence[str] = (),
     scan: bool = True,
+    suppress: bool = True,
 ) -> FileResult:
     """Check one file's source. ``codes``: the enabled rule codes (default:
     the rules enabled by default); ``ignore``: codes or prefixes ignored for
     this file; ``scan``: skip rules the ``ast`` candidate scan rules out
-    (off only to test that the scan drops nothing)."""
+    (off only to test that the scan drops nothing); ``suppress``: apply
+    ``# noqa`` comments (off for a caller with its own, like flake8)."""
     result = FileResult(path=path)
     try:
         text = decode_source(source).text if isinstance(source, bytes) else source
@@ -215,16 +243,20 @@ def lint_source(
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     rules = _token_filter(text, rules)
+    reason = hostile(text) if rules else None  # before any parse, CPython's included
+    if reason is not None:
+        result.error = f"skipped: {reason}"
+        return result
     if rules and scan:
         rules = _scan_filter(text, rules)
     if not rules:
         result.skipped = True
         return result
-    lines = text.splitlines()
+    lines = _source_lines(text)
     try:
         module = parse(text)
     except cst.ParserSyntaxError as exc:
-        result.diagnostics.append(_syntax_error(path, exc, lines))
+        result.diagnostics.append(_syntax_error(path, exc, lines, text))
         return result
     except (RecursionError, MemoryError) as exc:
         result.error = f"skipped: too deeply nested or too large to parse ({type(exc).__name__})"
@@ -235,18 +267,10 @@ def lint_source(
         result.error = "skipped: too deeply nested to analyse"
         return result
     result.internal_errors.extend(analysis.errors)
-    result.diagnostics = _reported(module, analysis.diagnostics, text, lines, path, ran)
-    return result
-
-
-def _reported(
-    module: cst.Module, diagnostics: List[Diagnostic], text: str, lines: List[str], path: str, ran: Set[str]
-) -> List[Diagnostic]:
-    """An analysis' diagnostics as reported: positions resolved, nodes
-    dropped, suppressions applied (and reported when unused, if DL100 ran),
-    sorted. ``ran``: the codes enabled for the file."""
+    diagnostics = analysis.diagnostics
     _positions(module, diagnostics, lines)
-    suppressions = parse_suppressions(text)
+    # suppress=False: the caller applies its own (flake8's noqa)
+    suppressions = parse_suppressions(text) if suppress else Suppressions()
     kept = []
     for d in diagnostics:
         d.path = path
@@ -259,7 +283,8 @@ def _reported(
         stale = unused_noqa(text, path, suppressions, diagnostics, list(all_rules()), ran, module)
         kept.extend(d for d in stale if not suppressions.suppresses(d.code, d.line))
     kept.sort(key=Diagnostic.sort_key)
-    return kept
+    result.diagnostics = kept
+    return result
 
 
 # --------------------------------------------------------------------------
@@ -323,12 +348,11 @@ def fix_source(
     result = FileResult(path=path)
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     text = source
-    # the findings that remain, when the last round's analysis of `text` gives
-    # them (saves parsing the fixed file again), and the last text parsed
-    final: Optional[List[Diagnostic]] = None
-    parsed: Optional[str] = None
+    rounds: List[Tuple[List[str], str]] = []  # (codes applied, text after) per round
     for _round in range(MAX_FIX_ROUNDS):
         active = _token_filter(text, rules)
+        if _round == 0 and active and hostile(text) is not None:
+            return lint_source(source, path, codes, ignore)  # the same "skipped" message
         if active and scan:
             active = _scan_filter(text, active)
         if not active:
@@ -336,7 +360,6 @@ def fix_source(
                 result.fixed_text = source
                 result.skipped = True
                 return result
-            final = []
             break
         try:
             module = parse(text)
@@ -362,10 +385,6 @@ def fix_source(
             return result
         if analysis.errors:
             result.internal_errors.extend(e for e in analysis.errors if e not in result.internal_errors)
-        parsed = text
-        if not analysis.diagnostics:
-            final = []
-            break
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         positions = wrapper.resolve(PositionProvider)
         fixable = []
@@ -378,34 +397,60 @@ def fix_source(
             if d.fix is not None and (d.fix.is_safe or unsafe):
                 fixable.append((line, pos.start.column if pos else 0, d))
         fixable.sort(key=lambda t: (t[0], t[1]))
-        new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
-        new_text = new_module.code if applied else text
+        if fixable and _round == 0 and module.code != text:
+            # libcst would not write the untouched parts back byte for byte
+            result.error = "not fixed: devlint's parser does not reproduce this file byte for byte (unusual line endings?)"
+            result.fixed_text = source
+            result.diagnostics = lint_source(source, path, codes, ignore).diagnostics
+            return result
+        try:
+            new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
+            new_text = new_module.code if applied else text
+            broken = _broken_fixes(module, applied, new_text)
+        except Exception as exc:  # a fix that libcst cannot even lay out
+            broken = sorted({d.code for _, _, d in fixable})
+            broken_why = f"{type(exc).__name__}: {exc}"
+        else:
+            broken_why = "code that does not parse"
+        if broken:
+            result.internal_errors.append(
+                f"internal error: the fix of {', '.join(broken)} produced {broken_why}; "
+                "the file was not changed; please report this as a devlint bug"
+            )
+            result.fixed_text = source
+            result.applied = []
+            result.diagnostics = lint_source(source, path, codes, ignore).diagnostics
+            return result
+        if not applied:
+            break
         if new_text == text:
-            final = _reported(module, analysis.diagnostics, text, text.splitlines(), path, {r.code for r in rules})
             break
         text = new_text
         result.applied.extend(applied)
-    # a fixed file must still parse
-    if text != source and parsed != text:
-        try:
-            parse(text)
-        except Exception:
+        rounds.append((sorted({d.code for d in applied}), text))
+    # a fixed file must still parse (and compile, when the original did)
+    if text != source:
+        problem = _fixed_code_problem(source, text, path)
+        if problem is not None:
+            # name the rules of the first round that broke it
+            culprits = sorted({d.code for d in result.applied})
+            for round_codes, round_text in rounds:
+                if _fixed_code_problem(source, round_text, path) is not None:
+                    culprits = round_codes
+                    break
+            codes_applied = ", ".join(culprits) or "?"
             result.internal_errors.append(
-                "internal error: the fixed code does not parse; the file was not changed; please report this as a devlint bug"
+                f"internal error: the fixes of {codes_applied} produced {problem}; the file was not changed; "
+                "please report this as a devlint bug"
             )
             text = source
             result.applied = []
-            final = None
     if UNUSED_NOQA[0] in {r.code for r in rules}:
-        final = None  # DL100 reads every finding of the final text: lint it whole
         stale = [d for d in lint_source(text, path, codes, ignore, scan=scan).diagnostics if d.code == UNUSED_NOQA[0] and d.fix]
         if stale:
             text = remove_unused_noqa(text, stale)
             result.applied.extend(stale)
     result.fixed_text = text
-    if final is not None:
-        result.diagnostics = final
-        return result
     remaining = lint_source(text, path, codes, ignore, scan=scan)
     result.diagnostics = remaining.diagnostics
     result.error = remaining.error
@@ -413,3 +458,53 @@ def fix_source(
         if e not in result.internal_errors:
             result.internal_errors.append(e)
     return result
+
+
+def _source_lines(text: str) -> List[str]:
+    """The lines as Python counts them (``str.splitlines`` also splits at
+    form feeds and Unicode separators, which Python does not)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _broken_fixes(module: cst.Module, applied: List[Diagnostic], new_text: str) -> List[str]:
+    """The codes of the rules whose fixes in this round make the code
+    unparseable (empty when the new code parses)."""
+    if not applied:
+        return []
+    try:
+        parse(new_text)
+        return []
+    except cst.ParserSyntaxError:
+        pass
+    except (RecursionError, MemoryError):
+        return []  # not the fixes' fault; the final check decides
+    culprits = set()
+    for d in applied:
+        assert d.fix is not None
+        table = {id(old): new for old, new in d.fix.replacements}
+        try:
+            parse(module.visit(_Replacer(table)).code)
+        except Exception:
+            culprits.add(d.code)
+    return sorted(culprits or {d.code for d in applied})
+
+
+def _fixed_code_problem(source: str, fixed: str, path: str) -> Optional[str]:
+    """Why ``fixed`` must not replace ``source``, or None."""
+    try:
+        parse(fixed)
+    except Exception as exc:
+        return f"code that does not parse ({type(exc).__name__})"
+    # the interpreter is stricter than libcst (a repeated keyword argument,
+    # ``return`` outside a function...): compile, never run, both versions
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except Exception:
+        return None  # newer syntax than this Python, or already broken: libcst's word is all we have
+    try:
+        compile(fixed, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"code that does not compile (line {exc.lineno}: {exc.msg})"
+    except Exception as exc:
+        return f"code that does not compile ({type(exc).__name__})"
+    return None

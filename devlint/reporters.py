@@ -24,7 +24,8 @@ def _style(text: str, color: bool, code: str) -> str:
 def report_text(diagnostics: Sequence[Diagnostic], out: TextIO, color: bool, show_source: bool = True) -> None:
     for d in diagnostics:
         fixable = " [*]" if d.fixable else ""
-        loc = f"{_style(d.path, color, '1')}:{d.line}:{d.col}:"
+        cell = f"cell {d.cell}:" if d.cell is not None else ""  # notebooks: the line is in the cell
+        loc = f"{_style(d.path, color, '1')}:{cell}{d.line}:{d.col}:"
         out.write(f"{loc} {_style(d.code, color, '1;31')} {d.message}{fixable}\n")
         if show_source and d.source_line:
             line = d.source_line.expandtabs(4) if "\t" not in d.source_line[: d.col] else d.source_line
@@ -50,11 +51,22 @@ def _escape_prop(s: str) -> str:
     return _escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
+def _in_cell(d: Diagnostic) -> str:
+    return f" (cell {d.cell}, line {d.line}, column {d.col})"
+
+
 def report_github(diagnostics: Sequence[Diagnostic], out: TextIO) -> None:
     for d in diagnostics:
         level = "error"
+        path = d.path[2:] if d.path.startswith("./") else d.path
+        if d.cell is not None:
+            # a notebook: annotate the line of its JSON that holds the cell's line
+            where = f",line={d.file_line}" if d.file_line else ""
+            props = f"title={_escape_prop(f'devlint ({d.code})')},file={_escape_prop(path)}{where}"
+            out.write(f"::{level} {props}::{_escape_data(f'{d.code} {d.message}{_in_cell(d)}')}\n")
+            continue
         props = (
-            f"title={_escape_prop(f'devlint ({d.code})')},file={_escape_prop(d.path)},"
+            f"title={_escape_prop(f'devlint ({d.code})')},file={_escape_prop(path)},"
             f"line={d.line},col={d.col},endLine={d.end_line or d.line},endColumn={d.end_col or d.col}"
         )
         out.write(f"::{level} {props}::{_escape_data(f'{d.code} {d.message}')}\n")
@@ -97,9 +109,20 @@ def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]]
                 {"physicalLocation": {"artifactLocation": {"uri": uri}, "region": region}}
             ],
         }
+        if d.cell is not None:
+            # a notebook: the region is the line of its JSON holding the cell's
+            # line (when known); the cell position goes in the message and
+            # properties; fixes (in cell coordinates) are left out
+            res["message"]["text"] += _in_cell(d)
+            phys = res["locations"][0]["physicalLocation"]
+            if d.file_line:
+                phys["region"] = {"startLine": d.file_line}
+            else:
+                del phys["region"]
+            res["properties"] = {"cell": d.cell, "cellLine": d.line, "cellColumn": d.col}
         if d.code in index:
             res["ruleIndex"] = index[d.code]
-        if d.fix is not None and d.fix.edits:
+        if d.fix is not None and d.fix.edits and d.cell is None:
             res["fixes"] = [
                 {
                     "description": {"text": d.fix.description or "devlint fix"},

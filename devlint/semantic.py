@@ -507,7 +507,15 @@ class FileFacts:
         return None
 
     def to_dict(self) -> dict:
+        self.ensure_script_facts()
         return dataclasses.asdict(self)
+
+    def ensure_script_facts(self) -> None:
+        """Collect ``scopes``, ``spawn_targets``, ``sets_visible_devices``
+        and ``ClassFacts.inner_wrappers`` if that has not been done yet."""
+        module = self.__dict__.pop("_script_module", None)
+        if module is not None:
+            collect_script_facts(module, self)
 
 
 def canonical(qualified: str) -> str:
@@ -710,7 +718,9 @@ class _FactsBuilder:
                 self._finish_module_class(cls)
         self._finish_forward_uses()
         self._finish_anchors()
-        collect_script_facts(self.module, self.facts)
+        # the script facts cost a full walk of the tree: collected on first
+        # use (only the wrapping rules and serialisation ask for them)
+        object.__setattr__(self.facts, "_script_module", self.module)
         return self.facts
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
@@ -2471,6 +2481,8 @@ class BindEvent:
     placed: str = ""
     #: ``device_map=`` given to the call (``from_pretrained(..., device_map="auto")``)
     device_map: str = ""
+    #: source of a ``torch.device(...)`` or string value (``device = torch.device("cuda:1")``)
+    value: str = ""
     branch: List[str] = field(default_factory=list)
     in_loop: bool = False
 
@@ -2495,6 +2507,8 @@ class ScopeFacts:
     wraps_param_with: str = ""
     #: the function calls ``torch.cuda.set_device``
     sets_cuda_device: bool = False
+    #: the function (may) return a model it wrapped (wrapper qualified name)
+    returns_wrapper: str = ""
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -2639,6 +2653,9 @@ class _ScriptCollector(cst.CSTVisitor):
         self._close()
 
     # -- branches ----------------------------------------------------------
+    def _branch(self) -> List[str]:
+        return [b for b in self.branch if b]
+
     def _point(self) -> int:
         self.points += 1
         return self.points
@@ -2650,7 +2667,8 @@ class _ScriptCollector(cst.CSTVisitor):
         self.try_ids.pop()
 
     def visit_If_body(self, node: cst.If) -> None:
-        self.branch.append(f"{self.try_ids[-1]}:0")
+        # ``if __name__ == "__main__":`` always runs when the script runs
+        self.branch.append("" if _is_main_guard(node.test) else f"{self.try_ids[-1]}:0")
 
     def leave_If_body(self, node: cst.If) -> None:
         self.branch.pop()
@@ -2777,9 +2795,18 @@ class _ScriptCollector(cst.CSTVisitor):
         if node.value is None or len(self.stack) < 2:
             return
         inner, _ = strip_placements(node.value)
+        name = dotted_name(inner)
+        if name is not None:
+            for b in reversed(self.scope.binds):
+                if b.target == name and not (b.kind == "place" and b.source == name):
+                    if b.kind == "wrap":
+                        self.scope.returns_wrapper = self.scope.wraps[b.wrap_index].wrapper
+                    break
         if isinstance(inner, cst.Call):
             wrapper = self.facts.is_wrapper(inner.func)
             args = positional_args(inner)
+            if wrapper:
+                self.scope.returns_wrapper = wrapper
             if wrapper and args:
                 wrapped, _ = strip_placements(args[0].value)
                 name = dotted_name(wrapped)
@@ -2788,7 +2815,7 @@ class _ScriptCollector(cst.CSTVisitor):
                     self.scope.wraps_param_with = wrapper
 
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
-        return BindEvent(order=self._next(), target=target, kind=kind, branch=list(self.branch), in_loop=self.loops > 0, **kw)
+        return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
 
     def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
         inner, placed = strip_placements(value)
@@ -2805,7 +2832,10 @@ class _ScriptCollector(cst.CSTVisitor):
             cls = self.facts.class_of_call(inner.func)
             if cls is not None and self.facts.is_module_class(cls):
                 return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
-            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map)
+            value = code_of(inner) if cls == "torch.device" and not placed else ""
+            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map, value=value)
+        if string_value(value) is not None:
+            return self._bind(target, "other", value=code_of(value))
         name = dotted_name(inner)
         if placed and name is not None:
             return self._bind(target, "place", source=name, placed=placed)
@@ -2839,7 +2869,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 index=len(scope.wraps), order=self._next(), wrapper=wrapper,
                 target=self.assign_target.get(id(node), ""),
                 statement_target=self.statement_targets[-1] if self.statement_targets else "",
-                branch=list(self.branch), in_loop=self.loops > 0,
+                branch=self._branch(), in_loop=self.loops > 0,
                 placed_after=self.pending_after.pop(id(node), ""),
             )
             args = positional_args(node)
@@ -2877,7 +2907,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 on_wrap=self.wrap_index_of.get(id(owner), -1),
                 device=code_of(dev) if dev is not None else "",
                 statement=self.statement_kind.get(id(node), ""),
-                branch=list(self.branch), in_loop=self.loops > 0,
+                branch=self._branch(), in_loop=self.loops > 0,
             )
             scope.placements.append(ev2)
 
@@ -2963,6 +2993,16 @@ class _ScriptCollector(cst.CSTVisitor):
                     helper = self.facts.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
                     if helper is not None and helper.wraps_param >= 0:
                         cls.inner_wrappers.setdefault(b.target[len(me):], helper.wraps_param_with)
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    names = {dotted_name(left), dotted_name(right)}
+    return isinstance(test.comparisons[0].operator, cst.Equal) and "__name__" in names and (
+        string_value(left) == "__main__" or string_value(right) == "__main__"
+    )
 
 
 def _env_read(node: cst.BaseExpression) -> Optional[str]:

@@ -78,6 +78,7 @@ class ScriptRule(Rule):
         return self._frames[-1].scope
 
     def _enter(self) -> None:
+        self.facts.ensure_script_facts()
         scopes = self.facts.scopes
         self._frames.append(_Frame(scopes[self._scopes_seen]))
         self._scopes_seen += 1

@@ -270,6 +270,11 @@ class RNN(nn.Module):
         method = ctx.current_method.name.value if ctx.current_method else "forward"
         message = self.message.format(fn=fn, method=method)
         anchor, why = ctx.device_anchor()
+        cls = ctx.current_class
+        if cls is not None and len(set(cls.pinned_devices().values())) > 1:
+            # model-parallel: the right device is the stage's, not the input's
+            anchor = None
+            why = "the module is split over several devices; create it on the device of the tensor it is combined with"
         fix = None
         if anchor is not None:
             fix = self.replace(node, _add_device(node, anchor), f"add `device={anchor}`")

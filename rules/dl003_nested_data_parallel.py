@@ -239,21 +239,24 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             self.report(node, message, no_fix_reason=no_fix or "the wrapped module is not a positional argument")
 
     # -- a wrapper inside a model class ----------------------------------------
-    def _outer_wraps(self) -> Dict[str, Tuple[str, str]]:
-        """class -> (outer wrapper, scope name) for every local module class
-        whose instances end up inside a wrapped model."""
-        out: Dict[str, Tuple[str, str]] = {}
+    def _outer_wraps(self) -> Dict[str, Tuple[str, str, bool]]:
+        """class -> (outer wrapper, scope name, only under a condition) for
+        every local module class whose instances end up inside a wrapped
+        model (an unconditional wrap preferred)."""
+        out: Dict[str, Tuple[str, str, bool]] = {}
         for scope in self.facts.scopes:
             for ev in scope.wraps:
                 origin = wrapped_origin(self.facts, scope, ev)
                 roots = list(origin.classes)
-                for _name, _where, chain in origin.args:
+                for _name, _scope, chain in origin.args:
                     if chain and chain[-1].kind == "construct":
                         roots.append(chain[-1].value_class)
                 for cls in contained_classes(self.facts, roots):
                     if cls == scope.class_name:
                         continue  # a class wrapping its own parts is not wrapped by that
-                    out.setdefault(cls, (ev.wrapper, scope.name))
+                    conditional = bool(ev.branch)
+                    if cls not in out or (out[cls][2] and not conditional):
+                        out[cls] = (ev.wrapper, scope.name, conditional)
         return out
 
     def _inner_in_classes(self) -> None:
@@ -263,8 +266,12 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             if cls is None or not cls.inner_wrappers or cls.name not in outer or not scope.params:
                 continue
             me = scope.params[0] + "."
-            wrapper_out, where = outer[cls.name]
+            wrapper_out, where, outer_conditional = outer[cls.name]
             for ev in scope.wraps:
+                if ev.branch and outer_conditional:
+                    # both wrappers depend on conditions (an "inside" and an
+                    # "outside" mode): nothing shows they meet
+                    continue
                 attr = ev.statement_target[len(me):] if ev.statement_target.startswith(me) else ""
                 if attr in cls.inner_wrappers:
                     attrs = [attr]
@@ -278,12 +285,11 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 node = self.wrap_nodes[(scope.index, ev.index)]
                 message = (
                     f"{shown} is wrapped in {_short(ev.wrapper)} inside `{cls.name}`, which is itself wrapped in "
-                    f"{_short(wrapper_out)} (in `{where}`): the inner wrapper fails on the replicas"
+                    f"{_short(wrapper_out)} ({_where(where)}): the inner wrapper fails on the replicas"
                 )
-                first = _first_arg(node)
-                replacements = None
-                if first is not None:
-                    replacements = [(node, first)] + self.class_read_fixes(cls.name, attrs)
+                replacements = self.unwrap_replacements(node, ev)
+                if replacements is not None:
+                    replacements += self.class_read_fixes(cls.name, attrs)
                 self._emit(node, message, replacements, f"remove the inner {_short(ev.wrapper)} ({_WHY_UNSAFE})")
 
     # -- a wrapped model passed into a model that is wrapped ---------------------
@@ -307,7 +313,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                         continue
                     inner = where.wraps[chain[-1].wrap_index]
                     node = self.wrap_nodes[(where.index, inner.index)]
-                    model = ev.wrapped_class or ev.wrapped_name
+                    model = origin.classes[0] if origin.classes else (ev.wrapped_class or ev.wrapped_name)
                     message = (
                         f"`{name}` is wrapped in {_short(inner.wrapper)} and then built into `{model}`, "
                         f"which is wrapped in {_short(ev.wrapper)}: the inner wrapper fails on the replicas"
@@ -342,7 +348,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 k = counts.get(b.call, 0)
                 counts[b.call] = k + 1
                 helper = self._wrapping_function(scope, b.call)
-                if helper is None:
+                if helper is None or helper.wraps_param < 0:
                     continue
                 for arg in b.args:
                     earlier = self._already_wrapped(scope, arg, b.order, b.branch)
@@ -364,7 +370,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
             name = f"{scope.class_name}.{call.split('.', 1)[1]}"
         helper = self.facts.scope_named(name)
-        if helper is not None and helper.wraps_param >= 0:
+        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper):
             return helper
         return None
 
@@ -378,12 +384,16 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             return None
         if last.kind == "wrap":
             first = scope.wraps[last.wrap_index]
-            return f"in {_short(first.wrapper)} earlier in `{scope.name}`"
+            return f"in {_short(first.wrapper)} earlier {_where(scope.name)}"
         if last.kind == "call":
             helper = self._wrapping_function(scope, last.call)
             if helper is not None:
-                return f"by `{last.call}`, which returns it wrapped in {_short(helper.wraps_param_with)}"
+                return f"by `{last.call}`, which returns it wrapped in {_short(helper.wraps_param_with or helper.returns_wrapper)}"
         return None
+
+
+def _where(scope_name: str) -> str:
+    return "at module level" if scope_name == "<module>" else f"in `{scope_name}`"
 
 
 def _short(wrapper: str) -> str:

@@ -285,7 +285,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             main = 0
         if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.facts.scopes[0].sets_cuda_device):
             return  # .cuda() after set_device(): the current device is not known
-        target = cuda_index(event.device, event.method, self._literal_devices(scope))
+        target = cuda_index(event.device, event.method, self._literal_devices(scope, event))
         if target is None or target == main:
             return
         why = (
@@ -305,8 +305,17 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, None, FixSafety.UNSAFE, ids)
         self.report(node, message, fix=fix, no_fix_reason=reason)
 
-    def _literal_devices(self, scope: ScopeFacts) -> Dict[str, str]:
-        return dict(self.facts.module_devices)
+    def _literal_devices(self, scope: ScopeFacts, event: PlaceEvent) -> Dict[str, str]:
+        """Names bound to a literal device where the placement happens."""
+        out = dict(self.facts.module_devices)
+        if event.device.isidentifier():
+            b = scope.last_binding(event.device, event.order, event.branch)
+            if b is not None:
+                if b.value:
+                    out[event.device] = b.value
+                else:
+                    out.pop(event.device, None)  # re-bound to something else
+        return out
 
     # -- the fix ---------------------------------------------------------------
     def _move_into(

@@ -84,11 +84,26 @@ def test_check_never_imports_torch(tmp_path):
 # behaviour on the simulated path (one harness run for all these files)
 
 
+WITH_CASES = sorted(
+    p for p in FIXTURES.glob("DL*/bad_*.py") if p.name.count(".") == 1 and declares_cases(p.read_text())
+)
+BEHAVIOUR = [CASES / "replica_and_limits.py", CASES / "crash_and_hang.py", CASES / "checkpoint_load.py"]
+
+
 @pytest.fixture(scope="module")
-def behaviour():
-    files = [CASES / "replica_and_limits.py", CASES / "crash_and_hang.py", CASES / "checkpoint_load.py"]
-    results = verify_jobs([_job(p) for p in files], simulate=True, timeout=12, workers=2)
-    return {Path(r["file"]).stem: _by_case([x for x in results if x["file"] == r["file"]]) for r in results}
+def harness_run():
+    """One harness run over the behaviour files and every fixture with cases
+    (torch is imported once per child, not once per file)."""
+    results = verify_jobs([_job(p) for p in BEHAVIOUR + WITH_CASES], simulate=True, timeout=20, workers=2)
+    out = {}
+    for r in results:
+        out.setdefault(r["file"], []).append(r)
+    return out
+
+
+@pytest.fixture(scope="module")
+def behaviour(harness_run):
+    return {Path(f).stem: _by_case(rows) for f, rows in harness_run.items() if f.startswith("tests/")}
 
 
 def test_replica_only_failure_is_reproduced(behaviour):
@@ -111,6 +126,14 @@ def test_model_parallel_as_written(behaviour):
     assert r["verdict"] == "confirmed"
 
 
+def test_a_loop_runs_as_a_call(behaviour):
+    r = behaviour["replica_and_limits"]["loop"]
+    assert r["rules"] == ["DL001", "DL011"]
+    assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
+    assert [o["device"] for o in r["fixed"]["outputs"]] == ["cuda:0", "cuda:0"]
+    assert r["verdict"] == "confirmed"
+
+
 def test_a_case_that_runs_is_not_reproduced(behaviour):
     r = behaviour["replica_and_limits"]["nothing_to_reproduce"]
     assert r["original"]["status"] == "not reproduced"
@@ -121,7 +144,7 @@ def test_crash_and_hang_are_isolated(behaviour):
     cases = behaviour["crash_and_hang"]
     assert list(cases) == ["aborts", "hangs", "survivor", "malformed"]
     assert "SIGABRT" in cases["aborts"]["crash"]
-    assert "12s" in cases["hangs"]["timeout"]
+    assert "20s" in cases["hangs"]["timeout"]
     assert cases["survivor"]["verdict"] == "confirmed"
     assert "'inputs' must be a callable" in cases["malformed"]["case_error"]
     assert all(cases[c]["verdict"] == "error" for c in ("aborts", "hangs", "malformed"))
@@ -170,33 +193,32 @@ def test_verify_json_and_no_cases(tmp_path):
 # --------------------------------------------------------------------------
 # every fixture that carries cases, on the simulated path (what CI runs)
 
-WITH_CASES = sorted(
-    p for p in FIXTURES.glob("DL*/bad_*.py") if p.name.count(".") == 1 and declares_cases(p.read_text())
-)
-
-
-@pytest.fixture(scope="module")
-def fixture_results():
-    results = verify_jobs([_job(p) for p in WITH_CASES], simulate=True, timeout=120, workers=2)
-    out = {}
-    for r in results:
-        out.setdefault(r["file"], []).append(r)
-    return out
-
-
 def test_dl001_fixtures_carry_cases():
-    assert {p.name for p in WITH_CASES if p.parent.name == "DL001"} == {
-        p.name for p in (FIXTURES / "DL001").glob("bad_*.py") if p.name.count(".") == 1
+    """Every DL001 bug devlint can fix carries a case that proves the fix (a
+    fixture whose findings have no fix has nothing to confirm)."""
+    from devlint.engine import lint_source
+
+    fixable = {
+        p.name
+        for p in (FIXTURES / "DL001").glob("bad_*.py")
+        if p.name.count(".") == 1 and any(d.fixable for d in lint_source(p.read_text(), p.name).diagnostics)
     }
+    assert fixable
+    assert fixable <= {p.name for p in WITH_CASES if p.parent.name == "DL001"}
 
 
 @pytest.mark.parametrize("path", WITH_CASES, ids=[f"{p.parent.name}/{p.name}" for p in WITH_CASES])
-def test_fixture_cases_are_confirmed(path, fixture_results):
-    rows = fixture_results[str(path.relative_to(ROOT))]
+def test_fixture_cases_are_confirmed(path, harness_run):
+    rows = harness_run[str(path.relative_to(ROOT))]
     assert rows
+    limits = [r for r in rows if r.get("original", {}).get("status") == "cannot simulate"]
     for r in rows:
+        if r in limits:
+            continue
         assert r["verdict"] == "confirmed", json.dumps(r, indent=1, default=str)[:3000]
         assert r["device_path"].startswith(("simulated", "cpu-only"))
+    if limits:  # visible in the test report, never counted as confirmed
+        pytest.skip("; ".join(f"{r['case']}: cannot simulate ({r['original']['detail']})" for r in limits))
 
 
 # --------------------------------------------------------------------------
@@ -225,3 +247,63 @@ def test_real_gpu_model_parallel_and_replicas():
     assert results["model_parallel"]["verdict"] == "confirmed"
     assert results["replica_only"]["original"]["error"]["type"] == "StopIteration"
     assert results["nothing_to_reproduce"]["original"]["status"] == "not reproduced"
+
+
+def test_json_report_round_trips(harness_run):
+    import io
+
+    from devlint.harness.report import report_json, report_text
+
+    rows = [r for rs in harness_run.values() for r in rs]
+    buf = io.StringIO()
+    report_json(rows, buf)
+    doc = json.loads(buf.getvalue())
+    assert doc["summary"]["cases"] == len(rows)
+    assert doc["summary"]["errors"] == 3  # aborts, hangs, malformed
+    text = io.StringIO()
+    report_text(rows, text)
+    assert text.getvalue().splitlines()[0].split() == [
+        "FILE", "CASE", "RULES", "PLACEMENT", "DEVICES", "ORIGINAL", "FIXED", "EQUIVALENCE", "VERDICT"
+    ]
+
+
+# --------------------------------------------------------------------------
+# the simulated devices, in process (what fake tensors alone would miss)
+
+
+def _simulated():
+    from devlint.harness import env as E
+
+    environment = E.Environment(E.make_plan(2, True))
+    return E, environment
+
+
+def test_simulated_convolution_checks_devices():
+    E, environment = _simulated()
+    with E.environment(environment):
+        conv = torch.nn.Conv2d(3, 4, 3)  # left on the CPU
+        x = torch.randn(2, 3, 8, 8).to("cuda:1")
+        with E.running(environment):
+            with pytest.raises(RuntimeError, match=r"Input type \(torch.cuda.FloatTensor\) and weight type \(torch.FloatTensor\)"):
+                conv(x)
+            conv.to("cuda:0")
+            with pytest.raises(RuntimeError, match="cuda:1 and cuda:0"):
+                conv(x)
+            conv.to("cuda:1")
+            assert conv(x).device == torch.device("cuda", 1)
+
+
+def test_simulated_gru_and_indexing():
+    E, environment = _simulated()
+    with E.environment(environment):
+        gru = torch.nn.GRU(4, 4, batch_first=True).to("cuda:1")
+        x = torch.randn(2, 3, 4).to("cuda:1")
+        with E.running(environment):
+            out, h = gru(x, torch.zeros(1, 2, 4, device="cuda:1"))
+            assert out.device == h.device == torch.device("cuda", 1) and out.shape == (2, 3, 4)
+            with pytest.raises(RuntimeError, match="Input and hidden tensors are not at the same device"):
+                gru(x, torch.zeros(1, 2, 4))
+            assert x[None, :, 0].shape == (1, 2, 4) and x[None].device == x.device
+            with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same device"):
+                x[torch.zeros(1, dtype=torch.long, device="cuda:0")]
+    assert torch.cuda.is_available() is (_cuda() > 0)  # patches undone

@@ -111,6 +111,7 @@ def user_repo(tmp_path) -> Path:
     (repo / "model.py").write_text(BUGGY)
     (repo / "utils.py").write_text(CLEAN)
     (repo / "notes.txt").write_text("torch.zeros(3) is not Python here\n")
+    shutil.copy(ROOT / "fixtures" / "notebooks" / "transformer_tutorial.ipynb", repo / "tutorial.ipynb")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "start")
     return repo
@@ -141,6 +142,7 @@ def test_try_repo_check_fails_fix_fixes(hook_repo, pre_commit_home, user_repo):
     out = first.stdout + first.stderr
     assert first.returncode == 1, out
     assert "model.py:11:15: DL001" in out, out
+    assert "tutorial.ipynb:cell 5:13:15: DL001" in out, out  # types_or: jupyter
     assert "utils.py" not in out and "notes.txt" not in out, out
 
     fixed = _pre_commit(user_repo, pre_commit_home, "try-repo", str(hook_repo), "devlint-fix", "--all-files")
@@ -149,6 +151,7 @@ def test_try_repo_check_fails_fix_fixes(hook_repo, pre_commit_home, user_repo):
     assert "files were modified by this hook" in out, out
     assert "torch.arange(0, src.shape[1], device=src.device)" in (user_repo / "model.py").read_text()
     assert (user_repo / "utils.py").read_text() == CLEAN
+    assert "torch.arange(0, length, device=src.device)" in (user_repo / "tutorial.ipynb").read_text()
 
     _git(user_repo, "add", "-A")
     again = _pre_commit(user_repo, pre_commit_home, "try-repo", str(hook_repo), "devlint", "--all-files")

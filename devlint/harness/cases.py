@@ -6,12 +6,13 @@ from __future__ import annotations
 import ast
 from typing import Any, Dict
 
-PLACEMENTS = ("data_parallel", "as_written", "checkpoint")
+PLACEMENTS = ("data_parallel", "as_written", "call", "checkpoint")
 
 #: keys every case of a placement needs (all must be callables but ``name``)
 REQUIRED = {
     "data_parallel": ("model", "inputs"),
     "as_written": ("model", "inputs"),
+    "call": ("run",),
     "checkpoint": ("state", "load"),
 }
 
@@ -19,6 +20,7 @@ REQUIRED = {
 DEFAULTS: Dict[str, Dict[str, Any]] = {
     "data_parallel": {"devices": 2, "seed": 0, "model_device": "cuda:0", "input_device": None, "output_device": None},
     "as_written": {"devices": 2, "seed": 0, "model_device": None, "input_device": "first_parameter", "output_device": None},
+    "call": {"devices": 2, "seed": 0, "output_device": None},
     "checkpoint": {"devices": 1, "seed": 0},
 }
 

@@ -227,6 +227,8 @@ class _DeviceMap(TorchFunctionMode):
             if target is not None:
                 args[0] = self._fake_if_needed(self_tensor, target)
             return self._call(func, args, kwargs)
+        if env.simulated and name in _CONV_OPS and len(args) > 1:
+            _check_conv_devices(args[0], args[1], args[2] if len(args) > 2 else kwargs.get("bias"))
         if "device" in kwargs:
             target = env.resolve(kwargs["device"])
             if target is not None:
@@ -240,8 +242,8 @@ class _DeviceMap(TorchFunctionMode):
     def _call(self, func, args, kwargs):
         try:
             return func(*args, **kwargs)
-        except RuntimeError as exc:
-            if not self.env.simulated or "not linked with support for cuda" not in str(exc):
+        except (RuntimeError, NotImplementedError) as exc:
+            if not self.env.simulated or not _needs_cpu_twins(exc):
                 raise
         return _on_cpu_twins(func, args, kwargs)
 
@@ -279,10 +281,57 @@ def _map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
     return obj
 
 
+_CONV_OPS = frozenset(
+    ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "convolution", "_convolution", "conv_tbc"]
+)
+_LEGACY = {torch.float32: "Float", torch.float64: "Double", torch.float16: "Half", torch.bfloat16: "BFloat16"}
+
+
+def _legacy_type(t: torch.Tensor) -> str:
+    kind = _LEGACY.get(t.dtype, str(t.dtype).replace("torch.", "").capitalize())
+    return f"torch.cuda.{kind}Tensor" if t.device.type == "cuda" else f"torch.{kind}Tensor"
+
+
+def _check_conv_devices(inp: Any, weight: Any, bias: Any) -> None:
+    """Fake tensors propagate devices through convolution without checking
+    them; raise what PyTorch's convolution raises."""
+    if not (isinstance(inp, torch.Tensor) and isinstance(weight, torch.Tensor)):
+        return
+    for other, what in ((weight, "weight"), (bias, "bias")):
+        if not isinstance(other, torch.Tensor) or other.device == inp.device:
+            continue
+        if inp.device.type == other.device.type == "cuda":
+            raise RuntimeError(
+                f"Expected all tensors to be on the same device, but found at least two devices, {inp.device} and {other.device}!"
+            )
+        raise RuntimeError(f"Input type ({_legacy_type(inp)}) and {what} type ({_legacy_type(other)}) should be the same")
+
+
+def _needs_cpu_twins(exc: BaseException) -> bool:
+    """The op failed because a CPU-only build cannot follow fake CUDA
+    tensors: a binding that sets a CUDA device guard, or an op without a fake
+    kernel whose fallback allocates real CUDA memory (``nn.GRU``)."""
+    text = str(exc)
+    return "not linked with support for cuda" in text or "from the 'CUDA' backend" in text
+
+
+_RNN_OPS = ("gru", "lstm", "rnn_tanh", "rnn_relu")
+
+
 def _on_cpu_twins(func, args: tuple, kwargs: dict) -> Any:
-    """Run an op whose Python binding wants a CUDA device guard (absent from
-    a CPU-only build) on CPU twins of its fake tensors, after the same device
-    check PyTorch makes: one device, CPU 0-dim tensors allowed beside it."""
+    """Run an op the simulation cannot follow on CPU twins of its fake
+    tensors, after the device check PyTorch makes: one device, CPU 0-dim
+    tensors allowed beside it (and, for recurrent layers, PyTorch's own
+    input/hidden check)."""
+    name = getattr(func, "__name__", "")
+    if name in _RNN_OPS and len(args) > 1:
+        hx = args[1][0] if isinstance(args[1], (tuple, list)) and args[1] else args[1]
+        inp = args[0]
+        if isinstance(inp, torch.Tensor) and isinstance(hx, torch.Tensor) and inp.device != hx.device:
+            raise RuntimeError(
+                f"Input and hidden tensors are not at the same device, found input tensor at {inp.device} "
+                f"and hidden tensor at {hx.device}"
+            )
     device = None
     for t in _flat_tensors((args, kwargs), []):
         if t.device.type == "cpu" and t.dim() == 0:
@@ -343,10 +392,23 @@ def environment(env: Environment) -> Iterator[Environment]:
     n = env.plan.count if visible else 0
     patch(torch.cuda, "is_available", lambda: visible)
     patch(torch.cuda, "device_count", lambda: n)
-    if env.simulated:
-        patch(torch.cuda, "_lazy_init", lambda: None)
+    if env.simulated or (visible and not env.plan.real_data_parallel):
+        # the current device is the harness's: fake, or cuda:0 + cpu
         patch(torch.cuda, "current_device", lambda: env.current)
         patch(torch.cuda, "set_device", lambda d: setattr(env, "current", _index(d, env)))
+    if env.simulated:
+        from torch.nn.modules import transformer as transformer_module
+
+        if hasattr(transformer_module, "_detect_is_causal_mask"):
+            # it compares the mask's values with a causal mask only to pick a
+            # fast path; fake tensors have no values, and "not known to be
+            # causal" is always correct (the mask itself is still applied)
+            patch(
+                transformer_module,
+                "_detect_is_causal_mask",
+                lambda mask, is_causal=None, size=None: bool(is_causal),
+            )
+        patch(torch.cuda, "_lazy_init", lambda: None)
         patch(torch.cuda, "synchronize", lambda *a, **k: None)
         patch(torch.cuda, "get_device_name", lambda *a, **k: "simulated CUDA device")
         original_to = nn.Module.to

@@ -171,6 +171,16 @@ def _run_under_placement(path: str, display: str, name: str, plan: Any, cuda_vis
             if case["placement"] == "checkpoint":
                 return _run_checkpoint(case, step, torch)
             torch.manual_seed(case["seed"])
+            if case["placement"] == "call":
+                # the case's own code builds, places and calls; values stay
+                # real until they reach a (fake) CUDA device
+                step.phase = "running the case"
+                with torch.no_grad():
+                    tensors = _tensors(case["run"](), torch)
+                expected = sorted({str(t.device) for t in tensors})
+                if case["output_device"] is not None:
+                    expected = [str(environment.resolve(case["output_device"]) or torch.device(case["output_device"]))]
+                return {"outputs": _summary(tensors), "expected_devices": expected}
             step.phase = "building the model"
             model = case["model"]()
             step.phase = "building the inputs"
@@ -289,6 +299,12 @@ def _equivalence(orig: str, fixed: str, display: str, name: str) -> dict:
                 step = Step(orig if which == "original" else fixed, display)
                 try:
                     torch.manual_seed(seed)
+                    if case["placement"] == "call":
+                        step.phase = "running the case"
+                        with torch.no_grad():
+                            outputs[which] = _tensors(cases[which]["run"](), torch)
+                        reference = _summary(outputs[which])
+                        continue
                     step.phase = "building the model"
                     models[which] = cases[which]["model"]()
                     if which == "fixed" and "original" in models:

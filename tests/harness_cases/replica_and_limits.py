@@ -46,4 +46,21 @@ def devlint_cases():
         {"name": "replica_only", "model": UsesParameters, "inputs": lambda: torch.randn(6, 4), "placement": "data_parallel"},
         {"name": "model_parallel", "model": TwoStage, "inputs": lambda: torch.randn(5, 6), "placement": "as_written"},
         {"name": "nothing_to_reproduce", "model": AlreadyFine, "inputs": lambda: torch.randn(4, 3), "placement": "data_parallel"},
-    ]
+    ] + devlint_more_cases()
+
+
+def evaluate(model, device, loader):
+    """A loop that moves the model but not the batches (what DL011 reports)."""
+    model = model.to(device)
+    outputs = []
+    for data, target in loader:
+        outputs.append(model(data))
+    return outputs
+
+
+def _device():
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def devlint_more_cases():
+    return [{"name": "loop", "run": lambda: evaluate(AlreadyFine(), _device(), [(torch.randn(2, 3), torch.zeros(2))] * 2), "placement": "call"}]
