@@ -62,6 +62,21 @@ class ScanSummary:
         #: subscripts peeled off (``enumerate(tqdm(loaders["train"]))`` ->
         #: ``loaders``), "" when it is not a name
         self.loops: List[str] = []
+        #: names bound by ``for`` targets anywhere
+        self.loop_targets: Set[str] = set()
+        #: name -> dotted callees of the calls assigned to it, method-call
+        #: chains peeled (``model = Net(...).cuda()`` -> ``Net``; "" unnamed)
+        self.call_bound: Dict[str, Set[str]] = {}
+        #: (class, method) -> the names its first parameter may have (``self``)
+        self.method_self: Dict[Tuple[str, str], Set[str]] = {}
+        #: attribute name -> values assigned to ``<name>.attr`` anywhere:
+        #: "call:<dotted callee>", "container" (list, tuple, dict,
+        #: comprehension) or "other"; see :meth:`attribute_kinds`
+        self.attribute_values: Dict[str, Set[str]] = {}
+        #: every ``<owner>.device`` as (class, method, owner's root name,
+        #: owner's shape: "name" ``x``, "attr" ``x.a``, "subscript" ``x.a[i]``,
+        #: "other", the ``a`` of the last two or "")
+        self.device_reads: List[Tuple[Optional[str], Optional[str], Optional[str], str, str]] = []
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
 
     # -- name resolution ---------------------------------------------------
@@ -90,6 +105,19 @@ class ScanSummary:
     def imports_any(self, prefix: str) -> bool:
         """Some import binds a name to ``prefix`` or something under it."""
         return any(t == prefix or t.startswith(prefix + ".") for ts in self.imports.values() for t in ts)
+
+    def attribute_kinds(self, attr: str) -> Set[str]:
+        """What ``<name>.attr`` may be assigned anywhere in the file:
+        "parameter" (a call that can only be ``nn.Parameter``), "call",
+        "container", "other"."""
+        out = set()
+        for v in self.attribute_values.get(attr, ()):
+            if v.startswith("call:"):
+                qualified = self.resolve(v[5:])
+                out.add("parameter" if qualified and all(q == "torch.nn.Parameter" for q in qualified) else "call")
+            else:
+                out.add(v)
+        return out
 
     # -- classes and forward -------------------------------------------------
     def forward_methods(self) -> Dict[str, FrozenSet[str]]:
@@ -152,6 +180,14 @@ class _Scanner:
         if target not in targets:
             targets.append(target)
 
+    @staticmethod
+    def _value_kind(value: Optional[ast.AST]) -> str:
+        if isinstance(value, ast.Call):
+            return "call:" + (_dotted(value.func) or "")
+        if isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp, ast.GeneratorExp, ast.Set, ast.SetComp)):
+            return "container"
+        return "other"
+
     def walk(self, tree: ast.AST) -> None:
         s = self.s
         calls = s.calls
@@ -189,6 +225,8 @@ class _Scanner:
                 )
             elif t is Attribute:
                 attributes.add(node.attr)
+                if node.attr == "device":
+                    s.device_reads.append((cls, method) + _owner_shape(node.value))
             elif t is Constant:
                 value = node.value
                 if type(value) is str and len(value) <= 64:
@@ -200,6 +238,10 @@ class _Scanner:
                 if cls is not None and method is None:
                     method = node.name
                     called = methods.setdefault(cls, {}).setdefault(method, set())
+                    firsts = {a.arg for a in (node.args.posonlyargs[:1] + node.args.args[:1])}
+                    if node.args.posonlyargs and node.args.args:
+                        firsts.add(node.args.args[0].arg)  # libcst's params skip positional-only ones
+                    s.method_self.setdefault((cls, method), set()).update(firsts)
             elif t is ClassDef:
                 cls, method, called = node.name, None, None
                 s.bases.setdefault(cls, []).extend(filter(None, (_dotted(b) for b in node.bases)))
@@ -212,12 +254,28 @@ class _Scanner:
                 continue
             elif t is For or t is AsyncFor:
                 s.loops.append(_iterated_name(node.iter))
+                s.loop_targets.update(n.id for n in _flatten_targets(node.target) if type(n) is Name)
             elif t is Assign or t is AnnAssign:
                 targets = node.targets if t is Assign else [node.target]
+                value = node.value
                 for target in targets:
                     for el in _flatten_targets(target):
                         if type(el) is Attribute and type(el.value) is Name:
                             s.attribute_assigns.append((cls, method, el.attr))
+                    if type(target) is Name and type(value) is Call:
+                        inner = value
+                        while type(inner.func) is Attribute and type(inner.func.value) is Call:
+                            inner = inner.func.value
+                        s.call_bound.setdefault(target.id, set()).add(_dotted(inner.func) or "")
+                    pairs: List[Tuple[ast.AST, Optional[ast.AST]]] = [(target, value)]
+                    if isinstance(target, (ast.Tuple, ast.List)):
+                        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                            pairs = list(zip(target.elts, value.elts))
+                        else:
+                            pairs = [(el, None) for el in target.elts]
+                    for tgt, val in pairs:
+                        if type(tgt) is Attribute:
+                            s.attribute_values.setdefault(tgt.attr, set()).add(self._value_kind(val))
             for _, value in iter_fields(node):
                 if isinstance(value, list):
                     for item in reversed(value):
@@ -236,6 +294,16 @@ def _flatten_targets(node: ast.AST) -> List[ast.AST]:
     if isinstance(node, ast.Starred):
         return _flatten_targets(node.value)
     return [node]
+
+
+def _owner_shape(node: ast.AST) -> Tuple[Optional[str], str, str]:
+    if type(node) is ast.Name:
+        return node.id, "name", ""  # type: ignore[attr-defined]
+    sub = type(node) is ast.Subscript
+    inner = node.value if sub else node  # type: ignore[attr-defined]
+    if type(inner) is ast.Attribute and type(inner.value) is ast.Name:  # type: ignore[attr-defined]
+        return inner.value.id, "subscript" if sub else "attr", inner.attr  # type: ignore[attr-defined]
+    return None, "other", ""
 
 
 def _iterated_name(node: ast.AST) -> str:
