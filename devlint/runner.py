@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 from devlint.config import Config
 from devlint.diagnostic import FileResult
-from devlint.files import PYTHON_SUFFIXES
+from devlint.files import NOTEBOOK_SUFFIXES, PYTHON_SUFFIXES
 from devlint.limits import run_deep
 from devlint.source import SourceError, decode_source
 
@@ -55,7 +55,7 @@ def _read(path: str) -> bytes:
 def _looks_like_python(path: str, raw: bytes) -> bool:
     """A file named on the command line is checked when its name ends in
     .py/.pyi or its first line is a python ``#!``."""
-    if path.endswith(PYTHON_SUFFIXES):
+    if path.endswith(PYTHON_SUFFIXES) or path.endswith(NOTEBOOK_SUFFIXES):
         return True
     first = raw[:200].split(b"\n", 1)[0]
     return first.startswith(b"#!") and b"python" in first
