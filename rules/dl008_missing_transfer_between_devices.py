@@ -268,7 +268,15 @@ class GPT(nn.Module):
     @classmethod
     def candidate(cls, scan) -> bool:
         # pinning a submodule takes a .to()/.cuda() call inside a class
-        return any(c.cls is not None and c.attr in ("to", "cuda") for c in scan.calls)
+        # (a placement of self.x, self.x[i], a loop variable or a freshly built
+        # module, outside forward: what ClassFacts.pinned_devices() is built from)
+        for c in scan.calls:
+            if c.cls is None or c.attr not in ("to", "cuda") or c.method == "forward":
+                continue
+            root, shape = c.receiver
+            if shape == "call" or shape in ("attr", "subscript") or (shape == "name" and root in scan.loop_targets):
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)
