@@ -42,6 +42,10 @@ class CallSite(NamedTuple):
     #: positional one, as (kind, detail): ("str", value), ("int", ""),
     #: ("call", dotted callee), ("name", id), ("attr", "root.attr"), ("other", "")
     device_arg: Optional[Tuple[str, str]] = None
+    #: the call is a direct element of a list/tuple/set display, the element
+    #: of a comprehension or a positional argument of another call (where
+    #: ``nn.Sequential(a.to(d0), b.to(d1))`` places container elements)
+    in_container: bool = False
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -210,6 +214,10 @@ class _Scanner:
         FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
         Import, ImportFrom, Assign, AnnAssign = ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign
         For, AsyncFor = ast.For, ast.AsyncFor
+        ListNode, TupleNode, SetNode, Starred = ast.List, ast.Tuple, ast.Set, ast.Starred
+        ListComp, GeneratorExp, SetComp = ast.ListComp, ast.GeneratorExp, ast.SetComp
+        #: ids of calls that are container elements / call arguments (see CallSite.in_container)
+        elements: Set[int] = set()
         iter_fields = ast.iter_fields
         AST = ast.AST
         while stack:
@@ -222,8 +230,12 @@ class _Scanner:
                 if attr is not None and called is not None:
                     called.add(attr)
                 dev = next((k.value for k in node.keywords if k.arg == "device"), None)
-                if dev is None and attr == "to" and node.args:
-                    dev = node.args[0]
+                if dev is None and attr == "to":
+                    # the first positional argument that is not *args (as the rules read it)
+                    dev = next((a for a in node.args if type(a) is not Starred), None)
+                for a in node.args:
+                    if type(a) is Call:
+                        elements.add(id(a))
                 calls.append(
                     CallSite(
                         dotted,
@@ -235,6 +247,7 @@ class _Scanner:
                         node.lineno,
                         _receiver(func.value) if attr is not None else (None, ""),
                         _value_shape(dev) if dev is not None else None,
+                        id(node) in elements,
                     )
                 )
             elif t is Attribute:
@@ -248,6 +261,13 @@ class _Scanner:
                 continue
             elif t is Name:
                 continue
+            elif t is ListNode or t is TupleNode or t is SetNode:
+                for a in node.elts:
+                    if type(a) is Call:
+                        elements.add(id(a))
+            elif t is ListComp or t is GeneratorExp or t is SetComp:
+                if type(node.elt) is Call:
+                    elements.add(id(node.elt))
             elif t is FunctionDef or t is AsyncFunctionDef:
                 if cls is not None and method is None:
                     method = node.name

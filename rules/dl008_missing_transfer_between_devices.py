@@ -267,14 +267,18 @@ class GPT(nn.Module):
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # pinning a submodule takes a .to()/.cuda() call inside a class
-        # (a placement of self.x, self.x[i], a loop variable or a freshly built
-        # module, outside forward: what ClassFacts.pinned_devices() is built from)
+        # pinning a submodule takes a .to()/.cuda() call inside a class,
+        # outside forward, on what ClassFacts.pinned_devices() is built from:
+        # self.x, self.x[i], a loop variable, a freshly built module, or an
+        # element written inside a container (nn.Sequential(a.to(d0), ...),
+        # [m.to(d) for m in ...])
         for c in scan.calls:
             if c.cls is None or c.attr not in ("to", "cuda") or c.method == "forward":
                 continue
             root, shape = c.receiver
-            if shape == "call" or shape in ("attr", "subscript") or (shape == "name" and root in scan.loop_targets):
+            if c.in_container or shape in ("call", "attr", "subscript"):
+                return True
+            if shape == "name" and root in scan.loop_targets:
                 return True
         return False
 
