@@ -35,6 +35,17 @@ class CallSite(NamedTuple):
     #: the outermost function inside that class (what ``Context.current_method`` names)
     method: Optional[str]
     line: int
+    #: for ``<receiver>.attr(...)``: the receiver's root name and shape ("name"
+    #: ``x``, "attr" ``x.a``, "subscript" ``x.a[i]``, "call" ``f(...)``, "other")
+    receiver: Tuple[Optional[str], str] = (None, "")
+    #: the device argument: ``device=`` if given, else (for ``.to``) the first
+    #: positional one, as (kind, detail): ("str", value), ("int", ""),
+    #: ("call", dotted callee), ("name", id), ("attr", "root.attr"), ("other", "")
+    device_arg: Optional[Tuple[str, str]] = None
+    #: the call is a direct element of a list/tuple/set display, the element
+    #: of a comprehension or a positional argument of another call (where
+    #: ``nn.Sequential(a.to(d0), b.to(d1))`` places container elements)
+    in_container: bool = False
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -67,6 +78,8 @@ class ScanSummary:
         #: name -> dotted callees of the calls assigned to it, method-call
         #: chains peeled (``model = Net(...).cuda()`` -> ``Net``; "" unnamed)
         self.call_bound: Dict[str, Set[str]] = {}
+        #: names assigned outside any class (at module level or in functions)
+        self.unclassed_names: Set[str] = set()
         #: (class, method) -> the names its first parameter may have (``self``)
         self.method_self: Dict[Tuple[str, str], Set[str]] = {}
         #: attribute name -> values assigned to ``<name>.attr`` anywhere:
@@ -201,6 +214,10 @@ class _Scanner:
         FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
         Import, ImportFrom, Assign, AnnAssign = ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign
         For, AsyncFor = ast.For, ast.AsyncFor
+        ListNode, TupleNode, SetNode, Starred = ast.List, ast.Tuple, ast.Set, ast.Starred
+        ListComp, GeneratorExp, SetComp = ast.ListComp, ast.GeneratorExp, ast.SetComp
+        #: ids of calls that are container elements / call arguments (see CallSite.in_container)
+        elements: Set[int] = set()
         iter_fields = ast.iter_fields
         AST = ast.AST
         while stack:
@@ -212,6 +229,13 @@ class _Scanner:
                 attr = func.attr if type(func) is Attribute else None
                 if attr is not None and called is not None:
                     called.add(attr)
+                dev = next((k.value for k in node.keywords if k.arg == "device"), None)
+                if dev is None and attr == "to":
+                    # the first positional argument that is not *args (as the rules read it)
+                    dev = next((a for a in node.args if type(a) is not Starred), None)
+                for a in node.args:
+                    if type(a) is Call:
+                        elements.add(id(a))
                 calls.append(
                     CallSite(
                         dotted,
@@ -221,6 +245,9 @@ class _Scanner:
                         cls,
                         method,
                         node.lineno,
+                        _receiver(func.value) if attr is not None else (None, ""),
+                        _value_shape(dev) if dev is not None else None,
+                        id(node) in elements,
                     )
                 )
             elif t is Attribute:
@@ -234,6 +261,13 @@ class _Scanner:
                 continue
             elif t is Name:
                 continue
+            elif t is ListNode or t is TupleNode or t is SetNode:
+                for a in node.elts:
+                    if type(a) is Call:
+                        elements.add(id(a))
+            elif t is ListComp or t is GeneratorExp or t is SetComp:
+                if type(node.elt) is Call:
+                    elements.add(id(node.elt))
             elif t is FunctionDef or t is AsyncFunctionDef:
                 if cls is not None and method is None:
                     method = node.name
@@ -262,6 +296,8 @@ class _Scanner:
                     for el in _flatten_targets(target):
                         if type(el) is Attribute and type(el.value) is Name:
                             s.attribute_assigns.append((cls, method, el.attr))
+                    if type(target) is Name and cls is None and method is None:
+                        s.unclassed_names.add(target.id)
                     if type(target) is Name and type(value) is Call:
                         inner = value
                         while type(inner.func) is Attribute and type(inner.func.value) is Call:
@@ -304,6 +340,31 @@ def _owner_shape(node: ast.AST) -> Tuple[Optional[str], str, str]:
     if type(inner) is ast.Attribute and type(inner.value) is ast.Name:  # type: ignore[attr-defined]
         return inner.value.id, "subscript" if sub else "attr", inner.attr  # type: ignore[attr-defined]
     return None, "other", ""
+
+
+def _receiver(node: ast.AST) -> Tuple[Optional[str], str]:
+    if type(node) is ast.Call:
+        return None, "call"
+    root, shape, _ = _owner_shape(node)
+    return root, shape
+
+
+def _value_shape(node: ast.AST) -> Tuple[str, str]:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            return "str", node.value
+        if isinstance(node.value, int) and not isinstance(node.value, bool):
+            return "int", ""
+        return "other", ""
+    if isinstance(node, ast.Call):
+        return "call", _dotted(node.func) or ""
+    if isinstance(node, ast.Name):
+        return "name", node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return "attr", f"{node.value.id}.{node.attr}"
+    if isinstance(node, ast.IfExp):
+        return "other", "ifexp"
+    return "other", ""
 
 
 def _iterated_name(node: ast.AST) -> str:
