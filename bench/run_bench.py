@@ -120,6 +120,9 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--torchfix-venv", default="/work/bench-venv")
     ap.add_argument("--torchfix-runs", type=int, default=None, help="runs of TorchFix per corpus (default: --runs)")
+    ap.add_argument("--torchfix-corpora", nargs="*", default=None, help="corpora to run TorchFix on (default: all)")
+    ap.add_argument("--rows", nargs="*", default=None,
+                    help="only these rows: cold floor ast warm touched fix torchfix ruff one import (default: all)")
     ap.add_argument("--no-verify-scan", action="store_true", help="skip the with/without-scan findings comparison")
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     a = ap.parse_args()
@@ -187,7 +190,7 @@ def main() -> int:
             Row("fix", "devlint fix --apply on a fresh copy (empty cache)", lambda i: devlint + ["fix", "--apply", os.path.join(base, "fix-copy")], a.runs,
                 env=lambda i: {"DEVLINT_CACHE_DIR": os.path.join(base, f"fix-cache-{i}")}, before=fresh_copy),
         ]
-        if os.path.exists(torchfix) and tf_runs > 0:
+        if os.path.exists(torchfix) and tf_runs > 0 and (a.torchfix_corpora is None or name in a.torchfix_corpora):
             rows.append(Row("torchfix", "TorchFix 0.7 (check only, default jobs)", lambda i: [torchfix, corpus], tf_runs))
         if os.path.exists(ruff):
             rows.append(Row("ruff", "ruff check --select ALL (reference)", lambda i: [ruff, "check", "--no-cache", "--isolated", "--output-format", "concise", "--select", "ALL", corpus], a.runs))
@@ -195,6 +198,8 @@ def main() -> int:
             rows.append(Row("one", f"devlint check one small file ({os.path.basename(SMALL_FILE)}, no cache)",
                             lambda i: devlint + ["check", "--no-cache", SMALL_FILE], a.runs))
             rows.append(Row("import", 'python -c "import libcst"', lambda i: [py, "-c", "import libcst"], a.runs))
+        if a.rows is not None:
+            rows = [r for r in rows if r.key in a.rows]
         # fill the warm caches (not timed)
         for cache, folder in ((warm_cache, corpus), (touched_cache, touched_copy)):
             subprocess.run(devlint + ["check", folder], env=dict(os.environ, DEVLINT_CACHE_DIR=cache), capture_output=True)

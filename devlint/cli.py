@@ -84,6 +84,7 @@ class _Run:
         self.paths = list(paths) or ([] if hook else ["."])
         self.verbose = verbose
         self.exit = EXIT_OK
+        self.unchecked = 0  # paths that could not be checked (each already reported)
         try:
             cfg = load_config(self.paths, config_path)
             for codes in (select, ignore, extend_select):
@@ -105,9 +106,11 @@ class _Run:
         for missing in found.missing:
             _err(f"error: {missing}: no such file or directory")
             self.exit = EXIT_ERROR
+            self.unchecked += 1
         for path, problem in found.problems:
             _err(f"{path}: {problem}")
             self.exit = max(self.exit, EXIT_FOUND)
+            self.unchecked += 1
         self.files = found.files
         meta = click.get_current_context().meta
         #: the ast candidate scan (--no-scan: only to compare findings without it)
@@ -129,6 +132,7 @@ class _Run:
             if r.error:
                 _err(f"{r.path}: {r.error}")
                 self.exit = max(self.exit, EXIT_FOUND)
+                self.unchecked += 1
             for e in r.internal_errors:
                 _err(f"{r.path}: {e}")
                 self.exit = EXIT_ERROR
@@ -205,7 +209,10 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
         report_sarif(diagnostics, all_rules(), out)
     else:
         report_text(diagnostics, out, _use_color(color), show_source=output_format == "text")
-        if output_format == "text" or diagnostics:
+        if not diagnostics and run.unchecked:
+            n = run.unchecked
+            click.echo(f"No problems found, but {n} path{'s' if n != 1 else ''} could not be checked (see above).")
+        elif output_format == "text" or diagnostics:
             files_with = len({d.path for d in diagnostics})
             click.echo(summary_line(diagnostics, files_with))
     if verbose:

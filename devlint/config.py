@@ -110,18 +110,28 @@ def find_pyproject(start: Path) -> Optional[Path]:
     return None
 
 
+def _quietly(test) -> bool:
+    try:
+        return test()
+    except OSError:
+        return False
+
+
 def load_config(paths: Sequence[str], explicit: Optional[str] = None) -> Config:
     """The configuration for a run: ``explicit`` if given, else the nearest
     pyproject.toml with a ``[tool.devlint]`` table above the first path."""
     if explicit is not None:
         return _read(Path(explicit), require_table=False)
     start = Path(paths[0]) if paths else Path(".")
-    folder = start.resolve()
-    if not folder.is_dir():
+    try:
+        folder = start.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: its folder still has a config
+        folder = Path(os.path.abspath(start))
+    if not _quietly(folder.is_dir):
         folder = folder.parent
     for f in (folder, *folder.parents):
         candidate = f / "pyproject.toml"
-        if candidate.is_file():
+        if _quietly(candidate.is_file):  # a folder we may not enter has no config for us
             cfg = _read(candidate, require_table=True)
             if cfg is not None:
                 return cfg
@@ -136,7 +146,12 @@ def _read(path: Path, require_table: bool) -> Optional[Config]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("devlint") if path.name == "pyproject.toml" else data.get("tool", {}).get("devlint", data)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: [tool] must be a table, got {type(tool).__name__}")
+    table = tool.get("devlint") if path.name == "pyproject.toml" else tool.get("devlint", data)
     if table is None:
         return None if require_table else Config(root=str(path.parent), source=str(path))
     if not isinstance(table, dict):

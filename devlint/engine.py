@@ -4,6 +4,7 @@ fixer that applies non-overlapping fixes in rounds until nothing changes."""
 
 from __future__ import annotations
 
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
@@ -12,6 +13,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
+from devlint.limits import hostile
 from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
@@ -177,18 +179,42 @@ def parse(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
-def _syntax_error(path: str, exc: cst.ParserSyntaxError, lines: List[str]) -> Diagnostic:
-    line = max(exc.raw_line, 1)
-    msg = " ".join(str(exc.message).split())
+def _python_syntax_error(text: str, path: str) -> Optional[Tuple[int, int, str]]:
+    """(line, column, message) of the syntax error the running Python finds
+    in ``text``, or None if it finds none. Compiles to an AST only: nothing
+    is executed."""
+    import ast
+
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return max(exc.lineno or 1, 1), max(exc.offset or 1, 1), f"{type(exc).__name__}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError, OverflowError):
+        return None
+    return None
+
+
+def _syntax_error(path: str, exc: cst.ParserSyntaxError, lines: List[str], text: Optional[str] = None) -> Diagnostic:
+    # libcst's native parser reports positions a token or a line late and
+    # lists every token it expected; the interpreter's own message is the
+    # one users know (and the line is right).
+    python = _python_syntax_error(text, path) if text is not None else None
+    if python is not None:
+        line, col, message = python
+    else:
+        line, col = max(exc.raw_line, 1), exc.raw_column + 1
+        message = "SyntaxError: " + " ".join(str(exc.message).split())
+        if text is not None:  # Python accepts it: newer syntax than libcst knows
+            message = f"devlint's parser cannot read this (Python {sys.version_info[0]}.{sys.version_info[1]} can): {message}"
     d = Diagnostic(
         code=SYNTAX_ERROR[0],
         name=SYNTAX_ERROR[1],
-        message=f"SyntaxError: {msg}",
+        message=message,
         path=path,
         line=line,
-        col=exc.raw_column + 1,
+        col=col,
         end_line=line,
-        end_col=exc.raw_column + 1,
+        end_col=col,
     )
     if line <= len(lines):
         d.source_line = lines[line - 1]
@@ -217,16 +243,20 @@ def lint_source(
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     rules = _token_filter(text, rules)
+    reason = hostile(text) if rules else None  # before any parse, CPython's included
+    if reason is not None:
+        result.error = f"skipped: {reason}"
+        return result
     if rules and scan:
         rules = _scan_filter(text, rules)
     if not rules:
         result.skipped = True
         return result
-    lines = text.splitlines()
+    lines = _source_lines(text)
     try:
         module = parse(text)
     except cst.ParserSyntaxError as exc:
-        result.diagnostics.append(_syntax_error(path, exc, lines))
+        result.diagnostics.append(_syntax_error(path, exc, lines, text))
         return result
     except (RecursionError, MemoryError) as exc:
         result.error = f"skipped: too deeply nested or too large to parse ({type(exc).__name__})"
@@ -318,8 +348,11 @@ def fix_source(
     result = FileResult(path=path)
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     text = source
+    rounds: List[Tuple[List[str], str]] = []  # (codes applied, text after) per round
     for _round in range(MAX_FIX_ROUNDS):
         active = _token_filter(text, rules)
+        if _round == 0 and active and hostile(text) is not None:
+            return lint_source(source, path, codes, ignore)  # the same "skipped" message
         if active and scan:
             active = _scan_filter(text, active)
         if not active:
@@ -364,21 +397,51 @@ def fix_source(
             if d.fix is not None and (d.fix.is_safe or unsafe):
                 fixable.append((line, pos.start.column if pos else 0, d))
         fixable.sort(key=lambda t: (t[0], t[1]))
-        new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
+        if fixable and _round == 0 and module.code != text:
+            # libcst would not write the untouched parts back byte for byte
+            result.error = "not fixed: devlint's parser does not reproduce this file byte for byte (unusual line endings?)"
+            result.fixed_text = source
+            result.diagnostics = lint_source(source, path, codes, ignore).diagnostics
+            return result
+        try:
+            new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
+            new_text = new_module.code if applied else text
+            broken = _broken_fixes(module, applied, new_text)
+        except Exception as exc:  # a fix that libcst cannot even lay out
+            broken = sorted({d.code for _, _, d in fixable})
+            broken_why = f"{type(exc).__name__}: {exc}"
+        else:
+            broken_why = "code that does not parse"
+        if broken:
+            result.internal_errors.append(
+                f"internal error: the fix of {', '.join(broken)} produced {broken_why}; "
+                "the file was not changed; please report this as a devlint bug"
+            )
+            result.fixed_text = source
+            result.applied = []
+            result.diagnostics = lint_source(source, path, codes, ignore).diagnostics
+            return result
         if not applied:
             break
-        new_text = new_module.code
         if new_text == text:
             break
         text = new_text
         result.applied.extend(applied)
-    # a fixed file must still parse
+        rounds.append((sorted({d.code for d in applied}), text))
+    # a fixed file must still parse (and compile, when the original did)
     if text != source:
-        try:
-            parse(text)
-        except Exception:
+        problem = _fixed_code_problem(source, text, path)
+        if problem is not None:
+            # name the rules of the first round that broke it
+            culprits = sorted({d.code for d in result.applied})
+            for round_codes, round_text in rounds:
+                if _fixed_code_problem(source, round_text, path) is not None:
+                    culprits = round_codes
+                    break
+            codes_applied = ", ".join(culprits) or "?"
             result.internal_errors.append(
-                "internal error: the fixed code does not parse; the file was not changed; please report this as a devlint bug"
+                f"internal error: the fixes of {codes_applied} produced {problem}; the file was not changed; "
+                "please report this as a devlint bug"
             )
             text = source
             result.applied = []
@@ -395,3 +458,53 @@ def fix_source(
         if e not in result.internal_errors:
             result.internal_errors.append(e)
     return result
+
+
+def _source_lines(text: str) -> List[str]:
+    """The lines as Python counts them (``str.splitlines`` also splits at
+    form feeds and Unicode separators, which Python does not)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _broken_fixes(module: cst.Module, applied: List[Diagnostic], new_text: str) -> List[str]:
+    """The codes of the rules whose fixes in this round make the code
+    unparseable (empty when the new code parses)."""
+    if not applied:
+        return []
+    try:
+        parse(new_text)
+        return []
+    except cst.ParserSyntaxError:
+        pass
+    except (RecursionError, MemoryError):
+        return []  # not the fixes' fault; the final check decides
+    culprits = set()
+    for d in applied:
+        assert d.fix is not None
+        table = {id(old): new for old, new in d.fix.replacements}
+        try:
+            parse(module.visit(_Replacer(table)).code)
+        except Exception:
+            culprits.add(d.code)
+    return sorted(culprits or {d.code for d in applied})
+
+
+def _fixed_code_problem(source: str, fixed: str, path: str) -> Optional[str]:
+    """Why ``fixed`` must not replace ``source``, or None."""
+    try:
+        parse(fixed)
+    except Exception as exc:
+        return f"code that does not parse ({type(exc).__name__})"
+    # the interpreter is stricter than libcst (a repeated keyword argument,
+    # ``return`` outside a function...): compile, never run, both versions
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except Exception:
+        return None  # newer syntax than this Python, or already broken: libcst's word is all we have
+    try:
+        compile(fixed, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"code that does not compile (line {exc.lineno}: {exc.msg})"
+    except Exception as exc:
+        return f"code that does not compile ({type(exc).__name__})"
+    return None

@@ -4,6 +4,7 @@ on the command line is always checked."""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 import re
@@ -141,13 +142,11 @@ def discover(
         if not os.path.lexists(path):
             result.missing.append(raw)
             continue
-        if os.path.islink(path) and not os.path.exists(path):
-            result.problems.append((raw, "broken symbolic link"))
-            continue
         try:
             st = os.stat(path)
         except OSError as exc:
-            result.problems.append((raw, _oserror(exc)))
+            broken = os.path.islink(path) and exc.errno == errno.ENOENT
+            result.problems.append((raw, "broken symbolic link" if broken else _oserror(exc)))
             continue
         if not stat.S_ISDIR(st.st_mode):
             if force_exclude and excluded_by_config(path, excludes, config.root):
@@ -173,7 +172,7 @@ def excluded_by_config(path: str, excludes: Sequence[str], root: str) -> bool:
 def _oserror(exc: OSError) -> str:
     if isinstance(exc, PermissionError):
         return "permission denied"
-    if exc.errno == 40:  # ELOOP
+    if exc.errno == errno.ELOOP:
         return "too many levels of symbolic links (a symlink loop)"
     return exc.strerror or str(exc)
 
@@ -240,7 +239,12 @@ def _walk_dir(folder, excludes, root, ignores, result, visited) -> Iterator[str]
             continue
         if entry.is_symlink() and not os.path.exists(entry.path):
             if entry.name.endswith(PYTHON_SUFFIXES):
-                result.problems.append((entry.path, "broken symbolic link"))
+                try:
+                    os.stat(entry.path)
+                    problem = "broken symbolic link"
+                except OSError as exc:
+                    problem = "broken symbolic link" if exc.errno == errno.ENOENT else _oserror(exc)
+                result.problems.append((entry.path, problem))
             continue
         if _ignored(entry.path, is_dir, local):
             continue

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 from devlint.config import Config
 from devlint.diagnostic import FileResult
+from devlint.files import NOTEBOOK_SUFFIXES, PYTHON_SUFFIXES
+from devlint.limits import run_deep
 from devlint.source import SourceError, decode_source
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,9 +36,29 @@ class Job:
     add_noqa: bool = False
 
 
+#: never read more than this from one file (the engine skips anything over a few MB)
+MAX_READ_BYTES = 64 * 1024 * 1024
+
+
+class _TooLarge(OSError):
+    pass
+
+
 def _read(path: str) -> bytes:
     with open(path, "rb") as fh:
-        return fh.read()
+        data = fh.read(MAX_READ_BYTES + 1)
+    if len(data) > MAX_READ_BYTES:
+        raise _TooLarge(f"file too large (over {MAX_READ_BYTES // (1024 * 1024)} MB)")
+    return data
+
+
+def _looks_like_python(path: str, raw: bytes) -> bool:
+    """A file named on the command line is checked when its name ends in
+    .py/.pyi or its first line is a python ``#!``."""
+    if path.endswith(PYTHON_SUFFIXES) or path.endswith(NOTEBOOK_SUFFIXES):
+        return True
+    first = raw[:200].split(b"\n", 1)[0]
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _describe(exc: OSError) -> str:
@@ -44,6 +66,8 @@ def _describe(exc: OSError) -> str:
         return "cannot read: permission denied"
     if isinstance(exc, IsADirectoryError):
         return "is a directory"
+    if isinstance(exc, _TooLarge):
+        return f"skipped: {exc}"
     return f"cannot read: {exc.strerror or exc}"
 
 
@@ -62,8 +86,15 @@ def _run_job_digest(job: Job) -> Tuple[Optional[str], FileResult]:
     from devlint.cache import content_digest
 
     digest = content_digest(raw)
+    if not _looks_like_python(job.path, raw):
+        return digest, FileResult(path=job.path, error="not a Python file (no .py/.pyi suffix and no python #! line); skipped")
     try:
-        return digest, _run_job(job, raw)
+        # a deep stack: deeply nested (legal) code must not overflow it
+        return digest, run_deep(_run_job, job, raw)
+    except RecursionError:
+        return digest, FileResult(path=job.path, error="skipped: too deeply nested to analyse")
+    except MemoryError:
+        return digest, FileResult(path=job.path, error="skipped: out of memory")
     except Exception as exc:  # an engine bug must not stop the run
         return digest, FileResult(
             path=job.path,
@@ -136,7 +167,10 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> Optional[str]:
         return f"cannot re-read before writing: {exc.strerror or exc}"
     folder = os.path.dirname(os.path.abspath(path))
     real = os.path.realpath(path)  # write through a symlink, keep the link
-    fd, tmp = tempfile.mkstemp(prefix=".devlint-", suffix=".tmp", dir=os.path.dirname(real) or folder)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".devlint-", suffix=".tmp", dir=os.path.dirname(real) or folder)
+    except OSError as exc:
+        return f"cannot write: cannot create a temporary file beside it ({exc.strerror or exc})"
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -148,6 +182,7 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> Optional[str]:
         except OSError:
             pass
         os.replace(tmp, real)
+        _sync_folder(os.path.dirname(real) or folder)
     except OSError as exc:
         try:
             os.unlink(tmp)
@@ -155,6 +190,20 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> Optional[str]:
             pass
         return f"cannot write: {exc.strerror or exc}"
     return None
+
+
+def _sync_folder(folder: str) -> None:
+    """Make the rename itself durable (best effort: not every system allows it)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def default_jobs() -> int:

@@ -35,6 +35,17 @@ class CallSite(NamedTuple):
     #: the outermost function inside that class (what ``Context.current_method`` names)
     method: Optional[str]
     line: int
+    #: for ``<receiver>.attr(...)``: the receiver's root name and shape ("name"
+    #: ``x``, "attr" ``x.a``, "subscript" ``x.a[i]``, "call" ``f(...)``, "other")
+    receiver: Tuple[Optional[str], str] = (None, "")
+    #: the device argument: ``device=`` if given, else (for ``.to``) the first
+    #: positional one, as (kind, detail): ("str", value), ("int", ""),
+    #: ("call", dotted callee), ("name", id), ("attr", "root.attr"), ("other", "")
+    device_arg: Optional[Tuple[str, str]] = None
+    #: the call is a direct element of a list/tuple/set display, the element
+    #: of a comprehension or a positional argument of another call (where
+    #: ``nn.Sequential(a.to(d0), b.to(d1))`` places container elements)
+    in_container: bool = False
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -62,6 +73,23 @@ class ScanSummary:
         #: subscripts peeled off (``enumerate(tqdm(loaders["train"]))`` ->
         #: ``loaders``), "" when it is not a name
         self.loops: List[str] = []
+        #: names bound by ``for`` targets anywhere
+        self.loop_targets: Set[str] = set()
+        #: name -> dotted callees of the calls assigned to it, method-call
+        #: chains peeled (``model = Net(...).cuda()`` -> ``Net``; "" unnamed)
+        self.call_bound: Dict[str, Set[str]] = {}
+        #: names assigned outside any class (at module level or in functions)
+        self.unclassed_names: Set[str] = set()
+        #: (class, method) -> the names its first parameter may have (``self``)
+        self.method_self: Dict[Tuple[str, str], Set[str]] = {}
+        #: attribute name -> values assigned to ``<name>.attr`` anywhere:
+        #: "call:<dotted callee>", "container" (list, tuple, dict,
+        #: comprehension) or "other"; see :meth:`attribute_kinds`
+        self.attribute_values: Dict[str, Set[str]] = {}
+        #: every ``<owner>.device`` as (class, method, owner's root name,
+        #: owner's shape: "name" ``x``, "attr" ``x.a``, "subscript" ``x.a[i]``,
+        #: "other", the ``a`` of the last two or "")
+        self.device_reads: List[Tuple[Optional[str], Optional[str], Optional[str], str, str]] = []
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
 
     # -- name resolution ---------------------------------------------------
@@ -90,6 +118,19 @@ class ScanSummary:
     def imports_any(self, prefix: str) -> bool:
         """Some import binds a name to ``prefix`` or something under it."""
         return any(t == prefix or t.startswith(prefix + ".") for ts in self.imports.values() for t in ts)
+
+    def attribute_kinds(self, attr: str) -> Set[str]:
+        """What ``<name>.attr`` may be assigned anywhere in the file:
+        "parameter" (a call that can only be ``nn.Parameter``), "call",
+        "container", "other"."""
+        out = set()
+        for v in self.attribute_values.get(attr, ()):
+            if v.startswith("call:"):
+                qualified = self.resolve(v[5:])
+                out.add("parameter" if qualified and all(q == "torch.nn.Parameter" for q in qualified) else "call")
+            else:
+                out.add(v)
+        return out
 
     # -- classes and forward -------------------------------------------------
     def forward_methods(self) -> Dict[str, FrozenSet[str]]:
@@ -152,6 +193,14 @@ class _Scanner:
         if target not in targets:
             targets.append(target)
 
+    @staticmethod
+    def _value_kind(value: Optional[ast.AST]) -> str:
+        if isinstance(value, ast.Call):
+            return "call:" + (_dotted(value.func) or "")
+        if isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp, ast.GeneratorExp, ast.Set, ast.SetComp)):
+            return "container"
+        return "other"
+
     def walk(self, tree: ast.AST) -> None:
         s = self.s
         calls = s.calls
@@ -165,6 +214,10 @@ class _Scanner:
         FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
         Import, ImportFrom, Assign, AnnAssign = ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign
         For, AsyncFor = ast.For, ast.AsyncFor
+        ListNode, TupleNode, SetNode, Starred = ast.List, ast.Tuple, ast.Set, ast.Starred
+        ListComp, GeneratorExp, SetComp = ast.ListComp, ast.GeneratorExp, ast.SetComp
+        #: ids of calls that are container elements / call arguments (see CallSite.in_container)
+        elements: Set[int] = set()
         iter_fields = ast.iter_fields
         AST = ast.AST
         while stack:
@@ -176,6 +229,13 @@ class _Scanner:
                 attr = func.attr if type(func) is Attribute else None
                 if attr is not None and called is not None:
                     called.add(attr)
+                dev = next((k.value for k in node.keywords if k.arg == "device"), None)
+                if dev is None and attr == "to":
+                    # the first positional argument that is not *args (as the rules read it)
+                    dev = next((a for a in node.args if type(a) is not Starred), None)
+                for a in node.args:
+                    if type(a) is Call:
+                        elements.add(id(a))
                 calls.append(
                     CallSite(
                         dotted,
@@ -185,10 +245,15 @@ class _Scanner:
                         cls,
                         method,
                         node.lineno,
+                        _receiver(func.value) if attr is not None else (None, ""),
+                        _value_shape(dev) if dev is not None else None,
+                        id(node) in elements,
                     )
                 )
             elif t is Attribute:
                 attributes.add(node.attr)
+                if node.attr == "device":
+                    s.device_reads.append((cls, method) + _owner_shape(node.value))
             elif t is Constant:
                 value = node.value
                 if type(value) is str and len(value) <= 64:
@@ -196,10 +261,21 @@ class _Scanner:
                 continue
             elif t is Name:
                 continue
+            elif t is ListNode or t is TupleNode or t is SetNode:
+                for a in node.elts:
+                    if type(a) is Call:
+                        elements.add(id(a))
+            elif t is ListComp or t is GeneratorExp or t is SetComp:
+                if type(node.elt) is Call:
+                    elements.add(id(node.elt))
             elif t is FunctionDef or t is AsyncFunctionDef:
                 if cls is not None and method is None:
                     method = node.name
                     called = methods.setdefault(cls, {}).setdefault(method, set())
+                    firsts = {a.arg for a in (node.args.posonlyargs[:1] + node.args.args[:1])}
+                    if node.args.posonlyargs and node.args.args:
+                        firsts.add(node.args.args[0].arg)  # libcst's params skip positional-only ones
+                    s.method_self.setdefault((cls, method), set()).update(firsts)
             elif t is ClassDef:
                 cls, method, called = node.name, None, None
                 s.bases.setdefault(cls, []).extend(filter(None, (_dotted(b) for b in node.bases)))
@@ -212,12 +288,30 @@ class _Scanner:
                 continue
             elif t is For or t is AsyncFor:
                 s.loops.append(_iterated_name(node.iter))
+                s.loop_targets.update(n.id for n in _flatten_targets(node.target) if type(n) is Name)
             elif t is Assign or t is AnnAssign:
                 targets = node.targets if t is Assign else [node.target]
+                value = node.value
                 for target in targets:
                     for el in _flatten_targets(target):
                         if type(el) is Attribute and type(el.value) is Name:
                             s.attribute_assigns.append((cls, method, el.attr))
+                    if type(target) is Name and cls is None and method is None:
+                        s.unclassed_names.add(target.id)
+                    if type(target) is Name and type(value) is Call:
+                        inner = value
+                        while type(inner.func) is Attribute and type(inner.func.value) is Call:
+                            inner = inner.func.value
+                        s.call_bound.setdefault(target.id, set()).add(_dotted(inner.func) or "")
+                    pairs: List[Tuple[ast.AST, Optional[ast.AST]]] = [(target, value)]
+                    if isinstance(target, (ast.Tuple, ast.List)):
+                        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+                            pairs = list(zip(target.elts, value.elts))
+                        else:
+                            pairs = [(el, None) for el in target.elts]
+                    for tgt, val in pairs:
+                        if type(tgt) is Attribute:
+                            s.attribute_values.setdefault(tgt.attr, set()).add(self._value_kind(val))
             for _, value in iter_fields(node):
                 if isinstance(value, list):
                     for item in reversed(value):
@@ -236,6 +330,41 @@ def _flatten_targets(node: ast.AST) -> List[ast.AST]:
     if isinstance(node, ast.Starred):
         return _flatten_targets(node.value)
     return [node]
+
+
+def _owner_shape(node: ast.AST) -> Tuple[Optional[str], str, str]:
+    if type(node) is ast.Name:
+        return node.id, "name", ""  # type: ignore[attr-defined]
+    sub = type(node) is ast.Subscript
+    inner = node.value if sub else node  # type: ignore[attr-defined]
+    if type(inner) is ast.Attribute and type(inner.value) is ast.Name:  # type: ignore[attr-defined]
+        return inner.value.id, "subscript" if sub else "attr", inner.attr  # type: ignore[attr-defined]
+    return None, "other", ""
+
+
+def _receiver(node: ast.AST) -> Tuple[Optional[str], str]:
+    if type(node) is ast.Call:
+        return None, "call"
+    root, shape, _ = _owner_shape(node)
+    return root, shape
+
+
+def _value_shape(node: ast.AST) -> Tuple[str, str]:
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, str):
+            return "str", node.value
+        if isinstance(node.value, int) and not isinstance(node.value, bool):
+            return "int", ""
+        return "other", ""
+    if isinstance(node, ast.Call):
+        return "call", _dotted(node.func) or ""
+    if isinstance(node, ast.Name):
+        return "name", node.id
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return "attr", f"{node.value.id}.{node.attr}"
+    if isinstance(node, ast.IfExp):
+        return "other", "ifexp"
+    return "other", ""
 
 
 def _iterated_name(node: ast.AST) -> str:

@@ -311,7 +311,8 @@ class ClassFacts:
     #: methods, inherited ones and those of local subclasses included), not
     #: counting reads where the device does not matter: moved on the spot
     #: (``self.x.to(t.device)``, ``.cuda()``, ``.type_as(t)``, ``t.new_tensor(self.x)``,
-    #: a call with ``device=``) or only inspected (``.shape``, ``.size()``, ``.dtype``, ``len()``)
+    #: a call with ``device=``), only inspected (``.shape``, ``.size()``, ``.dtype``,
+    #: ``len()``, ``is None``, ``.zero_()``), or used as an index (``y[:, self.perm]``)
     forward_reads: List[str] = field(default_factory=list)
     #: attributes assigned when ``forward`` runs (``self.cache = ...``)
     forward_writes: List[str] = field(default_factory=list)
@@ -1466,6 +1467,8 @@ def _is_number_param(param: cst.Param) -> bool:
 
 #: attribute accesses that only inspect a tensor (no device involved)
 _INSPECT_ATTRS = frozenset({"shape", "size", "dtype", "ndim", "dim", "numel", "is_cuda", "requires_grad", "nelement"})
+#: tensor methods that, called without arguments, involve no other tensor
+_SELF_CONTAINED_METHODS = frozenset({"zero_", "detach_", "requires_grad_", "numel", "dim", "size", "item", "tolist"})
 #: calls that place their receiver on the computation's device
 _MOVE_METHODS = frozenset({"to", "cuda", "type_as"})
 _MOVE_CHAIN = frozenset(
@@ -1542,9 +1545,25 @@ class _SelfAttributeUses(cst.CSTVisitor):
             if attr == "new_tensor":
                 for a in node.args:
                     self._quiet_chain(a.value)
+            if attr in _SELF_CONTAINED_METHODS and not node.args and self_attribute(func.value, self.self_name):
+                # self.buf.zero_(): touches no other tensor
+                self._quiet.add(id(func.value))
         if dotted_name(func) in ("len", "isinstance") or keyword_arg(node, "device") is not None:
             for a in node.args:
                 self._quiet_chain(a.value)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # ``self.buf is None``: no tensor operation
+        if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+            self._quiet_chain(node.left)
+            for c in node.comparisons:
+                self._quiet_chain(c.comparator)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        # y[:, self.perm]: indexing accepts a CPU index tensor on any device
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                self._quiet_chain(element.slice.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in _INSPECT_ATTRS and self_attribute(node.value, self.self_name) is not None:

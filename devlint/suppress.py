@@ -10,8 +10,10 @@ from typing import Dict, FrozenSet, List, Optional
 # An empty frozenset means "all codes".
 ALL: FrozenSet[str] = frozenset()
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.I)
-_FILE = re.compile(r"#\s*devlint:\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:[\s,]+[A-Z]+[0-9]*)*))?", re.I)
+# codes are letters then digits (DL001, DL0): "# noqa: DL001 because ..." names one code
+_CODES = r"(?P<codes>[A-Z]+[0-9]+(?:(?:\s*,\s*|\s+)[A-Z]+[0-9]+)*)"
+_NOQA = re.compile(r"#\s*noqa(?::\s*" + _CODES + ")?", re.I)
+_FILE = re.compile(r"#\s*devlint:\s*noqa(?::\s*" + _CODES + ")?", re.I)
 
 
 def _codes(text: Optional[str]) -> FrozenSet[str]:

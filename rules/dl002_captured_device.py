@@ -268,7 +268,24 @@ class YoloHead(nn.Module):
     @classmethod
     def candidate(cls, scan) -> bool:
         # a move or a device= argument in a method that may run from forward
-        return any(c.attr in ("to", "cuda") or "device" in c.keywords for c in scan.calls_in_forward())
+        # (what _captured reports: a .cuda() call, or a device that is a cuda
+        # string, an index, a call such as torch.device(...), a name assigned
+        # outside classes, or self.<attr> for an attribute assigned somewhere)
+        for c in scan.calls_in_forward():
+            if c.attr == "cuda":
+                return True
+            if c.device_arg is None:
+                continue
+            kind, detail = c.device_arg
+            if kind in ("int", "call"):
+                return True
+            if kind == "str" and (detail == "cuda" or detail.startswith("cuda:")):
+                return True
+            if kind == "name" and detail in scan.unclassed_names:
+                return True
+            if kind == "attr" and detail.split(".", 1)[1] in scan.attribute_values:
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -56,8 +56,9 @@ without a fix.
 
 Not flagged: tensors registered with `register_buffer`, `nn.Parameter` or
 `nn.Buffer`; tensors used only outside `forward`; reads that move the tensor
-on the spot (`self.pe.to(x.device)`, `.type_as(x)`, `x.new_tensor(self.t)`) or
-only look at its shape or dtype; attributes that `forward` itself assigns (a
+on the spot (`self.pe.to(x.device)`, `.type_as(x)`, `x.new_tensor(self.t)`),
+only look at its shape or dtype, or use it as an index (`x[:, self.perm]`:
+indexing accepts a CPU index tensor on any device); attributes that `forward` itself assigns (a
 cache such as `self.hidden = ...`: the code manages that tensor's device);
 0-dim tensors such as `torch.tensor(0.07)` (PyTorch lets a 0-dim CPU tensor
 mix with CUDA tensors); Python numbers.
@@ -123,6 +124,24 @@ class PositionalEncoding(nn.Module):
         Valid(
             """
 import torch
+import torch.nn as nn
+
+class Shuffle(nn.Module):
+    def __init__(self, n=8):
+        super().__init__()
+        self.perm = torch.randperm(n)
+        self.weight = torch.randn(n, n)
+        self.weight = nn.Parameter(self.weight)
+        self.steps = torch.arange(n)
+        self.register_buffer("steps_buf", self.steps)
+
+    def forward(self, x):
+        return x[:, self.perm] @ self.weight + self.steps_buf
+"""
+        ),
+        Valid(
+            """
+import torch
 from torch import nn
 
 class Init(nn.Module):
@@ -150,6 +169,54 @@ class Cache(nn.Module):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+from torch import nn
+
+class Base(nn.Module):
+    def __init__(self, n=8, d=4):
+        super().__init__()
+        table = torch.zeros(n, d)
+        table[:, 0] = 1.0
+        self.table: torch.Tensor = table * 2
+
+class Lookup(Base):
+    def forward(self, idx):
+        return self.table[idx]
+""",
+            """
+import torch
+from torch import nn
+
+class Base(nn.Module):
+    def __init__(self, n=8, d=4):
+        super().__init__()
+        table = torch.zeros(n, d)
+        table[:, 0] = 1.0
+        self.register_buffer("table", table * 2, persistent=False)
+
+class Lookup(Base):
+    def forward(self, idx):
+        return self.table[idx]
+""",
+        ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Mask(nn.Module):
+    def __init__(self, n=8):
+        super().__init__()
+        self.mask = None
+        self.mask = torch.ones(n, n).tril().bool()
+
+    def forward(self, x):
+        return x.masked_fill(~self.mask, 0.0)
+""",
+            None,
+        ),
         Invalid(
             """
 import torch

@@ -136,6 +136,25 @@ class Net(nn.Module):
             """
 import torch.nn as nn
 
+class Tower(nn.Module):
+    def __init__(self, n=3):
+        super().__init__()
+        self.blocks = [nn.Linear(4, 4) for _ in range(n)]
+        self.body = nn.Sequential(*self.blocks)
+        self.heads = {}
+        for name in ("a", "b"):
+            head = nn.Linear(4, 1)
+            self.add_module("head_" + name, head)
+            self.heads[name] = head
+
+    def forward(self, x):
+        return {k: h(self.body(x)) for k, h in self.heads.items()}
+"""
+        ),
+        Valid(
+            """
+import torch.nn as nn
+
 class Net(nn.Module):
     def __init__(self, n=3):
         super().__init__()
@@ -153,6 +172,46 @@ class Net(nn.Module):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+import torch
+from torch.nn import (
+    Conv2d,
+    Module,
+)
+
+class Pyramid(Module):
+    def __init__(self, levels=3):
+        super().__init__()
+        convs = []
+        for _ in range(levels):
+            convs.append(Conv2d(8, 8, 3, padding=1))
+        self.convs = convs
+
+    def forward(self, feats):
+        return [conv(f) for conv, f in zip(self.convs, feats)]
+""",
+            """
+import torch
+from torch.nn import (
+    Conv2d,
+    Module,
+    ModuleList,
+)
+
+class Pyramid(Module):
+    def __init__(self, levels=3):
+        super().__init__()
+        convs = []
+        for _ in range(levels):
+            convs.append(Conv2d(8, 8, 3, padding=1))
+        self.convs = ModuleList(convs)
+
+    def forward(self, feats):
+        return [conv(f) for conv, f in zip(self.convs, feats)]
+""",
+            unsafe=True,
+        ),
         Invalid(
             """
 import torch.nn as nn

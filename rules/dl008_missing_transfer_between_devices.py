@@ -267,8 +267,20 @@ class GPT(nn.Module):
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # pinning a submodule takes a .to()/.cuda() call inside a class
-        return any(c.cls is not None and c.attr in ("to", "cuda") for c in scan.calls)
+        # pinning a submodule takes a .to()/.cuda() call inside a class,
+        # outside forward, on what ClassFacts.pinned_devices() is built from:
+        # self.x, self.x[i], a loop variable, a freshly built module, or an
+        # element written inside a container (nn.Sequential(a.to(d0), ...),
+        # [m.to(d) for m in ...])
+        for c in scan.calls:
+            if c.cls is None or c.attr not in ("to", "cuda") or c.method == "forward":
+                continue
+            root, shape = c.receiver
+            if c.in_container or shape in ("call", "attr", "subscript"):
+                return True
+            if shape == "name" and root in scan.loop_targets:
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)

@@ -247,7 +247,29 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        return "device" in scan.attributes
+        # `.device` read on: a name bound to a call of a class of this file or
+        # of torch.nn (a module built in that scope); in a method, `self`, a loop variable, or `self.x` /
+        # `self.x[i]` where x is assigned a call or a container somewhere
+        for klass, method, root, shape, attr in scan.device_reads:
+            if root is None:
+                continue
+            if shape == "name" and any(
+                callee in scan.methods or any(q.startswith("torch.nn.") for q in scan.resolve(callee))
+                for callee in scan.call_bound.get(root, ())
+            ):
+                return True
+            if klass is None or method is None:
+                continue
+            if root not in scan.method_self.get((klass, method), ()):
+                if shape == "name" and root in scan.loop_targets:
+                    return True
+                continue
+            if shape == "name":
+                return True
+            kinds = scan.attribute_kinds(attr)
+            if "call" in kinds or (shape == "subscript" and "container" in kinds):
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)

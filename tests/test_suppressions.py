@@ -52,3 +52,11 @@ def test_fix_respects_noqa():
     fixed = fix_source(src, "m.py").fixed_text
     assert "torch.ones(3)  # noqa: DL001" in fixed
     assert "torch.zeros(3, device=x.device)" in fixed
+
+
+def test_words_after_the_codes_are_not_codes():
+    from devlint.suppress import parse_suppressions
+
+    sup = parse_suppressions("x = 1  # noqa: DL001 because the table is tiny\n")
+    assert sup.lines[1] == frozenset({"DL001"})
+    assert findings(c1="  # noqa: DL001 because scalars are fine") == [(8, "DL001")]

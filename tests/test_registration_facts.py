@@ -1,0 +1,154 @@
+"""The semantic facts DL006 and DL007 read: what a tensor is, which
+attributes forward really uses, and which module containers are registered."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from devlint.semantic import build_facts
+
+
+def _facts(src: str):
+    return build_facts(cst.parse_module(textwrap.dedent(src)))
+
+
+def _kinds(cls):
+    return {a.name: a.kind for a in cls.assignments}
+
+
+def test_forward_reads_leave_out_reads_where_the_device_does_not_matter():
+    facts = _facts(
+        """
+        import torch
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.zeros(3)
+                self.moved = torch.zeros(3)
+                self.cast = torch.zeros(3)
+                self.shape_only = torch.zeros(3)
+                self.index = torch.arange(3)
+                self.copied = torch.zeros(3)
+                self.dtype_only = torch.zeros(3)
+                self.via_property = torch.zeros(3)
+                self.cache = torch.zeros(3)
+                self.grids = [torch.zeros(1)]
+
+            @property
+            def table(self):
+                return self.via_property
+
+            def helper(self, x):
+                return x + self.a
+
+            def forward(self, x):
+                n = self.shape_only.shape[0] + len(self.shape_only)
+                y = x[:, self.index] + self.moved.to(x.device) + self.cast.type_as(x)
+                y = y + x.new_tensor(self.copied) + self.dtype_only.to(torch.float16) + self.table
+                self.cache = y
+                self.grids[0] = y
+                return self.helper(y) * n
+        """
+    )
+    cls = facts.classes["M"]
+    assert set(cls.forward_reads) >= {"a", "dtype_only", "via_property"}
+    assert not {"moved", "cast", "shape_only", "index", "copied"} & set(cls.forward_reads)
+    assert {"cache", "grids"} <= set(cls.forward_writes)
+
+
+def test_forward_reads_of_a_subclass_count_for_the_base():
+    facts = _facts(
+        """
+        import torch
+        from torch import nn
+
+        class Base(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.anchors = torch.ones(3, 2)
+
+        class Head(Base):
+            def forward(self, x):
+                return x * self.anchors
+        """
+    )
+    assert "anchors" in facts.classes["Base"].forward_reads
+
+
+def test_tensor_expressions_and_zero_dim_tensors():
+    facts = _facts(
+        """
+        import math
+        import torch
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self, d, anchors, temperature: float = 0.07, eps=1e-6):
+                super().__init__()
+                self.scale = torch.sqrt(torch.FloatTensor([d]))
+                self.anchors = torch.tensor(anchors).float() / 8
+                pe = torch.zeros(10, d)
+                self.pe = pe.unsqueeze(0)
+                self.t = torch.tensor(temperature)
+                self.inv = torch.tensor(d ** -0.5)
+                self.log_scale = torch.tensor(math.log(1 / 0.07)).float()
+                self.e = torch.tensor(eps)
+                self.ids = torch.arange(3).tolist()
+                self.n = torch.numel(pe)
+                self.parts = torch.split(pe, 2)
+                self.levels = {"a": torch.ones(2), "b": torch.ones(3)}
+        """
+    )
+    cls = facts.classes["M"]
+    by_name = {a.name: a for a in cls.assignments}
+    for name in ("scale", "anchors", "pe", "t", "inv", "log_scale", "e"):
+        assert by_name[name].kind == "tensor", name
+    assert [n for n in ("scale", "anchors", "pe", "t", "inv", "log_scale", "e") if by_name[n].scalar] == [
+        "t", "inv", "log_scale", "e"
+    ]
+    assert by_name["ids"].kind == by_name["n"].kind == by_name["parts"].kind == "other"
+    assert by_name["levels"].kind == "tensor_container" and by_name["levels"].container == "dict"
+
+
+def test_module_containers_and_how_they_are_registered():
+    facts = _facts(
+        """
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.appended = []
+                for _ in range(2):
+                    self.appended.append(nn.Linear(2, 2))
+                self.heads = {}
+                self.heads["cls"] = nn.Linear(2, 2)
+                self.by_int = {0: nn.Linear(2, 2)}
+                layers = []
+                for _ in range(2):
+                    layer = nn.Linear(2, 2)
+                    layers.append(layer)
+                self.local = layers
+                seq_layers = [nn.Linear(2, 2)]
+                self.in_seq = seq_layers
+                self.body = nn.Sequential(*seq_layers)
+                self.named = [nn.Linear(2, 2)]
+                for i, m in enumerate(self.named):
+                    self.add_module(str(i), m)
+                self.numbers = [1, 2]
+                self.wrapped = nn.ModuleList([nn.Linear(2, 2)])
+        """
+    )
+    by_name = {a.name: a for a in facts.classes["M"].assignments}
+    assert by_name["appended"].kind == "module_container" and by_name["appended"].container == "list"
+    assert by_name["heads"].kind == "module_container" and by_name["heads"].str_keys
+    assert by_name["by_int"].kind == "module_container" and not by_name["by_int"].str_keys
+    assert by_name["local"].kind == "module_container" and not by_name["local"].registered_elsewhere
+    assert by_name["in_seq"].registered_elsewhere
+    assert by_name["named"].registered_elsewhere
+    assert by_name["numbers"].kind == "other"
+    assert by_name["wrapped"].kind == "nn_container"
