@@ -2364,7 +2364,11 @@ def _restores_rng(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     if i < 1 or not isinstance(parents[i], cst.Arg) or not isinstance(parents[i - 1], cst.Call):
         return False
     dotted = dotted_name(parents[i - 1].func)  # type: ignore[attr-defined]
-    return dotted is not None and dotted.rsplit(".", 1)[-1] in _RNG_SETTERS
+    if dotted is None:
+        return False
+    last = dotted.rsplit(".", 1)[-1]
+    # torch.set_rng_state, random.setstate, a helper set_rng_state_for_device(...)
+    return last in _RNG_SETTERS or (last.startswith("set_") and "rng_state" in last)
 
 
 def _resolve_callee(scopes: Dict[str, ScriptScope], caller: str, callee: str) -> Optional[str]:
