@@ -1781,8 +1781,14 @@ class ScriptScope:
     #: names bound to ``torch.load(...)``: True when every use feeds
     #: ``load_state_dict`` (which copies onto the parameters' devices)
     loaded: Dict[str, bool] = field(default_factory=dict)
+    #: names bound to ``torch.load(...)`` whose every use restores a random
+    #: number generator (``torch.set_rng_state(state["cpu"])``): RNG states
+    #: are CPU byte tensors wherever they were saved
+    rng_states: List[str] = field(default_factory=list)
     #: file arguments given to ``torch.save`` here (an in-process round trip)
     saved_files: List[str] = field(default_factory=list)
+    #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
+    buffers: List[str] = field(default_factory=list)
     calls: List[CallSite] = field(default_factory=list)
 
 
@@ -1950,7 +1956,7 @@ def device_candidates(facts: FileFacts, scope: str) -> List[str]:
             if d not in out:
                 out.append(d)
         for r in sorted(sf.rank_names, key=_rank_preference):
-            cand = _as_map_location(r, "cuda")
+            cand = _as_map_location(r, "cuda", index=True)
             if cand and cand not in out:
                 out.append(cand)
     return out
@@ -1961,7 +1967,7 @@ def _rank_preference(name: str) -> int:
     return 0 if "local" in last else (1 if "gpu" in last or "device" in last else 2)
 
 
-def _as_map_location(device: str, how: str) -> Optional[str]:
+def _as_map_location(device: str, how: str, index: bool = False) -> Optional[str]:
     """A ``map_location`` value for a device expression (an index becomes
     ``f"cuda:{i}"``; map_location does not accept a bare int)."""
     try:
@@ -1970,7 +1976,9 @@ def _as_map_location(device: str, how: str) -> Optional[str]:
         return None
     dotted = dotted_name(node)
     last = dotted.rsplit(".", 1)[-1].lower() if dotted else ""
-    is_index = isinstance(node, cst.Integer) or (dotted is not None and (last in _RANK_NAMES or how == "cuda") and "device" not in last)
+    is_index = isinstance(node, cst.Integer) or (
+        dotted is not None and (index or ((last in _RANK_NAMES or how == "cuda") and "device" not in last))
+    )
     if is_index:
         if dotted is None and not isinstance(node, cst.Integer):
             return None
@@ -1989,6 +1997,8 @@ class _TrainingCollector(cst.CSTVisitor):
         self.self_names: List[str] = ["self"]
         self.class_of: List[str] = [""]
         self.parents: List[cst.CSTNode] = []
+        # scope -> loaded name -> every use so far restores an RNG
+        self.rng_candidates: Dict[str, Dict[str, bool]] = {}
 
     # -- scopes --------------------------------------------------------------
     @property
@@ -2028,6 +2038,9 @@ class _TrainingCollector(cst.CSTVisitor):
         sf.class_scope = self.class_of[-1] if in_class else ""
         self.self_names.append(params[0] if in_class and params else "self")
         self.class_of.append(self.class_of[-1] if in_class else "")
+        for param in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params):
+            if param.annotation is not None and (dotted_name(param.annotation.annotation) or "").rsplit(".", 1)[-1] == "BytesIO":
+                sf.buffers.append(param.name.value)
         for p in params[1:] if in_class else params:
             self._note_name(sf, p, None)
             if looks_like_loader(p):
@@ -2049,7 +2062,10 @@ class _TrainingCollector(cst.CSTVisitor):
     def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
         last = name.rsplit(".", 1)[-1].lower()
         if _is_device_name(last):
-            if (value is None or _is_device_value(value)) and name not in sf.device_names:
+            if value is not None and _is_index_value(self.facts, value):
+                if name not in sf.rank_names:
+                    sf.rank_names.append(name)
+            elif (value is None or _is_device_value(value)) and name not in sf.device_names:
                 sf.device_names.append(name)
         elif last in _RANK_NAMES and name not in sf.rank_names:
             sf.rank_names.append(name)
@@ -2080,6 +2096,8 @@ class _TrainingCollector(cst.CSTVisitor):
         if not whole:
             self._bind_placement(sf, ref, value)
             self._bind_load(sf, ref, value)
+            if is_memory_buffer(self.facts, value) and ref not in sf.buffers:
+                sf.buffers.append(ref)
         self._bind_loader(sf, ref, value)
 
     def _place(self, sf: ScriptScope, ref: str, p: Placement) -> None:
@@ -2157,6 +2175,7 @@ class _TrainingCollector(cst.CSTVisitor):
             inner = inner.value
         if isinstance(inner, cst.Call) and is_torch_load(self.facts, inner.func):
             sf.loaded[ref] = True
+            self.rng_candidates.setdefault(sf.name, {})[ref] = True
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -2211,13 +2230,30 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def visit_Name(self, node: cst.Name) -> None:
         sf = self.scope
-        if node.value not in sf.loaded or not sf.loaded[node.value]:
+        if node.value not in sf.loaded:
             return
-        sf.loaded[node.value] = _feeds_load_state_dict(node, self.parents)
+        if sf.loaded[node.value]:
+            sf.loaded[node.value] = _feeds_load_state_dict(node, self.parents)
+        rng = self.rng_candidates.get(sf.name, {})
+        if rng.get(node.value):
+            rng[node.value] = _restores_rng(node, self.parents)
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for scope, names in self.rng_candidates.items():
+            self.scopes[scope].rng_states = sorted(n for n, ok in names.items() if ok)
 
 
 def _is_device_name(last: str) -> bool:
-    return last in ("device", "dev", "target_device") or (last.endswith("_device") and not last.startswith(("num_", "n_")))
+    """``device``, ``dev``, ``<word>_device`` (``train_device``), not
+    ``num_device``/``place_model_on_device`` (a count, a flag)."""
+    return last in ("device", "dev") or (
+        last.endswith("_device") and last.count("_") == 1 and not last.startswith(("num_", "n_", "is_", "use_", "on_"))
+    )
+
+
+def _is_index_value(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """``torch.cuda.current_device()``: a CUDA index, not a device."""
+    return isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.cuda.current_device"
 
 
 def _is_device_value(value: cst.BaseExpression) -> bool:
@@ -2232,7 +2268,10 @@ def _is_device_value(value: cst.BaseExpression) -> bool:
     if dotted is None:
         return False
     last = dotted.rsplit(".", 1)[-1].lower()
-    return "device" in last and "count" not in last and "ids" not in last
+    if isinstance(value, cst.Call):
+        # torch.device(...), get_device(); current_device() is an index
+        return "device" in last and last not in ("current_device", "device_count")
+    return _is_device_name(last)
 
 
 def _mentions_name(node: cst.CSTNode, name: str) -> bool:
@@ -2250,6 +2289,11 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
 def _mentions_placing(node: cst.CSTNode) -> bool:
     code = code_of(node).lower()
     return any(w in code for w in _PLACING_WORDS)
+
+
+def is_memory_buffer(facts: FileFacts, node: cst.CSTNode) -> bool:
+    """``io.BytesIO(...)``: bytes held in memory, not a file on disk."""
+    return isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")
 
 
 #: the qualified names of ``torch.load``
@@ -2297,6 +2341,34 @@ def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
         # ckpt = ckpt["state_dict"]
         return all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in parent.targets)
     return False
+
+
+_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
+
+
+def _restores_rng(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
+    """This use of a loaded object is the binding, a ``"key" in state`` test,
+    or an argument (possibly subscripted) of an RNG setter."""
+    if not parents:
+        return True
+    parent = parents[-1]
+    if isinstance(parent, (cst.AssignTarget, cst.Del)):
+        return True
+    if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
+        return parent.comparator is name
+    node: cst.CSTNode = name
+    i = len(parents) - 1
+    while i >= 0 and isinstance(parents[i], cst.Subscript) and parents[i].value is node:  # type: ignore[attr-defined]
+        node = parents[i]
+        i -= 1
+    if i < 1 or not isinstance(parents[i], cst.Arg) or not isinstance(parents[i - 1], cst.Call):
+        return False
+    dotted = dotted_name(parents[i - 1].func)  # type: ignore[attr-defined]
+    if dotted is None:
+        return False
+    last = dotted.rsplit(".", 1)[-1]
+    # torch.set_rng_state, random.setstate, a helper set_rng_state_for_device(...)
+    return last in _RNG_SETTERS or (last.startswith("set_") and "rng_state" in last)
 
 
 def _resolve_callee(scopes: Dict[str, ScriptScope], caller: str, callee: str) -> Optional[str]:

@@ -28,9 +28,19 @@ model.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
 ```
 
 Not flagged: `map_location` given by keyword or as the second positional
-argument, a call with `**kwargs` or `*args` (which may carry it), and an
+argument, a call with `**kwargs` or `*args` (which may carry it), an
 in-process round trip (`torch.save(obj, buf)` then `torch.load(buf)` in the
-same function: the devices are the ones this process has).
+same function: the devices are the ones this process has), and bytes held in
+memory (`torch.load(io.BytesIO(data))`, or a name bound to one): that is how
+code hands tensors to itself or a peer (pickling a storage, RPC, an export
+archive), and keeping their devices is the point. Checkpoints come from
+files; those are what this rule is about. Also not flagged: a load fed to
+the `load_state_dict` of an LR scheduler or a GradScaler (a name containing
+`scheduler` or `scaler`: their states hold Python numbers, no tensors), and a
+loaded object whose every use restores a random number generator
+(`torch.set_rng_state(state["cpu"])`, `torch.cuda.set_rng_state_all(...)`,
+`random.setstate(...)`): RNG states are CPU byte tensors wherever they were
+saved.
 
 ## Fix safety
 Adding `map_location="cpu"` is safe where the loaded object only feeds
@@ -51,7 +61,7 @@ unsafe fix loads onto it (`map_location=device`,
 
 from __future__ import annotations
 
-from typing import Dict, Set
+from typing import Dict, List, Set
 
 import libcst as cst
 
@@ -63,6 +73,8 @@ from devlint.semantic import (
     ScopeStack,
     code_of,
     device_candidates,
+    dotted_name,
+    is_memory_buffer,
     is_torch_load,
     keyword_arg,
     positional_args,
@@ -163,6 +175,8 @@ def embeddings(path, device):
         self.scopes = ScopeStack()
         # torch.load calls that feed load_state_dict directly
         self._feeds_state_dict: Set[int] = set()
+        # torch.load calls whose result holds no tensors (scheduler states)
+        self._no_tensors: Set[int] = set()
         # torch.load calls bound to a name: id -> name
         self._bound_to: Dict[int, str] = {}
 
@@ -188,6 +202,11 @@ def embeddings(path, device):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
+            owner = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
+            if "scheduler" in owner or "scaler" in owner:
+                # LR scheduler and GradScaler states hold Python numbers only
+                self._no_tensors.update(_loads_inside(node))
+                return
             assign = keyword_arg(node, "assign")
             if assign is not None and not (isinstance(assign.value, cst.Name) and assign.value.value == "False"):
                 return
@@ -205,14 +224,20 @@ def embeddings(path, device):
         if keyword_arg(node, "map_location") is not None or any(a.star for a in node.args):
             return
         args = positional_args(node)
-        if len(args) >= 2:
+        if len(args) >= 2 or id(node) in self._no_tensors:
             return
         scope = self.facts.script_scopes.get(self.scopes.name)
         file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
         if file_arg is not None and scope is not None and code_of(file_arg) in scope.saved_files:
             return  # torch.save(obj, buf) ... torch.load(buf): an in-process round trip
+        if file_arg is not None and (
+            is_memory_buffer(self.facts, file_arg) or (scope is not None and code_of(file_arg) in scope.buffers)
+        ):
+            return  # bytes handed over in memory (pickling, RPC, archives): their devices are meant
         safe = id(node) in self._feeds_state_dict
         name = self._bound_to.get(id(node))
+        if name is not None and scope is not None and name in scope.rng_states:
+            return  # RNG states are CPU byte tensors wherever they were saved
         if not safe and name is not None and scope is not None:
             safe = scope.loaded.get(name, False)
         if safe:
@@ -229,6 +254,18 @@ def embeddings(path, device):
             FixSafety.UNSAFE,
         )
         self.report(node, fix=fix)
+
+
+def _loads_inside(call: cst.Call) -> List[int]:
+    """ids of the calls passed (possibly subscripted) as arguments."""
+    out = []
+    for arg in call.args:
+        value = arg.value
+        while isinstance(value, cst.Subscript):
+            value = value.value
+        if isinstance(value, cst.Call):
+            out.append(id(value))
+    return out
 
 
 def _with_map_location(call: cst.Call, value: str) -> cst.Call:

@@ -228,6 +228,11 @@ class Trainer:
         ),
     ]
 
+    @classmethod
+    def candidate(cls, scan) -> bool:
+        # nothing is moved to a device: no model can be on one
+        return any(call.attr in ("to", "cuda") for call in scan.calls)
+
     def __init__(self, context) -> None:
         super().__init__(context)
         self.scopes = ScopeStack()
