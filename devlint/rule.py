@@ -100,7 +100,12 @@ class Context:
 
     @property
     def self_name(self) -> str:
+        """The name the current method calls its instance; "" in a
+        @staticmethod, whose first parameter is not the module."""
         m = self.current_method
+        facts = self.current_method_facts
+        if facts is not None and facts.is_static:
+            return ""
         if m is not None and m.params.params:
             return m.params.params[0].name.value
         return "self"
