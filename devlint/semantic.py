@@ -671,6 +671,9 @@ class _FactsBuilder:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self.facts = FileFacts()
+        self._class_nodes: Dict[str, cst.ClassDef] = {}
+        #: class -> module-container attributes whose modules are registered another way
+        self._registered_attrs: Dict[str, Set[str]] = {}
 
     # -- imports -----------------------------------------------------------
     def _add_import(self, local: str, target: str) -> None:
@@ -808,12 +811,7 @@ class _FactsBuilder:
                             cls.defines_device = True
                         if not (isinstance(small, cst.AnnAssign) and small.value is None):
                             cls.class_attributes.extend(t.value for t in targets if isinstance(t, cst.Name))
-                    elif isinstance(small, (cst.Import, cst.ImportFrom)):
-                        pass
 
-    _class_nodes: Dict[str, cst.ClassDef]
-    #: class -> module-container attributes whose modules are registered another way
-    _registered_attrs: Dict[str, Set[str]]
 
     def _class_is_module(self, cls: ClassFacts, seen: Set[str]) -> bool:
         if cls.name in seen:
@@ -1684,8 +1682,6 @@ def _blocks_of(node: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
 def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
     builder = _FactsBuilder(module)
-    builder._class_nodes = {}
-    builder._registered_attrs = {}
     facts = builder.build()
     facts.script_scopes = build_training_facts(module, facts)
     return facts
