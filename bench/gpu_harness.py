@@ -19,7 +19,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+try:  # an installed devlint (wheel on a bare GPU machine) has devlint.rules;
+    import devlint.rules  # noqa: F401  # the bare checkout alone does not
+except ImportError:
+    sys.path.insert(0, str(ROOT))
 
 from devlint.harness import declares_cases, job_for_text, verify_jobs  # noqa: E402
 from devlint.harness.report import exit_code, summary_line  # noqa: E402

@@ -307,3 +307,57 @@ def test_simulated_gru_and_indexing():
             with pytest.raises(RuntimeError, match="indices should be either on cpu or on the same device"):
                 x[torch.zeros(1, dtype=torch.long, device="cuda:0")]
     assert torch.cuda.is_available() is (_cuda() > 0)  # patches undone
+
+
+# --------------------------------------------------------------------------
+# what a machine with real GPUs changes (both seen on one H200, 2026-11-29)
+
+
+def test_real_one_gpu_path_initialises_cuda_before_counting_two_devices(monkeypatch):
+    # CUDA's lazy init checks every device torch.cuda.device_count() names;
+    # the one-GPU plan counts cuda:0 + cpu as two, so init must come first
+    from devlint.harness import env as E
+
+    seen = []
+    monkeypatch.setattr(torch.cuda, "init", lambda: seen.append(torch.cuda.device_count()))
+    real_count = torch.cuda.device_count()
+    plan = E.DevicePlan(E.REAL, [torch.device("cuda", 0), torch.device("cpu")], "real (cuda:0 + cpu)")
+    with E.environment(E.Environment(plan)):
+        assert torch.cuda.device_count() == 2
+    assert seen == [real_count]
+    with E.environment(E.Environment(E.CPU_PLAN)):
+        pass
+    assert seen == [real_count]  # no CUDA to initialise on the CPU plan
+
+
+def test_simulated_path_never_touches_a_real_gpu():
+    from torch._subclasses import fake_tensor
+
+    from devlint.harness.supervise import _child_env
+
+    assert _child_env(simulate=True)["CUDA_VISIBLE_DEVICES"] == ""
+    assert _child_env(simulate=False).get("CUDA_VISIBLE_DEVICES") == os.environ.get("CUDA_VISIBLE_DEVICES")
+    original = fake_tensor.init_gpu_context
+    E, environment = _simulated()
+    with E.environment(environment):
+        # FakeTensor's constructor would allocate a real tensor on cuda:1
+        assert fake_tensor.init_gpu_context is not original
+        assert torch.randn(2).to("cuda:1").device == torch.device("cuda", 1)
+    assert fake_tensor.init_gpu_context is original
+
+
+def test_one_gpu_gather_refuses_cpu_outputs_only_from_the_gpu_replica():
+    # on cuda:0 + cpu the replica standing for cuda:1 is on the CPU and may
+    # return CPU tensors; the one on the GPU may not (the real gather's check)
+    from types import SimpleNamespace
+
+    from devlint.harness import env as E
+
+    gpu_like = torch.device("meta")  # stands in for cuda:0: anything not the CPU
+    plan = E.DevicePlan(E.REAL, [gpu_like, torch.device("cpu")], "real (cuda:0 + cpu)")
+    dp = SimpleNamespace(device_ids=[0, 1], dim=0)
+    with E.environment(E.Environment(plan, cuda_visible=False)):
+        fine = E.EmulatedDataParallel.gather(dp, [torch.ones(2, device="meta"), torch.ones(2)], 0)
+        assert fine.shape == (4,) and fine.device == gpu_like
+        with pytest.raises(AssertionError, match="Gather function not implemented for CPU tensors"):
+            E.EmulatedDataParallel.gather(dp, [(torch.ones(2),), (torch.ones(2),)], 0)

@@ -390,6 +390,23 @@ def environment(env: Environment) -> Iterator[Environment]:
 
     visible = env.cuda_visible
     n = env.plan.count if visible else 0
+    if env.plan.kind == REAL and visible and any(t.type == "cuda" for t in env.plan.targets):
+        # Initialise CUDA for real before device_count is patched: its lazy
+        # init checks the capability of every device it counts, and one real
+        # GPU plus the CPU counts as two (seen on an H200: "device=1, num_gpus=1")
+        torch.cuda.init()
+        # cuDNN's first use checks the capability of every counted device too
+        torch.backends.cudnn.version()
+    if env.plan.kind == REAL and visible and any(t.type == "cpu" for t in env.plan.targets):
+        real_properties = torch.cuda.get_device_properties
+
+        def properties(device=None):
+            # a logical CUDA device that lives on the CPU reports cuda:0's
+            index = _index(device, env) if device is not None else env.current
+            target = env.target(index)
+            return real_properties(target if target.type == "cuda" else torch.device("cuda", 0))
+
+        patch(torch.cuda, "get_device_properties", properties)
     patch(torch.cuda, "is_available", lambda: visible)
     patch(torch.cuda, "device_count", lambda: n)
     if env.simulated or (visible and not env.plan.real_data_parallel):
@@ -409,6 +426,13 @@ def environment(env: Environment) -> Iterator[Environment]:
                 lambda mask, is_causal=None, size=None: bool(is_causal),
             )
         patch(torch.cuda, "_lazy_init", lambda: None)
+        from torch._subclasses import fake_tensor as fake_module
+
+        if hasattr(fake_module, "init_gpu_context"):
+            # a fake CUDA tensor's constructor allocates a real one on its
+            # device when CUDA is (or, patched, looks) available: on a machine
+            # with fewer real GPUs than simulated ones that is a real error
+            patch(fake_module, "init_gpu_context", lambda device: None)
         patch(torch.cuda, "synchronize", lambda *a, **k: None)
         patch(torch.cuda, "get_device_name", lambda *a, **k: "simulated CUDA device")
         original_to = nn.Module.to
@@ -609,12 +633,17 @@ class EmulatedDataParallel(nn.DataParallel):
         env = current_environment()
         target = env.target(_index(output_device, env))
         dim = self.dim
-        check_cpu = env.simulated
+        # The real gather refuses CPU tensors. A replica that stands for a
+        # CUDA device must not return one; on the one-GPU path the replica
+        # that stands for cuda:1 really is on the CPU, and its outputs are
+        # (seen on an H200: a CPU anchor grid from replica 0 slipped through
+        # when every CPU output was let pass)
+        on_cuda = [env.target(i).type != "cpu" for i in self.device_ids]
 
         def gather_map(outs):
             out = outs[0]
             if isinstance(out, torch.Tensor):
-                if check_cpu and not all(t.device.type != "cpu" for t in outs):
+                if any(t.device.type == "cpu" and cuda for t, cuda in zip(outs, on_cuda)):
                     raise AssertionError("Gather function not implemented for CPU tensors")
                 if all(t.dim() == 0 for t in outs) and dim == 0:
                     outs = tuple(t.view(1) for t in outs)

@@ -76,7 +76,7 @@ def verify_jobs(
     with tempfile.TemporaryDirectory(prefix="devlint-verify-") as tmp:
 
         def serve(k: int) -> None:
-            child = _Child(os.path.join(tmp, f"worker-{k}"))
+            child = _Child(os.path.join(tmp, f"worker-{k}"), simulate)
             try:
                 while True:
                     try:
@@ -108,8 +108,12 @@ def _write(folder: str, name: str, text: str) -> str:
     return path
 
 
-def _child_env() -> Dict[str, str]:
+def _child_env(simulate: bool = False) -> Dict[str, str]:
     env = dict(os.environ)
+    if simulate:
+        # the simulated path is the same on every machine: real GPUs, if
+        # any, are hidden from the child
+        env["CUDA_VISIBLE_DEVICES"] = ""
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -179,8 +183,9 @@ def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child:
 class _Child:
     """A worker process that runs one file's cases per request."""
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, simulate: bool = False) -> None:
         self.folder = folder
+        self.simulate = simulate
         self.proc: Optional[subprocess.Popen] = None
         self.lines: "queue.Queue[Optional[bytes]]" = queue.Queue()
         self.starts = 0
@@ -198,7 +203,7 @@ class _Child:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=err,
-                env=_child_env(),
+                env=_child_env(self.simulate),
                 start_new_session=True,
             )
         self.lines = queue.Queue()
