@@ -509,7 +509,16 @@ class FileFacts:
 
     def to_dict(self) -> dict:
         self.ensure_script_facts()
+        self.ensure_training_facts()
         return dataclasses.asdict(self)
+
+    def ensure_training_facts(self) -> None:
+        """Build ``script_scopes`` if that has not been done yet: a walk of
+        the whole file that only the script rules need (on model code it
+        cost more than the rest of the facts together)."""
+        module = self.__dict__.pop("_training_module", None)
+        if module is not None:
+            self.script_scopes = build_training_facts(module, self)
 
     def ensure_script_facts(self) -> None:
         """Collect ``scopes``, ``spawn_targets``, ``sets_visible_devices``
@@ -1683,7 +1692,8 @@ def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
     builder = _FactsBuilder(module)
     facts = builder.build()
-    facts.script_scopes = build_training_facts(module, facts)
+    # script_scopes: built on first use (FileFacts.ensure_training_facts)
+    object.__setattr__(facts, "_training_module", module)
     return facts
 
 
@@ -1877,6 +1887,7 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
 def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optional[object]:
     """``ref`` in the ``table`` (``placements``, ``wrapped``, ``loaders``) of
     scope, then of its class (for ``self.x``)."""
+    facts.ensure_training_facts()
     s = facts.script_scopes.get(scope)
     if s is None:
         return None
@@ -1934,6 +1945,7 @@ def device_candidates(facts: FileFacts, scope: str) -> List[str]:
     (as ``f"cuda:{i}"``). Names from the module scope come last."""
     out: List[str] = []
     chain = [scope]
+    facts.ensure_training_facts()
     s = facts.script_scopes.get(scope)
     if s is not None and s.class_scope:
         chain.append(s.class_scope)
