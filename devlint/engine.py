@@ -19,6 +19,7 @@ from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
 from devlint.suppress import Suppressions, parse_suppressions
+from devlint.walk import walk
 
 MAX_FIX_ROUNDS = 20
 SYNTAX_ERROR = ("DL000", "syntax-error")
@@ -139,7 +140,7 @@ def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analy
     context = Context(facts, module, path)
     instances = [r(context) for r in rules]
     dispatcher = _Dispatcher(context, instances)
-    module.visit(dispatcher)
+    walk(module, dispatcher)
     diagnostics = [d for r in instances for d in r.diagnostics]
     return Analysis(module, facts, diagnostics, dispatcher.errors)
 

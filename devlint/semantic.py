@@ -15,6 +15,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
+from devlint.walk import walk
+
 # Spellings that name the same object; resolved names are normalised to the
 # value so rules compare against one spelling.
 CANONICAL_NAMES: Dict[str, str] = {
@@ -597,7 +599,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     params += [p.name.value for p in fn.params.kwonly_params]
     self_name = params[0] if is_method and params else "self"
     uses = _NameUses(self_name, set(method_names))
-    fn.body.visit(uses)
+    walk(fn.body, uses)
     tensor_params: List[str] = []
     all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
     if is_method:
@@ -872,7 +874,7 @@ class _FactsBuilder:
             elif isinstance(stmt, cst.FunctionDef):
                 params = [p.name.value for p in stmt.params.params]
                 assigned = _SelfAssignments(params[0] if params else "self", params[1:])
-                stmt.body.visit(assigned)
+                walk(stmt.body, assigned)
                 for name in assigned.names:
                     if name not in cls.self_assigned:
                         cls.self_assigned.append(name)
@@ -911,7 +913,7 @@ class _FactsBuilder:
             owner, fn = methods[name]
             params = [p.name.value for p in fn.params.params]
             uses = _SelfAttributeUses(params[0] if params else "self")
-            fn.body.visit(uses)
+            walk(fn.body, uses)
             reads |= uses.reads
             writes |= uses.writes
             facts = owner.methods.get(name)
@@ -975,7 +977,7 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
-        fn.body.visit(collector)
+        walk(fn.body, collector)
         collector.finish()
 
     def classify_value(
@@ -1654,10 +1656,10 @@ def _uses_name(node: cst.CSTNode, name: str) -> bool:
                 found.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
-    node.visit(_Find())
+    walk(node, _Find())
     return bool(found)
 
 
@@ -2290,7 +2292,7 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
             if n.value == name:
                 found.append(n)
 
-    node.visit(V())
+    walk(node, V())
     return bool(found)
 
 
@@ -2442,7 +2444,7 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, Scri
     """Collect the script facts of every scope, then carry models and loaders
     passed as arguments into the functions defined in the same file."""
     collector = _TrainingCollector(facts)
-    module.visit(collector)
+    walk(module, collector)
     scopes = collector.scopes
     modscope = scopes[MODULE_SCOPE]
     for _round in range(3):
@@ -3149,6 +3151,6 @@ def collect_script_facts(module: cst.Module, facts: FileFacts) -> None:
     """Fill ``facts.scopes`` and ``ClassFacts.inner_wrappers``."""
     collector = _ScriptCollector(facts)
     collector._rank_priority = {}
-    module.visit(collector)
+    walk(module, collector)
     facts.scopes = collector.scopes
     collector.finish()

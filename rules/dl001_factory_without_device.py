@@ -61,6 +61,7 @@ import libcst as cst
 from devlint.diagnostic import Fix
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import DEVICE_FACTORIES, FileFacts, has_star_kwargs, is_number_literal, keyword_arg, positional_args
+from devlint.walk import walk
 
 _MOVES = frozenset({"to", "cuda", "type_as", "cpu"})
 # tensor methods that keep a chain "the same tensor" for the purpose of a
@@ -369,7 +370,7 @@ class _Mentions(cst.CSTVisitor):
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:
     v = _Mentions(name)
-    node.visit(v)
+    walk(node, v)
     return v.found
 
 
@@ -390,7 +391,7 @@ class _BlockFinder(cst.CSTVisitor):
 
 def _statements_after(function: cst.FunctionDef, statement: cst.CSTNode) -> List[cst.CSTNode]:
     finder = _BlockFinder(statement)
-    function.visit(finder)
+    walk(function, finder)
     return finder.after
 
 

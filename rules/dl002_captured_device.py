@@ -83,6 +83,7 @@ from devlint.semantic import (
     self_attribute,
     string_value,
 )
+from devlint.walk import walk
 
 
 class CapturedDevice(Rule):
@@ -488,7 +489,7 @@ class _LocalNames(cst.CSTVisitor):
 
 def _local_names(fn: cst.FunctionDef) -> Set[str]:
     v = _LocalNames()
-    fn.body.visit(v)
+    walk(fn.body, v)
     params = fn.params
     for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
         v.names.add(p.name.value)
@@ -517,7 +518,7 @@ def _current_only(value: str) -> bool:
         def visit_FormattedString(self, n: cst.FormattedString) -> None:
             found.append("index")
 
-    node.visit(_Strings())
+    walk(node, _Strings())
     return bool(found) and all(v in ("cuda", "cpu") for v in found) and "cuda" in found
 
 

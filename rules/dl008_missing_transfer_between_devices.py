@@ -80,6 +80,7 @@ from devlint.semantic import (
     self_attribute,
     string_value,
 )
+from devlint.walk import walk
 
 _LOSSES = frozenset(
     {
@@ -817,14 +818,14 @@ def _free_names(node: cst.CSTNode) -> Set[str]:
             found.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
-    node.visit(_Find())
+    walk(node, _Find())
     return found
 
 
