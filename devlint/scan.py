@@ -51,6 +51,13 @@ class CallSite(NamedTuple):
     in_container: bool = False
     #: the ``a`` of a receiver ``x.a`` / ``x.a[i]``, else ""
     receiver_attr: str = ""
+    #: the call's value is moved or only indexes on the spot: it is the
+    #: receiver of ``.to/.cuda/.type_as/.cpu`` (through shape-keeping method
+    #: chains, subscripts and ``.T``, as DL001 peels them) or a subscript index
+    moved: bool = False
+    #: the first positional argument: "empty" (``[]``, ``()``), "container"
+    #: (a list/tuple display or comprehension), "name", "other", or ""
+    first_arg: str = ""
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -98,8 +105,9 @@ class ScanSummary:
         #: owner's shape: "name" ``x``, "attr" ``x.a``, "subscript" ``x.a[i]``,
         #: "other", the ``a`` of the last two or "")
         self.device_reads: List[Tuple[Optional[str], Optional[str], Optional[str], str, str]] = []
-        #: ``<name>.attr = value`` inside a method, as (class, method,
-        #: attribute, value node), paired like the semantic pass pairs them
+        #: ``self.attr = value`` inside a method (``self``: the method's first
+        #: parameter), as (class, method, attribute, value node), paired like
+        #: the semantic pass pairs them
         #: (``a.x, a.y = u, v`` gives two; a tuple target of a call gives none)
         self.attribute_stores: List[Tuple[str, str, str, ast.AST]] = []
         #: classes with a ``<first parameter>.device = ...`` in some method
@@ -433,6 +441,9 @@ class _Scanner:
         ListComp, GeneratorExp, SetComp = ast.ListComp, ast.GeneratorExp, ast.SetComp
         #: ids of calls that are container elements / call arguments (see CallSite.in_container)
         elements: Set[int] = set()
+        #: ids of calls whose value is moved or indexes on the spot (CallSite.moved)
+        moved: Set[int] = set()
+        Subscript = ast.Subscript
         iter_fields = ast.iter_fields
         AST = ast.AST
         while stack:
@@ -457,6 +468,30 @@ class _Scanner:
                         many = attr == "extend"
                         element = node.args[0] if many else node.args[-1]
                         s.container_adds.append((cls, method, owner, element, many))  # type: ignore[arg-type]
+                if attr in MOVE_METHODS:
+                    inner = func.value
+                    while True:
+                        ti = type(inner)
+                        if ti is Call:
+                            moved.add(id(inner))
+                            f = inner.func
+                            if type(f) is Attribute and f.attr in CHAIN_METHODS:
+                                inner = f.value
+                                continue
+                            break
+                        if ti is ast.Subscript or (ti is Attribute and inner.attr in ("T", "mT")):
+                            inner = inner.value
+                            continue
+                        break
+                first = node.args[0] if node.args else None
+                if first is None:
+                    first_arg = ""
+                elif type(first) in (ListNode, TupleNode):
+                    first_arg = "container" if first.elts else "empty"
+                elif type(first) in (ListComp, GeneratorExp):
+                    first_arg = "container"
+                else:
+                    first_arg = "name" if type(first) is Name else "other"
                 if attr is not None:
                     root, shape, receiver_attr = _owner_shape(func.value) if type(func.value) is not Call else (None, "call", "")
                     receiver = (root, shape)
@@ -475,6 +510,8 @@ class _Scanner:
                         _value_shape(dev) if dev is not None else None,
                         id(node) in elements,
                         receiver_attr,
+                        id(node) in moved,
+                        first_arg,
                     )
                 )
             elif t is Attribute:
@@ -490,6 +527,11 @@ class _Scanner:
                 continue
             elif t is Name:
                 continue
+            elif t is Subscript:
+                index = node.slice
+                for part in index.elts if type(index) is TupleNode else (index,):
+                    if type(part) is Call:
+                        moved.add(id(part))
             elif t is ListNode or t is TupleNode or t is SetNode:
                 for a in node.elts:
                     if type(a) is Call:
@@ -557,9 +599,10 @@ class _Scanner:
                             stores = [(target, value)]
                         for tgt, val in stores:
                             if type(tgt) is Attribute and type(tgt.value) is Name:
-                                s.attribute_stores.append((cls, method, tgt.attr, val))  # type: ignore[arg-type]
-                                if tgt.attr == "device" and tgt.value.id in s.method_self.get((cls, method), ()):  # type: ignore[arg-type]
-                                    s.self_device_stores.add(cls)  # type: ignore[arg-type]
+                                if tgt.value.id in s.method_self.get((cls, method), ()):  # type: ignore[arg-type]
+                                    s.attribute_stores.append((cls, method, tgt.attr, val))  # type: ignore[arg-type]
+                                    if tgt.attr == "device":
+                                        s.self_device_stores.add(cls)  # type: ignore[arg-type]
                             elif type(tgt) is Name:
                                 s.local_values.setdefault((cls, method), {}).setdefault(tgt.id, []).append(val)  # type: ignore[arg-type]
                             elif type(tgt) is ast.Subscript:
@@ -576,6 +619,15 @@ class _Scanner:
 
 
 _ADD_METHODS = frozenset({"append", "insert", "extend"})
+#: as DL001 reads them: calls that move their receiver, and the tensor
+#: methods a move looks through (``torch.arange(n).unsqueeze(0).to(d)``)
+MOVE_METHODS = frozenset({"to", "cuda", "type_as", "cpu"})
+CHAIN_METHODS = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int",
+     "half", "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach",
+     "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
+     "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
+)
 
 
 def _container_name(node: ast.AST) -> str:

@@ -61,17 +61,13 @@ import libcst as cst
 from devlint.diagnostic import Fix
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import DEVICE_FACTORIES, FileFacts, has_star_kwargs, is_number_literal, keyword_arg, positional_args
+from devlint.scan import CHAIN_METHODS, MOVE_METHODS
 from devlint.walk import walk
 
-_MOVES = frozenset({"to", "cuda", "type_as", "cpu"})
+_MOVES = MOVE_METHODS
 # tensor methods that keep a chain "the same tensor" for the purpose of a
 # later .to(...): torch.arange(n).unsqueeze(0).to(x.device)
-_CHAIN = frozenset(
-    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int",
-     "half", "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach",
-     "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
-     "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
-)
+_CHAIN = CHAIN_METHODS
 
 
 class FactoryWithoutDevice(Rule):
@@ -193,7 +189,15 @@ class RNN(nn.Module):
         for call in scan.calls_in_forward():
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs:
                 continue
-            if scan.torch_functions(call.func) & DEVICE_FACTORIES:
+            if call.moved:  # torch.arange(n).to(x.device), x[torch.arange(n)]
+                continue
+            for fn in scan.torch_functions(call.func) & DEVICE_FACTORIES:
+                if fn == "scalar_tensor":
+                    continue
+                if fn in ("tensor", "as_tensor") and call.first_arg not in ("container", "empty", "name"):
+                    continue  # torch.tensor(self.scale): a 0-dim tensor
+                if fn in _SHAPED and call.n_args == 1 and call.first_arg == "empty":
+                    continue  # torch.rand([])
                 return True
         return False
 

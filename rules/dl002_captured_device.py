@@ -278,14 +278,18 @@ class YoloHead(nn.Module):
             if c.device_arg is None:
                 continue
             kind, detail = c.device_arg
-            if kind in ("int", "call"):
+            if kind == "int":
+                return True
+            if kind == "call" and scan.refers_to(detail, {"torch.device"}):
                 return True
             if kind == "str" and (detail == "cuda" or detail.startswith("cuda:")):
                 return True
             if kind == "name" and detail in scan.unclassed_names:
                 return True
-            if kind == "attr" and detail.split(".", 1)[1] in scan.attribute_values:
-                return True
+            if kind == "attr":
+                root, attr = detail.split(".", 1)
+                if attr in scan.attribute_values and root in scan.method_self.get((c.cls, c.method), ()):
+                    return True
         return False
 
     def __init__(self, context) -> None:
