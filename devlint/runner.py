@@ -264,17 +264,130 @@ def _run_many(jobs: Sequence[Job], sizes: Sequence[int], processes: int) -> List
     importlib.import_module("devlint.rule").all_rules()
     if processes <= 1 or len(jobs) < 4:
         return [_run_job_digest(j) for j in jobs]
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
     # big files first so the pool does not end waiting on one straggler
     order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
-    with ctx.Pool(min(processes, len(jobs))) as pool:
-        out = pool.map(_run_job_digest, [jobs[i] for i in order], chunksize=1)
-    results: List[Tuple[Optional[str], FileResult]] = [(None, FileResult(path=""))] * len(jobs)
-    for i, r in zip(order, out):
-        results[i] = r
-    return results
+    done, died = _run_pool(jobs, order, processes)
+    if died:
+        # a worker died (a native crash, the OOM killer...): try each of its
+        # files once more, alone, after the others (the OOM killer may have
+        # picked the wrong process); a second death is that file's error
+        again, died = _run_pool(jobs, sorted(died), 1)
+        done.update(again)
+        for i, exitcode in died.items():
+            done[i] = (None, FileResult(path=jobs[i].path, internal_errors=[_death_message(exitcode)]))
+    return [done[i] for i in range(len(jobs))]
+
+
+def _death_message(exitcode: Optional[int]) -> str:
+    if exitcode is not None and exitcode < 0:
+        import signal
+
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        how = f"killed by {name} (signal {-exitcode})"
+        if -exitcode == signal.SIGKILL:
+            how += ", perhaps by the system's out-of-memory killer"
+    else:
+        how = f"exit status {exitcode}"
+    return (
+        f"internal error (the checker process died on this file, twice: {how}); "
+        "the file was not checked; please report this as a devlint bug"
+    )
+
+
+def _pool_worker(conn) -> None:
+    """A pool process: run the jobs it receives, send back each result."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        result = _run_job_digest(job)
+        try:
+            conn.send(result)
+        except Exception as exc:  # a result that does not pickle: an engine bug
+            conn.send((None, FileResult(path=job.path, internal_errors=[
+                f"internal error (cannot send the result back: {type(exc).__name__}: {exc}); "
+                "please report this as a devlint bug"
+            ])))
+
+
+def _run_pool(jobs: Sequence[Job], order: Sequence[int], processes: int):
+    """Run ``jobs[i]`` for each i of ``order`` in up to ``processes`` worker
+    processes, one job at a time per worker. A worker that dies (a signal, an
+    exit) loses only the job it held: it is replaced and the run goes on.
+    Returns ({i: (digest, result)}, {i: exitcode of the worker that died on it})."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
+    todo = list(reversed(order))  # pop() takes the next one
+    done: dict = {}
+    died: dict = {}
+    busy: dict = {}  # connection -> (process, job index)
+
+    def start(i: int) -> None:
+        here, there = ctx.Pipe()
+        proc = ctx.Process(target=_pool_worker, args=(there,), daemon=True)
+        proc.start()
+        there.close()
+        here.send(jobs[i])
+        busy[here] = (proc, i)
+
+    def retire(conn, proc) -> None:
+        try:
+            conn.send(None)
+        except OSError:
+            pass
+        conn.close()
+        proc.join()
+
+    try:
+        while todo and len(busy) < min(processes, len(order)):
+            start(todo.pop())
+        while busy:
+            ready = set(wait([*busy, *(proc.sentinel for proc, _ in busy.values())]))
+            for conn, (proc, i) in list(busy.items()):
+                if conn not in ready and proc.sentinel not in ready:
+                    continue
+                result = None
+                if conn in ready or conn.poll():
+                    try:
+                        result = conn.recv()
+                    except (EOFError, OSError):
+                        result = None
+                if result is not None:
+                    done[i] = result
+                    if todo:
+                        i = todo.pop()
+                        try:
+                            conn.send(jobs[i])
+                            busy[conn] = (proc, i)
+                            continue
+                        except OSError:  # it died between two jobs: nothing lost
+                            todo.append(i)
+                    del busy[conn]
+                    retire(conn, proc)
+                else:  # the process ended without sending a result
+                    del busy[conn]
+                    conn.close()
+                    proc.join()
+                    died[i] = proc.exitcode
+                if todo and len(busy) < min(processes, len(order)):
+                    start(todo.pop())
+    finally:
+        for conn, (proc, _) in busy.items():
+            proc.kill()
+            proc.join()
+            conn.close()
+    return done, died
 
 
 def _size(path: str) -> int:

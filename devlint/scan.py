@@ -468,14 +468,14 @@ class _Scanner:
                         many = attr == "extend"
                         element = node.args[0] if many else node.args[-1]
                         s.container_adds.append((cls, method, owner, element, many))  # type: ignore[arg-type]
-                if attr in MOVE_METHODS:
+                if attr in MOVE_METHODS and (attr != "to" or _to_moves(node, s.imports)):
                     inner = func.value
                     while True:
                         ti = type(inner)
                         if ti is Call:
                             moved.add(id(inner))
                             f = inner.func
-                            if type(f) is Attribute and f.attr in CHAIN_METHODS:
+                            if type(f) is Attribute and (f.attr in CHAIN_METHODS or (f.attr == "to" and _to_casts(inner))):
                                 inner = f.value
                                 continue
                             break
@@ -628,6 +628,45 @@ CHAIN_METHODS = frozenset(
      "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
      "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
 )
+
+
+def _to_moves(call: ast.Call, imports: Dict[str, List[str]]) -> bool:
+    """Whether ``x.to(...)`` certainly moves (DL001 and DL008 read
+    ``.to(<dtype>)`` as a cast, ``semantic.is_dtype_cast``): a ``device=``, a
+    string or integer, a call with arguments (``torch.device(...)``), or a
+    name whose last part says device (``x.device``, ``dev``) and cannot be a
+    torch attribute. Anything else may be a cast and moves nothing here."""
+    if not call.args:
+        return any(k.arg == "device" for k in call.keywords)
+    first = call.args[0]
+    if any(k.arg == "device" for k in call.keywords) and type(first) is not ast.Starred:
+        return True
+    t = type(first)
+    if t is ast.Constant:
+        return isinstance(first.value, (str, int)) and not isinstance(first.value, bool)  # type: ignore[attr-defined]
+    if t is ast.Call:
+        return bool(first.args)  # type: ignore[attr-defined]
+    dotted = _dotted(first)
+    if dotted is None:
+        return False
+    head, _, _ = dotted.partition(".")
+    last = dotted.rsplit(".", 1)[-1].lower()
+    return "dev" in last and "dtype" not in last and head != "torch" and head not in imports
+
+
+def _to_casts(call: ast.Call) -> bool:
+    """Whether ``x.to(...)`` is certainly a dtype cast (a subset of
+    ``semantic.is_dtype_cast``; DL001 looks through casts for a later move):
+    only ``dtype=``-style keywords, or a first argument whose last name part
+    says dtype (``x.dtype``, ``self.dtype``) and no ``device=``."""
+    if any(type(a) is ast.Starred for a in call.args):
+        return False
+    if not call.args:
+        return bool(call.keywords) and all(k.arg in ("dtype", "non_blocking", "copy", "memory_format") for k in call.keywords)
+    dotted = _dotted(call.args[0])
+    if dotted is None or "dtype" not in dotted.rsplit(".", 1)[-1].lower():
+        return False
+    return all(k.arg != "device" for k in call.keywords)
 
 
 def _container_name(node: ast.AST) -> str:

@@ -57,6 +57,17 @@ way (each also assigned as an attribute, `self.net = nn.Sequential(*layers)`,
 `self.add_module(name, m)`, `setattr(self, name, m)`, or the list wrapped in
 `nn.ModuleList` later); containers built inside `forward`.
 
+Decided case: a literal list, tuple or dict whose every element is a
+`torch.nn` module without parameters, buffers or train/eval behaviour (losses
+built without `weight=`/`pos_weight=`, such as
+`{"ce": nn.CrossEntropyLoss(), "l1": nn.SmoothL1Loss(reduction="none")}`,
+activations, `nn.Identity`, `nn.Flatten`) is not flagged: there is nothing
+for `.to()` to move, `state_dict()` to save, the optimiser to train or
+`.eval()` to switch, and DataParallel replicas may share such a module. A
+weighted loss (`nn.CrossEntropyLoss(weight=w)`, `nn.BCEWithLogitsLoss(pos_weight=p)`)
+holds its weight as a buffer and is still flagged, and so is `nn.Dropout`
+(`model.eval()` would not reach it).
+
 ## Fix safety
 Unsafe: the wrapped modules become registered, so `state_dict()` gains their
 keys (loading an old checkpoint with `strict=True` then fails on the missing
@@ -351,6 +362,8 @@ class Router(nn.Module):
         record = cls.assignment_for(method.name.value, name, code_of(value))
         if record is None or record.kind != "module_container" or record.registered_elsewhere:
             return
+        if record.stateless_elements:
+            return  # nothing to move, save, train or switch to eval: see the docstring
         if name in cls.buffers or name in cls.parameters:
             return
         if any(a.kind in _REGISTERED_KINDS for a in cls.assignments_of(name)):

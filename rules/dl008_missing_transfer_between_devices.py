@@ -53,7 +53,9 @@ loss moves the labels to the logits: `labels.to(logits.device)`.
 
 Not flagged: code that already moves its activations (`.to(...)`, `.cuda(i)`),
 modules with no pinned submodules, activations whose device devlint cannot
-tell, parameter-free modules such as `nn.ReLU()`, which follow their input.
+tell, parameter-free modules such as `nn.ReLU()`, which follow their input,
+and casts (`.to(x.dtype)`, `.to(torch.float16)`, `.to(dtype=...)`), which
+keep a tensor on its device.
 
 ## Fix safety
 Safe: a `.to()` onto the device the receiving layer already requires is a
@@ -74,6 +76,7 @@ from devlint.semantic import (
     ClassFacts,
     dotted_name,
     is_cuda_string,
+    is_dtype_expr,
     keyword_arg,
     loop_over_attribute,
     positional_args,
@@ -538,6 +541,8 @@ class _Flow:
         if arg is None:
             return receiver  # .to(dtype=...)
         value = arg.value
+        if arg.keyword is None and is_dtype_expr(self.facts, value):
+            return receiver  # .to(x.dtype), .to(torch.float16): a cast, not a transfer
         for name in _free_names(value):
             if name in self.loop_names and self.cls.elements_spread(self.loop_names[name]):
                 return Spread(self.loop_names[name], moved=True)  # x.to(devices[i % n])
