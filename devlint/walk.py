@@ -64,13 +64,10 @@ def _has_attribute_hooks(visitor_type: type) -> bool:
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit ``node`` and its descendants with ``visitor`` as
     ``node.visit(visitor)`` would, without rebuilding anything."""
-    if _has_attribute_hooks(type(visitor)):
-        _walk_hooked(node, visitor)
-    else:
-        _walk(node, visitor)
+    _walk(node, visitor, _has_attribute_hooks(type(visitor)))
 
 
-def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool) -> None:
     if not visitor.on_visit(node):
         visitor.on_leave(node)
         return
@@ -80,33 +77,15 @@ def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         visitor.on_leave(node)
         return
     for name in order:
+        if hooks:
+            visitor.on_visit_attribute(node, name)
         child = getattr(node, name)
         if isinstance(child, _CSTNode):
-            _walk(child, visitor)
+            _walk(child, visitor, hooks)
         elif type(child) is tuple or type(child) is list:
             for item in child:
                 if isinstance(item, _CSTNode):
-                    _walk(item, visitor)
-    visitor.on_leave(node)
-
-
-def _walk_hooked(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
-    if not visitor.on_visit(node):
-        visitor.on_leave(node)
-        return
-    order = _ORDER.get(type(node)) or child_fields(type(node))
-    if order is None:
-        node._visit_and_replace_children(visitor)  # type: ignore[attr-defined]
-        visitor.on_leave(node)
-        return
-    for name in order:
-        visitor.on_visit_attribute(node, name)
-        child = getattr(node, name)
-        if isinstance(child, _CSTNode):
-            _walk_hooked(child, visitor)
-        elif type(child) is tuple or type(child) is list:
-            for item in child:
-                if isinstance(item, _CSTNode):
-                    _walk_hooked(item, visitor)
-        visitor.on_leave_attribute(node, name)
+                    _walk(item, visitor, hooks)
+        if hooks:
+            visitor.on_leave_attribute(node, name)
     visitor.on_leave(node)

@@ -306,38 +306,6 @@ _HOOK_KEEPS = [
 ]
 
 
-@pytest.mark.parametrize("code,src", _HOOK_KEEPS)
-def test_dl002_dl008_hooks_keep_their_findings(code, src):
-    src = textwrap.dedent(src).lstrip("\n")
-    assert code in [d.code for d in lint_source(src, "m.py", codes=[code], scan=False).diagnostics]
-    assert all_rules()[code].candidate(scan_source(src))
-    _same_with_and_without_scan(src, "m.py")
-
-
-def test_dl002_dl008_hooks_rule_out_dtype_casts():
-    # transformers-style forward code: casts and moves to a tensor's device
-    src = textwrap.dedent(
-        """
-        import torch
-        import torch.nn as nn
-        class Attention(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = nn.Linear(4, 4)
-            def forward(self, hidden_states, mask):
-                dtype = hidden_states.dtype
-                h = self.proj(hidden_states.to(torch.float32))
-                mask = mask.to(h.device)
-                return self._norm(h).to(dtype) * mask
-            def _norm(self, h):
-                return h.to(device=h.device) / h.norm()
-        """
-    )
-    summary = scan_source(src)
-    assert not all_rules()["DL002"].candidate(summary)
-    assert not all_rules()["DL008"].candidate(summary)
-
-
 # Findings the tightened DL001/DL006/DL007/DL009 hooks must keep: each is a
 # real finding of the rule (checked without the scan first), written in the
 # roundabout ways the semantic pass still understands.
@@ -450,12 +418,36 @@ _TIGHT_KEEPS = [
 ]
 
 
-@pytest.mark.parametrize("code,src", _TIGHT_KEEPS)
-def test_tightened_hooks_keep_their_findings(code, src):
+@pytest.mark.parametrize("code,src", _HOOK_KEEPS + _TIGHT_KEEPS)
+def test_hooks_keep_their_findings(code, src):
     src = textwrap.dedent(src).lstrip("\n")
     assert code in [d.code for d in lint_source(src, "m.py", codes=[code], scan=False).diagnostics]
     assert all_rules()[code].candidate(scan_source(src))
     _same_with_and_without_scan(src, "m.py")
+
+
+def test_dl002_dl008_hooks_rule_out_dtype_casts():
+    # transformers-style forward code: casts and moves to a tensor's device
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+            def forward(self, hidden_states, mask):
+                dtype = hidden_states.dtype
+                h = self.proj(hidden_states.to(torch.float32))
+                mask = mask.to(h.device)
+                return self._norm(h).to(dtype) * mask
+            def _norm(self, h):
+                return h.to(device=h.device) / h.norm()
+        """
+    )
+    summary = scan_source(src)
+    assert not all_rules()["DL002"].candidate(summary)
+    assert not all_rules()["DL008"].candidate(summary)
 
 
 def test_tightened_hooks_rule_out_ordinary_model_code():
