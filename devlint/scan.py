@@ -173,7 +173,7 @@ class ScanSummary:
             if not v.startswith("call:"):
                 continue
             callee = v[5:]
-            if not callee or callee in self.bases or callee.rsplit(".", 1)[-1] in self.bases:
+            if not callee or self.class_may_be_module(callee):
                 return True
             if any(_is_torch_module_name(q) for q in self.resolve(callee)):
                 return True
@@ -182,7 +182,28 @@ class ScanSummary:
     def may_build_module(self, callee: str) -> bool:
         """Whether a call of ``callee`` may build a module: a class of this
         file or a ``torch.nn`` class."""
-        return callee in self.bases or any(_is_torch_module_name(q) for q in self.resolve(callee))
+        return self.class_may_be_module(callee) or any(_is_torch_module_name(q) for q in self.resolve(callee))
+
+    def class_may_be_module(self, name: str) -> bool:
+        """Whether ``name`` is a class of this file that may be an
+        ``nn.Module`` (a superset of ``ClassFacts.is_module``: some base, here
+        or in a local base, may name a ``torch.nn`` class or a known module
+        base such as ``PreTrainedModel``)."""
+        seen: Set[str] = set()
+        todo = [name]
+        while todo:
+            c = todo.pop()
+            if c in seen or c not in self.bases:
+                continue
+            seen.add(c)
+            for base in self.bases[c]:
+                if base in self.bases:
+                    todo.append(base)
+                elif base.rsplit(".", 1)[-1] in KNOWN_MODULE_BASES or any(
+                    _is_torch_module_name(q) for q in self.resolve(base)
+                ):
+                    return True
+        return False
 
     def class_may_lack_device(self, cls: str) -> bool:
         """False only when the semantic pass certainly finds a ``device`` on
@@ -350,20 +371,30 @@ class ScanSummary:
         return any(self.may_be_module(e) for e in getattr(node, "elts", ()))
 
     def _filled_with_module(self, cls: str, container: str) -> bool:
-        # an appended name may be a local module; a display element may not
-        return any(
-            c == cls and name == container and (self._holds_module(e) if many else self.may_be_module(e, True))
-            for c, _, name, e, many in self.container_adds
-        )
+        # an appended name may be a local module (bound in that method to
+        # one); a display element may not be a name
+        for c, method, name, e, many in self.container_adds:
+            if c != cls or name != container:
+                continue
+            if many:
+                if self._holds_module(e):
+                    return True
+            elif type(e) is ast.Name:
+                values = self.local_values.get((c, method), {}).get(e.id, ())  # type: ignore[attr-defined]
+                if any(self.may_be_module(v) for v in values):
+                    return True
+            elif self.may_be_module(e):
+                return True
+        return False
 
-    def may_be_module(self, node: Optional[ast.AST], name_may: bool = False) -> bool:
-        """Whether an element may be a module (a superset of the semantic
-        pass's ``_element_of`` / ``_element_class``): a call of a class of
-        this file or of ``torch.nn`` (method chains such as ``.to(dev)``
-        peeled), and, where ``name_may`` (an appended element), any name."""
+    def may_be_module(self, node: Optional[ast.AST]) -> bool:
+        """Whether a container element may be a module (a superset of the
+        semantic pass's ``_element_class``): a call of a class of this file
+        that may be a module or of a ``torch.nn`` class (method chains such as
+        ``.to(dev)`` peeled), or a container call holding one."""
         t = type(node)
-        if t is ast.Name:
-            return name_may
+        if t is ast.Starred:
+            return self.may_be_module(node.value)  # type: ignore[union-attr]
         if t is ast.Call:
             func = node.func  # type: ignore[union-attr]
             while type(func) is ast.Attribute and type(func.value) is ast.Call:
@@ -371,7 +402,7 @@ class ScanSummary:
             dotted = _dotted(func)
             if dotted is None:
                 return False
-            if dotted in self.bases or dotted.rsplit(".", 1)[-1] in self.bases:
+            if self.class_may_be_module(dotted):
                 return True
             if dotted in _CONTAINER_CALLS:
                 return self._holds_module(node)  # type: ignore[arg-type]
