@@ -294,9 +294,14 @@ class RNN(nn.Module):
         if not ctx.in_forward:
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and self._method is not None and func.attr.value in _INSPECT_CALLS:
-            if isinstance(func.value, cst.Name):
+        if isinstance(func, cst.Attribute) and self._method is not None and isinstance(func.value, cst.Name):
+            if func.attr.value in _INSPECT_CALLS or (func.attr.value in _REDUCE_ALL and not node.args):
                 self._method.kinds[id(func.value)] = ("inspect", None)
+        if self._method is not None and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name):
+            if self.facts.torch_function(func) in ("any", "all", "numel", "is_nonzero") or (
+                isinstance(func, cst.Name) and func.value in ("len", "bool", "int", "float")
+            ):
+                self._method.kinds[id(node.args[0].value)] = ("inspect", None)
         if isinstance(func, cst.Attribute) and func.attr.value in _MOVES and not is_dtype_cast(self.facts, node):
             self._mark_moved(func.value)
             root = _chain_root(func.value, self.facts)
@@ -390,6 +395,9 @@ _CONTAINERS = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
 #: reading these off a tensor does not use its data on a device
 _INSPECT_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda"})
 _INSPECT_CALLS = frozenset({"size", "dim", "numel"})
+#: ``t.any()``, ``t.item()``: a Python value or a 0-dim tensor, which mixes
+#: with tensors on any device
+_REDUCE_ALL = frozenset({"any", "all", "item", "tolist", "sum", "mean", "max", "min", "prod"})
 #: factories whose positional arguments are the shape
 _SHAPED = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 
@@ -425,6 +433,8 @@ def _chain_root(node: cst.BaseExpression, facts: FileFacts) -> Optional[cst.Name
             node = node.value
         elif isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT"):
             node = node.value
+        elif isinstance(node, cst.UnaryOperation):
+            node = node.expression  # x[~mask]
         else:
             return None
 
@@ -601,6 +611,8 @@ class _MethodFlow:
                 return False, func.value not in _BUILTIN_SCALARS
             if isinstance(func, cst.Attribute):
                 recv = func.value
+                if isinstance(recv, cst.Name) and recv.value == "self":
+                    return False, True  # self.proj(x): a submodule's output, on the model's device
                 if isinstance(recv, cst.Name) and recv.value in self.imports:
                     if self.facts.is_factory(func):
                         return True, False  # a new CPU tensor; its arguments are shapes
