@@ -4,6 +4,7 @@ of real PyTorch code and write per-rule counts and a reviewable sample of
 findings, each with its source lines.
 
     python bench/precision.py [CORPUS_ROOT] [--sample N] [--seed S] [--out DIR]
+                              [--select CODES] [--paths PATH...]
 
 CORPUS_ROOT holds ``timm/``, ``transformers/`` and ``torch/`` as built by
 ``shared/bench/make_corpus.sh`` (pinned PyPI wheels, .py files only); when it
@@ -26,7 +27,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECTS = ("timm", "transformers", "torch")
@@ -53,12 +54,12 @@ def ensure_corpus(root: Path, make_corpus: Optional[Path]) -> None:
     subprocess.run(["bash", str(make_corpus), str(root)], check=True)
 
 
-def run_devlint(root: Path, jobs: Optional[int]) -> Dict[str, object]:
-    cmd = [sys.executable, "-m", "devlint", "check", "--select", "ALL", "--output-format", "json",
+def run_devlint(root: Path, jobs: Optional[int], select: str = "ALL", paths: Sequence[str] = PROJECTS) -> Dict[str, object]:
+    cmd = [sys.executable, "-m", "devlint", "check", "--select", select, "--output-format", "json",
            "--exit-zero", "--no-cache"]
     if jobs:
         cmd += ["--jobs", str(jobs)]
-    cmd += [p for p in PROJECTS]
+    cmd += list(paths)
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
@@ -88,12 +89,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--context", type=int, default=2, help="source lines shown around each finding")
     ap.add_argument("--jobs", type=int, default=None)
     ap.add_argument("--out", default=str(REPO / "bench" / "out"))
+    ap.add_argument("--select", default="ALL",
+                    help="rules to run, as devlint --select takes them (default ALL; for iterating: the "
+                    "published figures are with ALL)")
+    ap.add_argument("--paths", nargs="+", default=list(PROJECTS), metavar="PATH",
+                    help="paths under the corpus root to check (default: timm transformers torch; for iterating "
+                    "on one project or folder, e.g. --paths transformers/transformers/models)")
     args = ap.parse_args(argv)
 
     root = Path(args.corpus).resolve()
     ensure_corpus(root, find_make_corpus(args.make_corpus))
     files = {p: sum(1 for _ in (root / p).rglob("*.py")) for p in PROJECTS}
-    run = run_devlint(root, args.jobs)
+    run = run_devlint(root, args.jobs, args.select, args.paths)
     findings = sorted(run["findings"], key=lambda d: (d["filename"], d["location"]["line"], d["location"]["column"], d["code"]))
     stderr_lines = [l for l in str(run["stderr"]).splitlines() if l.strip()]
     internal = [l for l in stderr_lines if "internal error" in l]

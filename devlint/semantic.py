@@ -15,6 +15,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
+from devlint.walk import walk
+
 # Spellings that name the same object; resolved names are normalised to the
 # value so rules compare against one spelling.
 CANONICAL_NAMES: Dict[str, str] = {
@@ -240,6 +242,20 @@ def is_cuda_string(value: Optional[str]) -> bool:
 # the facts
 
 
+#: ``torch.nn`` modules without parameters, buffers or train/eval behaviour
+#: (the weighted losses qualify only without their weight arguments)
+_WEIGHTED_LOSSES = frozenset(
+    {"CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss"}
+)
+STATELESS_MODULES = _WEIGHTED_LOSSES | frozenset(
+    {"L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+     "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelMarginLoss",
+     "TripletMarginLoss", "CTCLoss", "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax",
+     "LogSoftmax", "LeakyReLU", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "Hardswish", "Hardsigmoid",
+     "Identity", "Flatten", "Unflatten"}
+)
+
+
 @dataclass
 class AttributeFacts:
     """What ``self.<name> = <value>`` in a module class assigns.
@@ -271,6 +287,10 @@ class AttributeFacts:
     #: for module containers: the same modules are also registered another way
     #: (``nn.Sequential(*layers)``, ``self.add_module(...)``, ``setattr(self, ...)``)
     registered_elsewhere: bool = False
+    #: for module containers written as a literal: every element is a
+    #: ``torch.nn`` module with no parameters, buffers or train/eval
+    #: behaviour (a loss without ``weight=``/``pos_weight=``, ``nn.ReLU()``)
+    stateless_elements: bool = False
 
 
 @dataclass
@@ -285,6 +305,18 @@ class FunctionFacts:
     #: a @staticmethod: no ``self``, so no anchor through the module
     is_static: bool = False
     line: int = 0
+    #: how each ``self.<name>(...)`` call in the class's forward-reachable
+    #: methods uses the result, one entry per call site: "moved" (placed on a
+    #: device: ``self.m(...).to(x.device)``, or ``v = self.m(...)`` and the
+    #: caller rebinds ``v = v.to(...)``, even under a condition), "index" (only
+    #: used as an index: ``t[self.m(...)]``, ``i = self.m(...); t[i.view(-1)]``)
+    #: or "other"; empty when no forward-reachable code calls it
+    caller_uses: List[str] = field(default_factory=list)
+
+    def result_placed_by_callers(self) -> bool:
+        """Every forward-reachable call site moves the result or only indexes
+        with it: a CPU tensor it returns never meets a CUDA one."""
+        return bool(self.caller_uses) and all(u in ("moved", "index") for u in self.caller_uses)
 
 
 @dataclass
@@ -509,7 +541,16 @@ class FileFacts:
 
     def to_dict(self) -> dict:
         self.ensure_script_facts()
+        self.ensure_training_facts()
         return dataclasses.asdict(self)
+
+    def ensure_training_facts(self) -> None:
+        """Build ``script_scopes`` if that has not been done yet: a walk of
+        the whole file that only the script rules need (on model code it
+        cost more than the rest of the facts together)."""
+        module = self.__dict__.pop("_training_module", None)
+        if module is not None:
+            self.script_scopes = build_training_facts(module, self)
 
     def ensure_script_facts(self) -> None:
         """Collect ``scopes``, ``spawn_targets``, ``sets_visible_devices``
@@ -588,7 +629,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     params += [p.name.value for p in fn.params.kwonly_params]
     self_name = params[0] if is_method and params else "self"
     uses = _NameUses(self_name, set(method_names))
-    fn.body.visit(uses)
+    walk(fn.body, uses)
     tensor_params: List[str] = []
     all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
     if is_method:
@@ -855,6 +896,7 @@ class _FactsBuilder:
                 if callee in cls.methods and callee not in reach:
                     todo.append(callee)
         cls.forward_reachable = reach
+        self._finish_caller_uses(cls)
         # attributes
         node = self._class_nodes[cls.name]
         for stmt in _body_of(node):
@@ -863,7 +905,7 @@ class _FactsBuilder:
             elif isinstance(stmt, cst.FunctionDef):
                 params = [p.name.value for p in stmt.params.params]
                 assigned = _SelfAssignments(params[0] if params else "self", params[1:])
-                stmt.body.visit(assigned)
+                walk(stmt.body, assigned)
                 for name in assigned.names:
                     if name not in cls.self_assigned:
                         cls.self_assigned.append(name)
@@ -872,6 +914,23 @@ class _FactsBuilder:
         for record in cls.assignments:
             if record.kind == "module_container" and record.name in registered:
                 record.registered_elsewhere = True
+
+    def _finish_caller_uses(self, cls: ClassFacts) -> None:
+        """``FunctionFacts.caller_uses`` of the methods forward reaches."""
+        called = {c for m in cls.forward_reachable for c in cls.methods[m].self_calls if c in cls.methods}
+        if not called:
+            return
+        nodes = {s.name.value: s for s in _body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
+        for caller in cls.forward_reachable:
+            fn = nodes.get(caller)
+            if fn is None or not (set(cls.methods[caller].self_calls) & called):
+                continue
+            params = [p.name.value for p in fn.params.params]
+            self_name = params[0] if params and not cls.methods[caller].is_static else "self"
+            uses = _SelfCallResults(self.facts, self_name, called)
+            fn.body.visit(uses)
+            for method, use in uses.results():
+                cls.methods[method].caller_uses.append(use)
 
     def _effective_methods(self, cls: ClassFacts, seen: Set[str]) -> Dict[str, Tuple[ClassFacts, cst.FunctionDef]]:
         """Method name -> (defining class, node), local base classes included."""
@@ -902,7 +961,7 @@ class _FactsBuilder:
             owner, fn = methods[name]
             params = [p.name.value for p in fn.params.params]
             uses = _SelfAttributeUses(params[0] if params else "self")
-            fn.body.visit(uses)
+            walk(fn.body, uses)
             reads |= uses.reads
             writes |= uses.writes
             facts = owner.methods.get(name)
@@ -966,7 +1025,7 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
-        fn.body.visit(collector)
+        walk(fn.body, collector)
         collector.finish()
 
     def classify_value(
@@ -1090,6 +1149,36 @@ class _FactsBuilder:
         if len(classes) == 1:
             return classes.pop()
         return "torch.nn.Module" if classes else ""
+
+    def stateless_elements(self, node: cst.BaseExpression) -> bool:
+        """A list/tuple/dict literal whose every element is a stateless
+        ``torch.nn`` module (``AttributeFacts.stateless_elements``)."""
+        if isinstance(node, (cst.List, cst.Tuple)):
+            elements = [e.value for e in node.elements if isinstance(e, cst.Element)]
+            if len(elements) != len(node.elements):
+                return False
+        elif isinstance(node, cst.Dict):
+            elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
+            if len(elements) != len(node.elements):
+                return False
+        else:
+            return False
+        for e in elements:
+            if not isinstance(e, cst.Call):
+                return False
+            q = self.facts.class_of_call(e.func) or ""
+            short = q.rsplit(".", 1)[-1]
+            if not q.startswith("torch.nn.") or short not in STATELESS_MODULES:
+                return False
+            if any(a.star for a in e.args):
+                return False
+            if short in _WEIGHTED_LOSSES:
+                # the first positional argument (or weight=/pos_weight=) is a buffer
+                if any(a.keyword is None for a in e.args[:1]) or any(
+                    a.keyword is not None and a.keyword.value in ("weight", "pos_weight") for a in e.args
+                ):
+                    return False
+        return bool(elements)
 
     def _container_of_tensors(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
         elements: List[cst.BaseExpression] = []
@@ -1239,6 +1328,8 @@ class _AttributeCollector(cst.CSTVisitor):
         )
         if kind == "tensor":
             record.scalar = self.b.is_scalar_tensor(value, self.scalar_names)
+        if kind == "module_container":
+            record.stateless_elements = self.b.stateless_elements(value)
         record.container = _container_type(value)
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)
@@ -1592,6 +1683,124 @@ _DTYPE_NAMES = frozenset(
 )
 
 
+#: tensor methods that keep "the same tensor" as far as its device goes
+_SAME_DEVICE_METHODS = frozenset(
+    {"view", "reshape", "long", "int", "float", "half", "double", "bool", "unsqueeze", "squeeze", "flatten",
+     "contiguous", "clone", "detach", "t", "transpose", "permute", "expand", "expand_as", "repeat"}
+)
+
+
+def is_dtype_expr(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """A dtype, not a device: ``torch.float16``, ``x.dtype``, ``self.dtype``,
+    ``torch.get_default_dtype()``."""
+    if isinstance(node, cst.Call) and not node.args:
+        return facts.qualify(node.func) == "torch.get_default_dtype"
+    return _is_dtype_expr(facts, node)
+
+
+def is_dtype_cast(facts: FileFacts, call: cst.Call) -> bool:
+    """``t.to(x.dtype)``, ``t.to(torch.float16)``, ``t.to(dtype=...)``: a cast
+    that keeps the tensor on its device, not a transfer."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "to") or not call.args:
+        return False
+    if any(a.star for a in call.args):
+        return False
+    first = call.args[0]
+    if first.keyword is not None:
+        return all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy", "memory_format") for a in call.args)
+    if not is_dtype_expr(facts, first.value):
+        return False
+    return all(a.keyword is None or a.keyword.value != "device" for a in call.args)
+
+
+class _SelfCallResults(cst.CSTVisitor):
+    """How one function body uses the results of its ``self.<m>(...)`` calls
+    (``FunctionFacts.caller_uses``)."""
+
+    def __init__(self, facts: FileFacts, self_name: str, methods: Set[str]) -> None:
+        self.facts = facts
+        self.self_name = self_name
+        self.methods = methods
+        self.stack: List[cst.CSTNode] = []
+        #: (method, "moved" / "index" / "other" / "bind:<name>") per call site
+        self.sites: List[Tuple[str, str]] = []
+        #: local name -> how each of its loads uses it
+        self.loads: Dict[str, List[str]] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.stack.append(node)
+        if isinstance(node, (cst.ClassDef, cst.FunctionDef, cst.Lambda)):
+            return False  # another scope
+        if isinstance(node, cst.Call):
+            m = self_attribute(node.func, self.self_name)
+            if m is not None and m in self.methods:
+                self.sites.append((m, self._use(len(self.stack) - 1, None)))
+        elif isinstance(node, cst.Name) and len(self.stack) > 1:
+            parent = self.stack[-2]
+            if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node:
+                pass  # a store
+            elif isinstance(parent, cst.Attribute) and parent.attr is node:
+                pass
+            elif isinstance(parent, cst.Arg) and parent.keyword is node:
+                pass
+            elif not isinstance(parent, cst.Param):
+                self.loads.setdefault(node.value, []).append(self._use(len(self.stack) - 1, node.value))
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.stack.pop()
+
+    def _use(self, i: int, name: Optional[str]) -> str:
+        """How the value of ``self.stack[i]`` is used."""
+        cur = self.stack[i]
+        while i > 0:
+            parent = self.stack[i - 1]
+            if isinstance(parent, cst.Attribute) and parent.value is cur and i > 1:
+                call = self.stack[i - 2]
+                if not (isinstance(call, cst.Call) and call.func is parent):
+                    return "other"
+                attr = parent.attr.value
+                if attr in ("cuda", "type_as") or (attr == "to" and not is_dtype_cast(self.facts, call)):
+                    if name is not None and i > 2:
+                        assign = self.stack[i - 3]
+                        if (
+                            isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1
+                            and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == name
+                        ):
+                            return "rebind_moved"
+                    return "moved"
+                if attr in _SAME_DEVICE_METHODS or attr == "to":
+                    cur, i = call, i - 2
+                    continue
+                return "other"
+            if isinstance(parent, cst.Index) and i > 2:
+                element, sub = self.stack[i - 2], self.stack[i - 3]
+                if isinstance(element, cst.SubscriptElement) and isinstance(sub, cst.Subscript) and sub.value is not element:
+                    return "index"
+                return "other"
+            if isinstance(parent, cst.Assign) and parent.value is cur and name is None:
+                if len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+                    return "bind:" + parent.targets[0].target.value
+            return "other"
+        return "other"
+
+    def results(self) -> List[Tuple[str, str]]:
+        out: List[Tuple[str, str]] = []
+        for method, use in self.sites:
+            if use.startswith("bind:"):
+                loads = self.loads.get(use[5:], [])
+                if "rebind_moved" in loads or (loads and all(u in ("moved", "rebind_moved") for u in loads)):
+                    use = "moved"
+                elif loads and all(u == "index" for u in loads):
+                    use = "index"
+                else:
+                    use = "other"
+            elif use == "rebind_moved":
+                use = "moved"
+            out.append((method, use))
+        return out
+
+
 class _SelfAssignments(cst.CSTVisitor):
     """Names of ``self.<name> = ...`` targets in one method body, and whether
     the method moves one of its own parameters (``x.to(...)``)."""
@@ -1645,10 +1854,10 @@ def _uses_name(node: cst.CSTNode, name: str) -> bool:
                 found.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
-    node.visit(_Find())
+    walk(node, _Find())
     return bool(found)
 
 
@@ -1683,7 +1892,8 @@ def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
     builder = _FactsBuilder(module)
     facts = builder.build()
-    facts.script_scopes = build_training_facts(module, facts)
+    # script_scopes: built on first use (FileFacts.ensure_training_facts)
+    object.__setattr__(facts, "_training_module", module)
     return facts
 
 
@@ -1877,6 +2087,7 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
 def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optional[object]:
     """``ref`` in the ``table`` (``placements``, ``wrapped``, ``loaders``) of
     scope, then of its class (for ``self.x``)."""
+    facts.ensure_training_facts()
     s = facts.script_scopes.get(scope)
     if s is None:
         return None
@@ -1934,6 +2145,7 @@ def device_candidates(facts: FileFacts, scope: str) -> List[str]:
     (as ``f"cuda:{i}"``). Names from the module scope come last."""
     out: List[str] = []
     chain = [scope]
+    facts.ensure_training_facts()
     s = facts.script_scopes.get(scope)
     if s is not None and s.class_scope:
         chain.append(s.class_scope)
@@ -2278,7 +2490,7 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
             if n.value == name:
                 found.append(n)
 
-    node.visit(V())
+    walk(node, V())
     return bool(found)
 
 
@@ -2430,7 +2642,7 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, Scri
     """Collect the script facts of every scope, then carry models and loaders
     passed as arguments into the functions defined in the same file."""
     collector = _TrainingCollector(facts)
-    module.visit(collector)
+    walk(module, collector)
     scopes = collector.scopes
     modscope = scopes[MODULE_SCOPE]
     for _round in range(3):
@@ -3137,6 +3349,6 @@ def collect_script_facts(module: cst.Module, facts: FileFacts) -> None:
     """Fill ``facts.scopes`` and ``ClassFacts.inner_wrappers``."""
     collector = _ScriptCollector(facts)
     collector._rank_priority = {}
-    module.visit(collector)
+    walk(module, collector)
     facts.scopes = collector.scopes
     collector.finish()

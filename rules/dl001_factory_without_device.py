@@ -45,7 +45,15 @@ Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
 `.to(...)`, `.cuda()` or `.type_as(...)`, a 0-dim `torch.tensor(2.0)` (a CPU
 scalar tensor mixes with CUDA tensors), a factory used as an index
 (`x[torch.arange(n)]`, indexing accepts CPU indices), factories in `__init__`
-and outside modules.
+and outside modules. A tensor assembled on the CPU (filled in place, combined
+with other CPU tensors) is not flagged when every later use moves it, indexes
+with it or only reads its shape, e.g. a helper that returns early with a
+cached table and otherwise builds one and ends with `return pe.to(x.device)`;
+nor is a helper's CPU result when every forward-reachable caller moves it
+(`w = self.build(n)` then `w = w.to(self.w.device)`, even under a condition)
+or only indexes with it (`table[self.index(n).view(-1)]`). A `.to(x.dtype)` /
+`.to(torch.float16)` cast is not a move: `return t.to(torch.get_default_dtype())`
+from a helper whose caller stores it unmoved is still flagged.
 
 ## Fix safety
 Safe: it only adds `device=` pointing at the device the computation already
@@ -60,17 +68,22 @@ import libcst as cst
 
 from devlint.diagnostic import Fix
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import DEVICE_FACTORIES, FileFacts, has_star_kwargs, is_number_literal, keyword_arg, positional_args
+from devlint.semantic import (
+    DEVICE_FACTORIES,
+    FileFacts,
+    has_star_kwargs,
+    is_dtype_cast,
+    is_number_literal,
+    keyword_arg,
+    positional_args,
+)
+from devlint.scan import CHAIN_METHODS, MOVE_METHODS
+from devlint.walk import walk
 
-_MOVES = frozenset({"to", "cuda", "type_as", "cpu"})
+_MOVES = MOVE_METHODS
 # tensor methods that keep a chain "the same tensor" for the purpose of a
 # later .to(...): torch.arange(n).unsqueeze(0).to(x.device)
-_CHAIN = frozenset(
-    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int",
-     "half", "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach",
-     "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
-     "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
-)
+_CHAIN = CHAIN_METHODS
 
 
 class FactoryWithoutDevice(Rule):
@@ -192,7 +205,15 @@ class RNN(nn.Module):
         for call in scan.calls_in_forward():
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs:
                 continue
-            if scan.torch_functions(call.func) & DEVICE_FACTORIES:
+            if call.moved:  # torch.arange(n).to(x.device), x[torch.arange(n)]
+                continue
+            for fn in scan.torch_functions(call.func) & DEVICE_FACTORIES:
+                if fn == "scalar_tensor":
+                    continue
+                if fn in ("tensor", "as_tensor") and call.first_arg not in ("container", "empty", "name"):
+                    continue  # torch.tensor(self.scale): a 0-dim tensor
+                if fn in _SHAPED and call.n_args == 1 and call.first_arg == "empty":
+                    continue  # torch.rand([])
                 return True
         return False
 
@@ -209,15 +230,18 @@ class RNN(nn.Module):
             tensor_attrs = {n for n, a in cls.attributes.items() if a.kind not in ("other", "device")}
             tensor_attrs |= set(cls.buffers) | set(cls.parameters)
             fn = self.context.current_method_facts
-            self._method = _MethodFlow(node, self.facts, tensor_attrs, fn.tensor_params if fn else ())
+            self._method = _MethodFlow(
+                node, self.facts, tensor_attrs, fn.tensor_params if fn else (),
+                returns_placed=fn is not None and fn.result_placed_by_callers(),
+            )
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         flow = self._method
         if flow is None or flow.node is not original_node:
             return
         self._method = None
-        for call, targets, statement, message, fix, why in flow.pending:
-            if not flow.escapes_unmoved(targets) or flow.moved_next(targets, statement):
+        for call, defs, statement, message, fix, why in flow.pending:
+            if not flow.escapes_unmoved(defs) or flow.moved_next(defs, statement):
                 continue
             if fix is None:
                 self.report(call, message, no_fix_reason=why)
@@ -238,21 +262,51 @@ class RNN(nn.Module):
 
     def leave_Assign(self, original_node: cst.Assign) -> None:
         if self._method is not None:
-            self._method.targets = ()
+            self._method.close_assign()
 
     leave_AnnAssign = leave_Assign  # type: ignore[assignment]
     leave_AugAssign = leave_Assign  # type: ignore[assignment]
+
+    def visit_For(self, node: cst.For) -> None:
+        if self._method is not None:
+            self._method.loops.append(self._method.pos)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        if self._method is not None and self._method.loops:
+            self._method.loops.pop()
+
+    visit_While = visit_For  # type: ignore[assignment]
+    leave_While = leave_For  # type: ignore[assignment]
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self._method is not None and node.value is not None:
+            root = _chain_root(node.value, self.facts)
+            if root is not None:
+                self._method.kinds[id(root)] = ("return", None)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # t.shape, t.dtype, t.device: looking at a tensor does not use its data
+        if self._method is not None and isinstance(node.value, cst.Name) and node.attr.value in _INSPECT_ATTRS:
+            self._method.kinds[id(node.value)] = ("inspect", None)
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.context
         if not ctx.in_forward:
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and func.attr.value in _MOVES:
+        if isinstance(func, cst.Attribute) and self._method is not None and isinstance(func.value, cst.Name):
+            if func.attr.value in _INSPECT_CALLS or (func.attr.value in _REDUCE_ALL and not node.args):
+                self._method.kinds[id(func.value)] = ("inspect", None)
+        if self._method is not None and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name):
+            if self.facts.torch_function(func) in ("any", "all", "numel", "is_nonzero") or (
+                isinstance(func, cst.Name) and func.value in ("len", "bool", "int", "float")
+            ):
+                self._method.kinds[id(node.args[0].value)] = ("inspect", None)
+        if isinstance(func, cst.Attribute) and func.attr.value in _MOVES and not is_dtype_cast(self.facts, node):
             self._mark_moved(func.value)
-            root = _root_name(func.value)
+            root = _chain_root(func.value, self.facts)
             if root is not None and self._method is not None:
-                _inc(self._method.move_uses, root)
+                self._method.kinds[id(root)] = ("move", None)
             return
         fn = self.facts.is_factory(func)
         if fn is None or id(node) in self._moved:
@@ -284,7 +338,7 @@ class RNN(nn.Module):
             else:
                 self.report(node, message, fix=fix)
             return
-        self._method.pending.append((node, self._method.targets, self._method.statement, message, fix, why))
+        self._method.pending.append((node, self._method.current, self._method.statement, message, fix, why))
 
     def _is_tensor_data(self, data: cst.BaseExpression) -> bool:
         """Whether ``torch.tensor(data)`` builds a tensor with dimensions: a
@@ -294,7 +348,7 @@ class RNN(nn.Module):
         if isinstance(data, _CONTAINERS):
             return True
         if isinstance(data, cst.Name) and self._method is not None:
-            return any(isinstance(v, _CONTAINERS) for v in self._method.sources.get(data.value, ()))
+            return any(isinstance(d.value, _CONTAINERS) for d in self._method.by_name.get(data.value, ()))
         return False
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -310,19 +364,21 @@ class RNN(nn.Module):
                 value = el.slice.value
                 if isinstance(value, cst.Call):
                     self._moved.add(id(value))
-                root = _root_name(value)
+                root = _chain_root(value, self.facts)
                 if root is not None and self._method is not None:
-                    _inc(self._method.index_uses, root)
+                    self._method.kinds[id(root)] = ("index", None)
 
     def visit_Name(self, node: cst.Name) -> None:
         if self._method is not None:
-            _inc(self._method.uses, node.value)
+            self._method.name_seen(node)
 
     def _mark_moved(self, node: cst.BaseExpression) -> None:
         while True:
             if isinstance(node, cst.Call):
                 self._moved.add(id(node))
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAIN:
+                if isinstance(node.func, cst.Attribute) and (
+                    node.func.attr.value in _CHAIN or is_dtype_cast(self.facts, node)
+                ):
                     node = node.func.value
                     continue
                 return
@@ -336,6 +392,12 @@ class RNN(nn.Module):
 
 
 _CONTAINERS = (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)
+#: reading these off a tensor does not use its data on a device
+_INSPECT_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda"})
+_INSPECT_CALLS = frozenset({"size", "dim", "numel"})
+#: ``t.any()``, ``t.item()``: a Python value or a 0-dim tensor, which mixes
+#: with tensors on any device
+_REDUCE_ALL = frozenset({"any", "all", "item", "tolist", "sum", "mean", "max", "min", "prod"})
 #: factories whose positional arguments are the shape
 _SHAPED = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 
@@ -344,16 +406,37 @@ def _is_empty_shape(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.List, cst.Tuple)) and not node.elements
 
 
-def _chain_moves(node: cst.BaseExpression) -> bool:
-    """Whether a method chain contains ``.to(...)``, ``.cuda()`` or ``.type_as(...)``."""
+def _chain_moves(node: cst.BaseExpression, facts: FileFacts) -> bool:
+    """Whether a method chain contains ``.to(<device>)``, ``.cuda()`` or ``.type_as(...)``
+    (a ``.to(<dtype>)`` cast does not move)."""
     while isinstance(node, (cst.Call, cst.Subscript, cst.Attribute)):
         if isinstance(node, cst.Call):
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES:
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVES and not is_dtype_cast(facts, node):
                 return True
             node = node.func
         else:
             node = node.value
     return False
+
+
+def _chain_root(node: cst.BaseExpression, facts: FileFacts) -> Optional[cst.Name]:
+    """The name a chain of same-tensor methods, casts and subscripts starts
+    from: ``t`` in ``t``, ``t.view(-1)``, ``t[0].long()``, ``t.to(x.dtype)``."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+            node.func.attr.value in _CHAIN or is_dtype_cast(facts, node)
+        ):
+            node = node.func.value
+        elif isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT"):
+            node = node.value
+        elif isinstance(node, cst.UnaryOperation):
+            node = node.expression  # x[~mask]
+        else:
+            return None
 
 
 class _Mentions(cst.CSTVisitor):
@@ -369,7 +452,7 @@ class _Mentions(cst.CSTVisitor):
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:
     v = _Mentions(name)
-    node.visit(v)
+    walk(node, v)
     return v.found
 
 
@@ -390,7 +473,7 @@ class _BlockFinder(cst.CSTVisitor):
 
 def _statements_after(function: cst.FunctionDef, statement: cst.CSTNode) -> List[cst.CSTNode]:
     finder = _BlockFinder(statement)
-    function.visit(finder)
+    walk(function, finder)
     return finder.after
 
 
@@ -410,64 +493,115 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
 _BUILTIN_SCALARS = frozenset({"int", "float", "bool", "len", "max", "min", "abs", "round", "sum", "pow", "divmod"})
 
 
+class _Def:
+    """One binding of a local name: ``t = v`` (plain), or ``t[i] = v`` /
+    ``t += v`` (in place: the tensor in ``t`` takes ``v`` in)."""
+
+    __slots__ = ("name", "value", "pos", "loop", "in_place")
+
+    def __init__(self, name: str, value: cst.BaseExpression, loop: Optional[int], in_place: bool) -> None:
+        self.name = name
+        self.value = value
+        self.pos = 1 << 60  # set when the statement has been visited
+        self.loop = loop
+        self.in_place = in_place
+
+
 class _MethodFlow:
     """Local data flow in one forward-reachable method, enough to tell a CPU
     tensor that escapes into the computation from one that is assembled on
     the CPU and then moved (``t = torch.zeros(...); t[0] = ...; return t.to(dev)``)
     or only used as an index (``r = torch.randperm(n); x[:, r]``).
 
-    A name is *CPU-born* when every value assigned to it is built from torch
-    calls, Python scalars and other CPU-born names only. A CPU-born name is
-    *contained* when each of its loads is an index, the receiver of a move
-    (``.to``/``.cuda``/``.type_as``), or an operand of another contained
-    CPU-born name; a factory whose result lands only in contained names cannot
-    meet a CUDA tensor on the CPU."""
+    Every binding of a local name is a :class:`_Def`. A name is *CPU-born*
+    when every value bound to it is built from torch calls, Python scalars and
+    other CPU-born names only; a binding is CPU-born when its value is. A
+    binding is *contained* when every load of its name that can see it (a
+    load after it, or anywhere in a loop around it) is an index, the receiver
+    of a move (``.to(<device>)``/``.cuda``/``.type_as``), an inspection
+    (``.shape``, ``.size()``), an in-place update with a CPU-born value, an
+    operand of a contained CPU-born binding, or, where every caller moves or
+    indexes with the method's result (``FunctionFacts.caller_uses``), the
+    returned value. A factory whose result lands only in contained bindings
+    cannot meet a CUDA tensor on the CPU."""
 
-    def __init__(self, node: cst.FunctionDef, facts: FileFacts, tensor_attrs: Set[str], tensor_params: Sequence[str]) -> None:
+    def __init__(self, node: cst.FunctionDef, facts: FileFacts, tensor_attrs: Set[str], tensor_params: Sequence[str],
+                 returns_placed: bool = False) -> None:
         self.node = node
         self.facts = facts
         self.imports = set(facts.imports)
         self.tensor_attrs = tensor_attrs
         self.tensor_params = set(tensor_params)
-        self.pending: List[Tuple[cst.Call, Tuple[str, ...], Optional[cst.SimpleStatementLine], str, Optional[Fix], str]] = []
+        self.returns_placed = returns_placed
+        self.pending: List[Tuple[cst.Call, Optional[List[_Def]], Optional[cst.SimpleStatementLine], str, Optional[Fix], str]] = []
         #: the simple statement line being visited
         self.statement: Optional[cst.SimpleStatementLine] = None
-        #: names assigned by the statement being visited
-        self.targets: Tuple[str, ...] = ()
-        #: name -> values assigned to it (plain, augmented and subscript assignments)
-        self.sources: Dict[str, List[cst.BaseExpression]] = {}
-        self.uses: Dict[str, int] = {}  # every Name occurrence
-        self.assigned: Dict[str, int] = {}  # occurrences as a plain assignment target
-        self.index_uses: Dict[str, int] = {}
-        self.move_uses: Dict[str, int] = {}
-        self.setitem_uses: Dict[str, int] = {}
+        #: bindings made by the assignment being visited (None: one of its
+        #: targets is an attribute or a tuple, where a value escapes)
+        self.current: Optional[List[_Def]] = None
+        self.defs: List[_Def] = []
+        self.by_name: Dict[str, List[_Def]] = {}
+        #: position counter (Name nodes in visiting order) and open loops
+        self.pos = 0
+        self.loops: List[int] = []
+        #: id(Name) -> (kind, binding) for loads whose use is known, set by
+        #: the visit of a parent node before the Name is reached
+        self.kinds: Dict[int, Tuple[str, Optional[_Def]]] = {}
+        #: name -> (position, id(Name), kind, binding) of each load
+        self.loads: Dict[str, List[Tuple[int, int, str, Optional[_Def]]]] = {}
         self.params = {p.name.value for p in (*node.params.params, *node.params.kwonly_params, *node.params.posonly_params)}
+        self._cache: Optional[Tuple[Set[str], Set[str]]] = None
 
+    # -- collection --------------------------------------------------------------
     def assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression, augmented: bool = False) -> None:
-        names: List[str] = []
+        defs: Optional[List[_Def]] = []
+        loop = self.loops[0] if self.loops else None
+        flat: List[cst.BaseExpression] = []
         for t in targets:
-            base = t.value if isinstance(t, cst.Subscript) else t
-            if isinstance(base, cst.Name):
-                names.append(base.value)
-                self.sources.setdefault(base.value, []).append(value)
-                if base is t and not augmented:
-                    _inc(self.assigned, base.value)
-                elif base is not t:
-                    _inc(self.setitem_uses, base.value)
+            if isinstance(t, (cst.Tuple, cst.List)) and not augmented and all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in t.elements
+            ):
+                flat.extend(e.value for e in t.elements)  # a, b = torch.meshgrid(...): parts of the value
             else:
-                names.append("")  # an attribute or a tuple: the value escapes
-        self.targets = tuple(names)
+                flat.append(t)
+        for t in flat:
+            base = t.value if isinstance(t, cst.Subscript) else t
+            if isinstance(base, cst.Name) and defs is not None:
+                in_place = base is not t or augmented
+                d = _Def(base.value, value, loop, in_place)
+                defs.append(d)
+                self.defs.append(d)
+                self.by_name.setdefault(base.value, []).append(d)
+                # the name in the target: a store, or the tensor updated in place
+                self.kinds[id(base)] = ("update", d) if in_place else ("store", d)
+            else:
+                defs = None  # an attribute or a tuple: the value escapes
+        self.current = defs
 
-    def _operands(self, node: cst.BaseExpression, out: List[str]) -> Tuple[bool, bool]:
+    def close_assign(self) -> None:
+        for d in self.current or ():
+            d.pos = self.pos
+        self.pos += 1
+        self.current = None
+
+    def name_seen(self, node: cst.Name) -> None:
+        self.pos += 1
+        kind, d = self.kinds.get(id(node), ("plain", None))
+        if kind == "store":
+            return
+        self.loads.setdefault(node.value, []).append((self.pos, id(node), kind, d))
+
+    # -- analysis ---------------------------------------------------------------
+    def _operands(self, node: cst.BaseExpression, out: List[cst.Name], skip: Set[str]) -> Tuple[bool, bool]:
         """Collect names used as tensor operands into ``out``; return
         (contains a torch call, has parts of unknown device)."""
         if isinstance(node, cst.Name):
             name = node.value
-            if name in self.imports or name in ("True", "False", "None"):
+            if name in self.imports or name in ("True", "False", "None") or name in skip:
                 return False, False
-            if name in self.params and name not in self.tensor_params and name not in self.sources:
+            if name in self.params and name not in self.tensor_params and name not in self.by_name:
                 return False, False  # a scalar argument (shape, flag)
-            out.append(name)
+            out.append(node)
             return False, False
         if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)):
             return False, False
@@ -477,17 +611,19 @@ class _MethodFlow:
                 return False, func.value not in _BUILTIN_SCALARS
             if isinstance(func, cst.Attribute):
                 recv = func.value
+                if isinstance(recv, cst.Name) and recv.value == "self":
+                    return False, True  # self.proj(x): a submodule's output, on the model's device
                 if isinstance(recv, cst.Name) and recv.value in self.imports:
                     if self.facts.is_factory(func):
                         return True, False  # a new CPU tensor; its arguments are shapes
                     # torch.cat([a, b]), torch.sin(a), math.log(2): operands are the arguments
-                    torch_call = False
+                    is_torch = (self.facts.qualify(func) or "").startswith("torch.")
                     unknown = False
                     for arg in node.args:
-                        t, u = self._operands_of_data(arg.value, out)
-                        torch_call, unknown = torch_call or t, unknown or u
-                    return True, unknown
-                return self._operands(recv, out)
+                        _, u = self._operands_of_data(arg.value, out, skip)
+                        unknown = unknown or u
+                    return is_torch, unknown
+                return self._operands(recv, out, skip)
             return False, True
         if isinstance(node, cst.Attribute):
             if isinstance(node.value, cst.Name) and node.value.value in self.imports:
@@ -496,81 +632,124 @@ class _MethodFlow:
                 return False, node.attr.value in self.tensor_attrs
             if node.attr.value in ("shape", "ndim", "dtype", "is_cuda"):
                 return False, False
-            return self._operands(node.value, out)
+            return self._operands(node.value, out, skip)
         if isinstance(node, cst.Subscript):
-            return self._operands(node.value, out)
+            return self._operands(node.value, out, skip)
         if isinstance(node, cst.BinaryOperation):
-            a = self._operands(node.left, out)
-            b = self._operands(node.right, out)
+            a = self._operands(node.left, out, skip)
+            b = self._operands(node.right, out, skip)
             return a[0] or b[0], a[1] or b[1]
         if isinstance(node, cst.UnaryOperation):
-            return self._operands(node.expression, out)
+            return self._operands(node.expression, out, skip)
         return False, True
 
-    def _operands_of_data(self, node: cst.BaseExpression, out: List[str]) -> Tuple[bool, bool]:
+    def _operands_of_data(self, node: cst.BaseExpression, out: List[cst.Name], skip: Set[str]) -> Tuple[bool, bool]:
         if isinstance(node, (cst.List, cst.Tuple)):
             t = u = False
             for el in node.elements:
-                a, b = self._operands(el.value, out)
+                a, b = self._operands(el.value, out, skip)
                 t, u = t or a, u or b
             return t, u
-        return self._operands(node, out)
+        return self._operands(node, out, skip)
 
-    def _cpu_born(self) -> Set[str]:
-        """Greatest fixpoint: names whose every value is CPU-built."""
-        born = set(self.sources) - self.params
+    def _names(self) -> Tuple[Set[str], Set[str]]:
+        """(scalar names, CPU-born names). A scalar name only ever holds
+        Python numbers (``half = dim // 2``); a CPU-born name holds CPU
+        tensors built from torch calls, scalars and other CPU-born names."""
+        if self._cache is not None:
+            return self._cache
+        candidates = set(self.by_name) - self.params
+        scalars = set(candidates)
+        changed = True
+        while changed:
+            changed = False
+            for name in list(scalars):
+                for d in self.by_name[name]:
+                    names: List[cst.Name] = []
+                    torch_call, unknown = self._operands(d.value, names, set())
+                    if torch_call or unknown or not {n.value for n in names} <= scalars:
+                        scalars.discard(name)
+                        changed = True
+                        break
+        born = candidates - scalars
         changed = True
         while changed:
             changed = False
             for name in list(born):
-                for value in self.sources[name]:
-                    names: List[str] = []
-                    torch_call, unknown = self._operands(value, names)
-                    if unknown or not set(names) <= born or not (torch_call or names):
+                tensor = False
+                for d in self.by_name[name]:
+                    names = []
+                    torch_call, unknown = self._operands(d.value, names, scalars)
+                    if unknown or not {n.value for n in names} <= born:
                         born.discard(name)
                         changed = True
                         break
-        return born
+                    tensor = tensor or torch_call or bool(names)
+                else:
+                    if not tensor:
+                        born.discard(name)
+                        changed = True
+        self._cache = (scalars, born)
+        return self._cache
 
-    def escapes_unmoved(self, targets: Tuple[str, ...]) -> bool:
-        """Whether a factory result assigned to ``targets`` can reach the
+    def _born_def(self, d: _Def) -> bool:
+        scalars, born = self._names()
+        names: List[cst.Name] = []
+        _, unknown = self._operands(d.value, names, scalars)
+        return not unknown and {n.value for n in names} <= born
+
+    def escapes_unmoved(self, defs: Optional[List[_Def]]) -> bool:
+        """Whether a factory result bound by ``defs`` can reach the
         computation on the CPU."""
-        if not targets or "" in targets:
+        if not defs:
             return True
-        born = self._cpu_born()
-        flow_uses: Dict[str, int] = {}
-        feeds: Dict[str, Set[str]] = {}
-        for name in born:
-            for value in self.sources[name]:
-                names: List[str] = []
-                self._operands(value, names)
+        scalars, _ = self._names()
+        # id(Name) -> the binding whose value it is an operand of
+        flows: Dict[int, _Def] = {}
+        for d in self.defs:
+            if self._born_def(d):
+                names: List[cst.Name] = []
+                self._operands(d.value, names, scalars)
                 for n in names:
-                    _inc(flow_uses, n)
-                    feeds.setdefault(n, set()).add(name)
-        contained: Dict[str, bool] = {}
+                    flows[id(n)] = d
+        contained: Dict[int, bool] = {}
 
-        def is_contained(name: str) -> bool:
-            if name in contained:
-                return contained[name]
-            contained[name] = True  # a cycle of assignments does not escape by itself
-            loads = self.uses.get(name, 0) - self.assigned.get(name, 0)
-            accounted = (
-                self.index_uses.get(name, 0) + self.move_uses.get(name, 0)
-                + self.setitem_uses.get(name, 0) + flow_uses.get(name, 0)
-            )
-            ok = name in born and loads == accounted and loads > 0
-            ok = ok and all(is_contained(n) for n in feeds.get(name, ()) if n != name)
-            contained[name] = ok
+        def is_contained(d: _Def) -> bool:
+            key = id(d)
+            if key in contained:
+                return contained[key]
+            contained[key] = True  # a cycle of bindings does not escape by itself
+            ok = self._born_def(d)
+            seen = 0
+            for pos, node_id, kind, target in self.loads.get(d.name, ()) if ok else ():
+                if pos <= d.pos and (d.loop is None or pos < d.loop):
+                    continue  # cannot see this binding
+                seen += 1
+                if kind in ("index", "move", "inspect"):
+                    continue
+                if kind == "return" and self.returns_placed:
+                    continue
+                if kind == "update" and target is not None and self._born_def(target):
+                    continue
+                into = flows.get(node_id)
+                if into is not None and into is not d and is_contained(into):
+                    continue
+                if into is d:
+                    continue  # t = t * 2: the new binding is checked on its own
+                ok = False
+                break
+            ok = ok and seen > 0
+            contained[key] = ok
             return ok
 
-        return not all(is_contained(t) for t in targets)
+        return not all(is_contained(d) for d in defs)
 
-    def moved_next(self, targets: Tuple[str, ...], statement: Optional[cst.SimpleStatementLine]) -> bool:
+    def moved_next(self, defs: Optional[List[_Def]], statement: Optional[cst.SimpleStatementLine]) -> bool:
         """``t = torch.arange(n)`` directly followed, at the next statement
         of the same block that mentions ``t``, by ``t = t.<...>.to(dev)``."""
-        if statement is None or len(targets) != 1 or not targets[0]:
+        if statement is None or not defs or len(defs) != 1 or defs[0].in_place:
             return False
-        name = targets[0]
+        name = defs[0].name
         for stmt in _statements_after(self.node, statement):
             if not _mentions(stmt, name):
                 continue
@@ -582,7 +761,7 @@ class _MethodFlow:
                     and isinstance(small.targets[0].target, cst.Name)
                     and small.targets[0].target.value == name
                     and _root_name(small.value) == name
-                    and _chain_moves(small.value)
+                    and _chain_moves(small.value, self.facts)
                 ):
                     return True
             return False

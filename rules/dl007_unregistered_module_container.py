@@ -57,6 +57,17 @@ way (each also assigned as an attribute, `self.net = nn.Sequential(*layers)`,
 `self.add_module(name, m)`, `setattr(self, name, m)`, or the list wrapped in
 `nn.ModuleList` later); containers built inside `forward`.
 
+Decided case: a literal list, tuple or dict whose every element is a
+`torch.nn` module without parameters, buffers or train/eval behaviour (losses
+built without `weight=`/`pos_weight=`, such as
+`{"ce": nn.CrossEntropyLoss(), "l1": nn.SmoothL1Loss(reduction="none")}`,
+activations, `nn.Identity`, `nn.Flatten`) is not flagged: there is nothing
+for `.to()` to move, `state_dict()` to save, the optimiser to train or
+`.eval()` to switch, and DataParallel replicas may share such a module. A
+weighted loss (`nn.CrossEntropyLoss(weight=w)`, `nn.BCEWithLogitsLoss(pos_weight=p)`)
+holds its weight as a buffer and is still flagged, and so is `nn.Dropout`
+(`model.eval()` would not reach it).
+
 ## Fix safety
 Unsafe: the wrapped modules become registered, so `state_dict()` gains their
 keys (loading an old checkpoint with `strict=True` then fails on the missing
@@ -298,14 +309,12 @@ class Router(nn.Module):
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # an attribute assigned in a method other than forward, and a call
-        # that may build a module: a class of this file or a torch.nn one
-        if not any(c and m and m != "forward" for c, m, _ in scan.attribute_assigns):
-            return False
-        local_classes = set(scan.bases)
+        # an attribute assigned, in a method other than forward, a plain
+        # container (or a local one) that holds or is filled with something
+        # that may be a module
         return any(
-            call.func in local_classes or any(q.startswith("torch.nn.") for q in scan.resolve(call.func))
-            for call in scan.calls
+            scan.may_be_module_container(value, cls, method, attr)
+            for cls, method, attr, value in scan.stores_outside_forward()
         )
 
     def __init__(self, context) -> None:
@@ -353,6 +362,8 @@ class Router(nn.Module):
         record = cls.assignment_for(method.name.value, name, code_of(value))
         if record is None or record.kind != "module_container" or record.registered_elsewhere:
             return
+        if record.stateless_elements:
+            return  # nothing to move, save, train or switch to eval: see the docstring
         if name in cls.buffers or name in cls.parameters:
             return
         if any(a.kind in _REGISTERED_KINDS for a in cls.assignments_of(name)):

@@ -53,7 +53,9 @@ loss moves the labels to the logits: `labels.to(logits.device)`.
 
 Not flagged: code that already moves its activations (`.to(...)`, `.cuda(i)`),
 modules with no pinned submodules, activations whose device devlint cannot
-tell, parameter-free modules such as `nn.ReLU()`, which follow their input.
+tell, parameter-free modules such as `nn.ReLU()`, which follow their input,
+and casts (`.to(x.dtype)`, `.to(torch.float16)`, `.to(dtype=...)`), which
+keep a tensor on its device.
 
 ## Fix safety
 Safe: a `.to()` onto the device the receiving layer already requires is a
@@ -61,6 +63,8 @@ no-op wherever the original code worked.
 """
 
 from __future__ import annotations
+
+import ast
 
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
@@ -72,12 +76,14 @@ from devlint.semantic import (
     ClassFacts,
     dotted_name,
     is_cuda_string,
+    is_dtype_expr,
     keyword_arg,
     loop_over_attribute,
     positional_args,
     self_attribute,
     string_value,
 )
+from devlint.walk import walk
 
 _LOSSES = frozenset(
     {
@@ -272,15 +278,25 @@ class GPT(nn.Module):
         # self.x, self.x[i], a loop variable, a freshly built module, or an
         # element written inside a container (nn.Sequential(a.to(d0), ...),
         # [m.to(d) for m in ...])
+        # ... and only when code run by forward uses such an attribute
+        reads = scan.forward_attribute_reads()
+        in_values = False
         for c in scan.calls:
             if c.cls is None or c.attr not in ("to", "cuda") or c.method == "forward":
                 continue
             root, shape = c.receiver
-            if c.in_container or shape in ("call", "attr", "subscript"):
+            if shape in ("attr", "subscript") and c.receiver_attr in reads:
                 return True
-            if shape == "name" and root in scan.loop_targets:
+            if shape == "name" and reads.intersection(scan.loop_attribute_vars.get(root, ())):
                 return True
-        return False
+            # X().to(d) / [m.to(d) ...] count where they are assigned to self.<attr>
+            in_values = in_values or c.in_container or shape == "call"
+        if not in_values:
+            return False
+        return any(
+            attr in reads and any(type(n) is ast.Call and getattr(n.func, "attr", None) in ("to", "cuda") for n in ast.walk(value))
+            for _, _, attr, value in scan.stores_outside_forward()
+        )
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -525,6 +541,8 @@ class _Flow:
         if arg is None:
             return receiver  # .to(dtype=...)
         value = arg.value
+        if arg.keyword is None and is_dtype_expr(self.facts, value):
+            return receiver  # .to(x.dtype), .to(torch.float16): a cast, not a transfer
         for name in _free_names(value):
             if name in self.loop_names and self.cls.elements_spread(self.loop_names[name]):
                 return Spread(self.loop_names[name], moved=True)  # x.to(devices[i % n])
@@ -805,14 +823,14 @@ def _free_names(node: cst.CSTNode) -> Set[str]:
             found.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
-    node.visit(_Find())
+    walk(node, _Find())
     return found
 
 

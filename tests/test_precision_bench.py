@@ -47,6 +47,24 @@ def test_precision_report_on_small_corpus(tmp_path):
     assert ">     5      model.load_state_dict(torch.load(path))" in report
 
 
+def test_select_and_paths_restrict_the_run(tmp_path):
+    corpus = tmp_path / "corpus"
+    for project in ("timm", "transformers", "torch"):
+        (corpus / project / "pkg").mkdir(parents=True)
+        (corpus / project / "pkg" / "ckpt.py").write_text(
+            "import torch\n\ndef resume(model, path):\n    model.load_state_dict(torch.load(path))\n"
+        )
+    out = tmp_path / "out"
+    bench = _load_bench()
+    status = bench.main([str(corpus), "--out", str(out), "--jobs", "1", "--select", "DL010", "--paths", "torch"])
+    assert status == 0
+    summary = json.loads((out / "precision.json").read_text())
+    assert summary["counts"] == {"DL010": 1}
+    assert summary["samples"]["DL010"] == ["torch/pkg/ckpt.py:4"]
+    report = (out / "precision-report.md").read_text()
+    assert "--select DL010" in report and "torch`" in report
+
+
 def test_missing_corpus_without_builder_is_an_error(tmp_path):
     bench = _load_bench()
     try:

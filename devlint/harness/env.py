@@ -21,6 +21,7 @@ attributes and ``parameters()`` is empty inside a replica) and ``gather``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -107,6 +108,8 @@ class Environment:
         self.plan = plan
         self.cuda_visible = cuda_visible
         self.current = 0
+        #: the stream torch.cuda.set_stream made current, per simulated device
+        self.streams: Dict[int, Any] = {}
         self.fake_mode = None
         if plan.kind == SIMULATED:
             from torch._subclasses.fake_tensor import FakeTensorMode
@@ -307,10 +310,20 @@ def _check_conv_devices(inp: Any, weight: Any, bias: Any) -> None:
         raise RuntimeError(f"Input type ({_legacy_type(inp)}) and {what} type ({_legacy_type(other)}) should be the same")
 
 
+class NoFakeKernelError(RuntimeError):
+    """An op without a fake-tensor kernel reached PyTorch's fallback, which
+    would run it for real on its tensors' devices; a simulated CUDA device has
+    no memory to run it on (raised instead of the fallback, see
+    :func:`environment`)."""
+
+
 def _needs_cpu_twins(exc: BaseException) -> bool:
-    """The op failed because a CPU-only build cannot follow fake CUDA
-    tensors: a binding that sets a CUDA device guard, or an op without a fake
-    kernel whose fallback allocates real CUDA memory (``nn.GRU``)."""
+    """The op failed because the simulation cannot follow fake CUDA tensors:
+    a binding that sets a CUDA device guard on a CPU-only build, or an op
+    without a fake kernel whose fallback would allocate real CUDA memory
+    (``nn.GRU``)."""
+    if isinstance(exc, NoFakeKernelError):
+        return True
     text = str(exc)
     return "not linked with support for cuda" in text or "from the 'CUDA' backend" in text
 
@@ -425,8 +438,29 @@ def environment(env: Environment) -> Iterator[Environment]:
                 "_detect_is_causal_mask",
                 lambda mask, is_causal=None, size=None: bool(is_causal),
             )
+        if torch.cuda._is_compiled() and hasattr(torch._C, "_ensureCUDADeviceGuardSet"):
+            # A CUDA build: the CUDA device guard that Python bindings set
+            # (`.contiguous()`, `~x`, `copy_`) calls the real driver. PyTorch
+            # makes it a no-op when no GPU is usable (what FakeTensorMode's
+            # __enter__ does when torch.cuda.is_available() is False, which
+            # here it reads patched to True). The C++ side keeps a visible
+            # GPU's guard; the change lasts for the process (no undo exists)
+            torch._C._ensureCUDADeviceGuardSet()
         patch(torch.cuda, "_lazy_init", lambda: None)
         from torch._subclasses import fake_tensor as fake_module
+
+        real_fallback = getattr(fake_module, "run_fallback_kernel", None)
+        if real_fallback is not None:
+
+            def fallback(fake_mode, func, flat_args, *rest, **kw):
+                # stands in for the fallback of an op without a fake kernel,
+                # which runs it on real zeros allocated on a (here simulated)
+                # CUDA device: _DeviceMap runs such ops on CPU twins instead
+                if any(isinstance(a, torch.Tensor) and a.device.type == "cuda" for a in flat_args):
+                    raise NoFakeKernelError(f"{func} has no fake-tensor kernel and cannot run on a simulated CUDA device")
+                return real_fallback(fake_mode, func, flat_args, *rest, **kw)
+
+            patch(fake_module, "run_fallback_kernel", fallback)
 
         if hasattr(fake_module, "init_gpu_context"):
             # a fake CUDA tensor's constructor allocates a real one on its
@@ -434,7 +468,27 @@ def environment(env: Environment) -> Iterator[Environment]:
             # with fewer real GPUs than simulated ones that is a real error
             patch(fake_module, "init_gpu_context", lambda device: None)
         patch(torch.cuda, "synchronize", lambda *a, **k: None)
-        patch(torch.cuda, "get_device_name", lambda *a, **k: "simulated CUDA device")
+        patch(torch.cuda, "get_device_name", lambda *a, **k: SimulatedDeviceProperties.name)
+        # torch.cuda.get_device_properties/_capability read the driver (a NameError
+        # on `_get_device_properties` once _lazy_init is a no-op)
+        patch(torch.cuda, "get_device_properties", lambda device=None: SimulatedDeviceProperties(_checked_index(device, env)))
+        patch(torch.cuda, "get_device_capability", lambda device=None: SimulatedDeviceProperties(_checked_index(device, env)).capability)
+        # torch.cuda.device(i) / device_of(t): swap the current device (real: cudaSetDevice)
+        patch(torch.cuda, "_exchange_device", lambda d: _exchange(env, d))
+        patch(torch.cuda, "_maybe_exchange_device", lambda d: _exchange(env, d))
+        # streams: real ones are created and queried through the driver; work
+        # on fake tensors is never queued, so a simulated stream is always done
+        patch(torch.cuda, "Stream", SimulatedStream)
+        patch(torch.cuda, "current_stream", lambda device=None: env.streams.get(_checked_index(device, env)) or SimulatedStream.default(device))
+        patch(torch.cuda, "default_stream", SimulatedStream.default)
+        patch(torch.cuda, "set_stream", lambda stream: _set_stream(env, stream))
+        patch(torch.cuda, "Event", SimulatedEvent)
+        from torch.backends import cudnn as cudnn_module
+
+        # cuDNN's checks (RNN flatten_parameters, the C++ RNN and convolution
+        # dispatch) load the real library and query every counted device; a
+        # simulated device has no cuDNN, as on a CPU build
+        patch(cudnn_module, "enabled", False)
         original_to = nn.Module.to
         original_cuda = nn.Module.cuda
 
@@ -491,6 +545,132 @@ def running(env: Environment) -> Iterator[None]:
                 yield
         else:
             yield
+
+
+def _checked_index(device: Any, env: Environment) -> int:
+    """The index ``torch.cuda`` queries resolve ``device`` to (None: the
+    current device), refused as PyTorch refuses it when out of range."""
+    index = env.current if device is None else _index(device, env)
+    if not 0 <= index < env.plan.count:
+        raise AssertionError("Invalid device id")
+    return index
+
+
+def _exchange(env: Environment, device: int) -> int:
+    """``torch.cuda._exchange_device``: make ``device`` current, return the
+    previous one (a negative index changes nothing, as in PyTorch)."""
+    if device < 0:
+        return -1
+    previous, env.current = env.current, device
+    return previous
+
+
+def _set_stream(env: Environment, stream: Any) -> None:
+    if stream is not None:
+        env.streams[stream.device.index] = stream
+
+
+class SimulatedDeviceProperties:
+    """What ``torch.cuda.get_device_properties`` reports for a simulated
+    device: a recent data-centre GPU, so code that picks a path by capability
+    (bf16, TF32, cuDNN's minimum) takes the common one."""
+
+    name = "simulated CUDA device"
+    major, minor = 8, 0
+    total_memory = 80 * 1024**3
+    multi_processor_count = 108
+    is_integrated = 0
+    is_multi_gpu_board = 0
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    @property
+    def capability(self) -> tuple:
+        return (self.major, self.minor)
+
+    def __repr__(self) -> str:
+        return (
+            f"_CudaDeviceProperties(name='{self.name}', major={self.major}, minor={self.minor}, "
+            f"total_memory={self.total_memory // 1024**2}MB, multi_processor_count={self.multi_processor_count})"
+        )
+
+
+class SimulatedStream:
+    """``torch.cuda.Stream`` on a simulated device: nothing is ever queued
+    (fake tensors have no data), so every stream is idle and every wait is
+    already satisfied."""
+
+    def __init__(self, device: Any = None, priority: int = 0, **kwargs: Any) -> None:
+        env = current_environment()
+        self.device = torch.device("cuda", _checked_index(device, env))
+        self.priority = priority
+        self.stream_id = next(_stream_ids)
+
+    @classmethod
+    def default(cls, device: Any = None) -> "SimulatedStream":
+        stream = cls(device)
+        stream.stream_id = 0
+        return stream
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, SimulatedStream) and (self.device, self.stream_id) == (other.device, other.stream_id)
+
+    def __hash__(self) -> int:
+        return hash((self.device, self.stream_id))
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
+
+    def wait_stream(self, stream: Any) -> None:
+        pass
+
+    def wait_event(self, event: Any) -> None:
+        pass
+
+    def record_event(self, event: Any = None) -> "SimulatedEvent":
+        event = SimulatedEvent() if event is None else event
+        event.record(self)
+        return event
+
+    def __enter__(self) -> "SimulatedStream":
+        self._context = torch.cuda.stream(self)
+        self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._context.__exit__(*exc)
+
+    def __repr__(self) -> str:
+        return f"<torch.cuda.Stream device={self.device} stream_id={self.stream_id} (simulated)>"
+
+
+_stream_ids = itertools.count(1)
+
+
+class SimulatedEvent:
+    """``torch.cuda.Event`` on a simulated device: recorded on a stream that
+    never has work, so it is always complete. It has no timings to read."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
+        self.device: Optional[torch.device] = None
+
+    def record(self, stream: Any = None) -> None:
+        if stream is None:
+            stream = torch.cuda.current_stream()
+        self.device = stream.device
+
+    def wait(self, stream: Any = None) -> None:
+        pass
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        pass
 
 
 def _index(value: Any, env: Environment) -> int:

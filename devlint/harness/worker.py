@@ -59,6 +59,7 @@ _SIMULATION_LIMITS = {
     "DynamicOutputShapeException": "an output shape depends on tensor values, which fake tensors do not have",
     "UnsupportedOperatorException": "an operator has no fake-tensor implementation",
     "UnsupportedFakeTensorException": "an operation is not supported on fake tensors",
+    "NoFakeKernelError": "an operator has no fake-tensor implementation and cannot run on a simulated CUDA device",
 }
 
 
