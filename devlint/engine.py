@@ -13,12 +13,13 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
-from devlint.limits import hostile
+from devlint.limits import SCAN_FIRST_BYTES, hostile
 from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
 from devlint.source import SourceError, SourceText, decode_source
 from devlint.suppress import Suppressions, parse_suppressions
+from devlint.walk import walk
 
 MAX_FIX_ROUNDS = 20
 SYNTAX_ERROR = ("DL000", "syntax-error")
@@ -139,7 +140,7 @@ def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analy
     context = Context(facts, module, path)
     instances = [r(context) for r in rules]
     dispatcher = _Dispatcher(context, instances)
-    module.visit(dispatcher)
+    walk(module, dispatcher)
     diagnostics = [d for r in instances for d in r.diagnostics]
     return Analysis(module, facts, diagnostics, dispatcher.errors)
 
@@ -243,7 +244,10 @@ def lint_source(
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     rules = _token_filter(text, rules)
-    reason = hostile(text) if rules else None  # before any parse, CPython's included
+    # the hostile-input pre-scan runs before libcst's parse; before CPython's
+    # too, unless the file is small enough for CPython's own limits
+    early = bool(rules) and (not scan or len(text) > SCAN_FIRST_BYTES)
+    reason = hostile(text) if early else None
     if reason is not None:
         result.error = f"skipped: {reason}"
         return result
@@ -251,6 +255,10 @@ def lint_source(
         rules = _scan_filter(text, rules)
     if not rules:
         result.skipped = True
+        return result
+    reason = hostile(text) if not early else None
+    if reason is not None:
+        result.error = f"skipped: {reason}"
         return result
     lines = _source_lines(text)
     try:
@@ -351,10 +359,13 @@ def fix_source(
     rounds: List[Tuple[List[str], str]] = []  # (codes applied, text after) per round
     for _round in range(MAX_FIX_ROUNDS):
         active = _token_filter(text, rules)
-        if _round == 0 and active and hostile(text) is not None:
-            return lint_source(source, path, codes, ignore)  # the same "skipped" message
+        early = _round == 0 and bool(active) and (not scan or len(text) > SCAN_FIRST_BYTES)
+        if early and hostile(text) is not None:
+            return lint_source(source, path, codes, ignore, scan=scan)  # the same "skipped" message
         if active and scan:
             active = _scan_filter(text, active)
+        if _round == 0 and active and not early and hostile(text) is not None:
+            return lint_source(source, path, codes, ignore, scan=scan)
         if not active:
             if _round == 0:  # no rule can fire: nothing to fix, nothing to report
                 result.fixed_text = source

@@ -28,6 +28,12 @@ MAX_BRACKETS = 200
 #: steeply with it: 500 costs well under a second
 MAX_EXPRESSION_DEPTH = 500
 
+#: files up to this size go to CPython's parser (the candidate scan) before
+#: the pre-scan below: its own limits bound it (200 nested brackets, a
+#: recursion check, memory in proportion to a small file), and most files
+#: then never reach libcst, so the pre-scan is paid only by those that do
+SCAN_FIRST_BYTES = 300_000
+
 #: stack size and recursion limit for the thread that parses and visits: the
 #: libcst visitors recurse a few frames per tree level
 DEEP_STACK_BYTES = 512 * 1024 * 1024

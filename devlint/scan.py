@@ -16,7 +16,10 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
-from devlint.semantic import canonical
+from devlint.semantic import _LEGACY_TENSOR_CONSTRUCTORS, KNOWN_MODULE_BASES, _is_torch_module_name, canonical
+
+#: calls that build a plain container (as ``semantic._container_type`` reads them)
+_CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "collections.OrderedDict", "OrderedDict"})
 
 
 class CallSite(NamedTuple):
@@ -46,6 +49,15 @@ class CallSite(NamedTuple):
     #: of a comprehension or a positional argument of another call (where
     #: ``nn.Sequential(a.to(d0), b.to(d1))`` places container elements)
     in_container: bool = False
+    #: the ``a`` of a receiver ``x.a`` / ``x.a[i]``, else ""
+    receiver_attr: str = ""
+    #: the call's value is moved or only indexes on the spot: it is the
+    #: receiver of ``.to/.cuda/.type_as/.cpu`` (through shape-keeping method
+    #: chains, subscripts and ``.T``, as DL001 peels them) or a subscript index
+    moved: bool = False
+    #: the first positional argument: "empty" (``[]``, ``()``), "container"
+    #: (a list/tuple display or comprehension), "name", "other", or ""
+    first_arg: str = ""
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -75,6 +87,9 @@ class ScanSummary:
         self.loops: List[str] = []
         #: names bound by ``for`` targets anywhere
         self.loop_targets: Set[str] = set()
+        #: loop variable -> attributes it iterates (``for b in x.blocks``,
+        #: ``for i, b in enumerate(x.blocks)``: ``b`` -> ``{"blocks"}``)
+        self.loop_attribute_vars: Dict[str, Set[str]] = {}
         #: name -> dotted callees of the calls assigned to it, method-call
         #: chains peeled (``model = Net(...).cuda()`` -> ``Net``; "" unnamed)
         self.call_bound: Dict[str, Set[str]] = {}
@@ -90,7 +105,25 @@ class ScanSummary:
         #: owner's shape: "name" ``x``, "attr" ``x.a``, "subscript" ``x.a[i]``,
         #: "other", the ``a`` of the last two or "")
         self.device_reads: List[Tuple[Optional[str], Optional[str], Optional[str], str, str]] = []
+        #: ``self.attr = value`` inside a method (``self``: the method's first
+        #: parameter), as (class, method, attribute, value node), paired like
+        #: the semantic pass pairs them
+        #: (``a.x, a.y = u, v`` gives two; a tuple target of a call gives none)
+        self.attribute_stores: List[Tuple[str, str, str, ast.AST]] = []
+        #: classes with a ``<first parameter>.device = ...`` in some method
+        self.self_device_stores: Set[str] = set()
+        #: (class, method) -> local name -> the value nodes assigned to it
+        self.local_values: Dict[Tuple[str, str], Dict[str, List[ast.AST]]] = {}
+        #: what may add an element to a container, as (class, method,
+        #: container, element node): ``<c>.append(e)`` / ``.insert(i, e)``,
+        #: ``<c>.extend(es)``, ``<c>[k] = e``; the container is ``"." + attr``
+        #: for ``<name>.attr`` and the name itself for a plain name; the last
+        #: item says whether it adds every element of ``es`` (``extend``)
+        self.container_adds: List[Tuple[str, str, str, ast.AST, bool]] = []
+        #: (class, method) -> every attribute name it uses (``x.a`` -> ``a``)
+        self.method_attributes: Dict[Tuple[str, str], Set[str]] = {}
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
+        self._forward_reads: Optional[FrozenSet[str]] = None
 
     # -- name resolution ---------------------------------------------------
     def resolve(self, dotted: Optional[str]) -> List[str]:
@@ -132,6 +165,76 @@ class ScanSummary:
                 out.add(v)
         return out
 
+    def attribute_may_be_module(self, attr: str) -> bool:
+        """Whether ``<name>.attr`` is assigned, somewhere in the file, a call
+        that may build a module: a class of this file or a ``torch.nn`` one
+        (``.to(d)``-style chains peeled; ``nn.Parameter`` is not one)."""
+        for v in self.attribute_values.get(attr, ()):
+            if not v.startswith("call:"):
+                continue
+            callee = v[5:]
+            if not callee or self.class_may_be_module(callee):
+                return True
+            if any(_is_torch_module_name(q) for q in self.resolve(callee)):
+                return True
+        return False
+
+    def may_build_module(self, callee: str) -> bool:
+        """Whether a call of ``callee`` may build a module: a class of this
+        file or a ``torch.nn`` class."""
+        return self.class_may_be_module(callee) or any(_is_torch_module_name(q) for q in self.resolve(callee))
+
+    def class_may_be_module(self, name: str) -> bool:
+        """Whether ``name`` is a class of this file that may be an
+        ``nn.Module`` (a superset of ``ClassFacts.is_module``: some base, here
+        or in a local base, may name a ``torch.nn`` class or a known module
+        base such as ``PreTrainedModel``)."""
+        seen: Set[str] = set()
+        todo = [name]
+        while todo:
+            c = todo.pop()
+            if c in seen or c not in self.bases:
+                continue
+            seen.add(c)
+            for base in self.bases[c]:
+                if base in self.bases:
+                    todo.append(base)
+                elif base.rsplit(".", 1)[-1] in KNOWN_MODULE_BASES or any(
+                    _is_torch_module_name(q) for q in self.resolve(base)
+                ):
+                    return True
+        return False
+
+    def class_may_lack_device(self, cls: str) -> bool:
+        """False only when the semantic pass certainly finds a ``device`` on
+        instances of ``cls``: a ``device`` or ``__getattr__`` method, a
+        ``self.device = ...``, or a base it cannot see into (imported from
+        elsewhere, or one known to define it), in ``cls`` or a local base."""
+        seen: Set[str] = set()
+        todo = [cls]
+        while todo:
+            c = todo.pop()
+            if c in seen:
+                continue
+            seen.add(c)
+            methods = self.methods.get(c, {})
+            if "device" in methods or "__getattr__" in methods or c in self.self_device_stores:
+                return False
+            for base in self.bases.get(c, ()):
+                if base in self.bases:
+                    todo.append(base)
+                    continue
+                if base == "object":
+                    continue
+                known = KNOWN_MODULE_BASES.get(base.rsplit(".", 1)[-1])
+                if known:
+                    return False
+                resolved = self.resolve(base)
+                if not resolved or not all(q.startswith("torch.nn.") for q in resolved):
+                    if known is None:
+                        return False
+        return True
+
     # -- classes and forward -------------------------------------------------
     def forward_methods(self) -> Dict[str, FrozenSet[str]]:
         """Class name -> method names that may run from ``forward``: ``forward``
@@ -161,6 +264,150 @@ class ScanSummary:
         for call in self.calls:
             if self.in_forward(call.cls, call.method):
                 yield call
+
+    def forward_attribute_reads(self) -> FrozenSet[str]:
+        """Every attribute name that code run by some ``forward`` may use: a
+        superset of every class's ``ClassFacts.forward_reads``. Methods link
+        by name across all classes of the file (inherited methods, subclass
+        forwards), through calls and plain attribute reads (properties)."""
+        if self._forward_reads is None:
+            by_name: Dict[str, List[Tuple[str, str]]] = {}
+            for key in self.method_attributes:
+                by_name.setdefault(key[1], []).append(key)
+            todo = list(by_name.get("forward", ()))
+            seen = set(todo)
+            reads: Set[str] = set()
+            while todo:
+                used = self.method_attributes.get(todo.pop(), set())
+                reads |= used
+                for name in used:
+                    for key in by_name.get(name, ()):
+                        if key not in seen:
+                            seen.add(key)
+                            todo.append(key)
+            self._forward_reads = frozenset(reads)
+        return self._forward_reads
+
+    def stores_outside_forward(self) -> Iterator[Tuple[str, str, str, ast.AST]]:
+        """``attribute_stores`` of methods other than ``forward``."""
+        for store in self.attribute_stores:
+            if store[1] != "forward":
+                yield store
+
+    def may_be_tensor(self, node: Optional[ast.AST], cls: str, method: str) -> bool:
+        """Whether ``node`` may be what ``SemanticBuilder._is_tensor_expr``
+        calls a tensor, or a container of them (a superset): it must reach,
+        through method chains, arithmetic, indexing and container elements,
+        a call of a torch function or legacy tensor constructor, or a local
+        name of the method assigned such a value."""
+        return self._maybe_tensor(node, self.local_values.get((cls, method), {}), set())
+
+    def _maybe_tensor(self, node: Optional[ast.AST], local: Dict[str, List[ast.AST]], seen: Set[str]) -> bool:
+        while True:
+            t = type(node)
+            if t is ast.Call:
+                func = node.func  # type: ignore[union-attr]
+                for q in self.resolve(_dotted(func)):
+                    if (q.startswith("torch.") and q.count(".") == 1) or q in _LEGACY_TENSOR_CONSTRUCTORS:
+                        return True
+                if type(func) is not ast.Attribute:
+                    return False
+                node = func.value
+            elif t is ast.BinOp:
+                if self._maybe_tensor(node.left, local, seen):  # type: ignore[union-attr]
+                    return True
+                node = node.right  # type: ignore[union-attr]
+            elif t is ast.UnaryOp:
+                if type(node.op) is ast.Not:  # type: ignore[union-attr]
+                    return False
+                node = node.operand  # type: ignore[union-attr]
+            elif t is ast.Subscript or t is ast.Attribute or t is ast.Starred:
+                node = node.value  # type: ignore[union-attr]
+            elif t is ast.List or t is ast.Tuple or t is ast.Set:
+                return any(self._maybe_tensor(e, local, seen) for e in node.elts)  # type: ignore[union-attr]
+            elif t is ast.Dict:
+                return any(self._maybe_tensor(v, local, seen) for v in node.values)  # type: ignore[union-attr]
+            elif t is ast.ListComp or t is ast.SetComp or t is ast.GeneratorExp:
+                node = node.elt  # type: ignore[union-attr]
+            elif t is ast.DictComp:
+                node = node.value  # type: ignore[union-attr]
+            elif t is ast.Name:
+                name = node.id  # type: ignore[union-attr]
+                if name in seen or name not in local:
+                    return False
+                seen.add(name)
+                return any(self._maybe_tensor(v, local, seen) for v in local[name])
+            else:
+                return False
+
+    def may_be_module_container(self, node: Optional[ast.AST], cls: str, method: str, attr: str) -> bool:
+        """Whether ``self.<attr> = node`` may be what the semantic pass calls a
+        ``module_container`` (a superset): a plain list/tuple/dict display,
+        comprehension or ``list()``/``dict()``/``tuple()``/``OrderedDict()``
+        call (or a local name of the method assigned one) that holds an
+        element that may be a module, or that something in the class fills
+        with one (``self.<attr>.append(Block())``, ``layers[k] = nn.Linear()``)."""
+        if type(node) is ast.Name:
+            local = node.id  # type: ignore[union-attr]
+            values = [v for v in self.local_values.get((cls, method), {}).get(local, ()) if _is_container(v)]
+            return bool(values) and (
+                any(self._holds_module(v) for v in values) or self._filled_with_module(cls, local)
+            )
+        if not _is_container(node):
+            return False
+        return self._holds_module(node) or self._filled_with_module(cls, "." + attr)
+
+    def _holds_module(self, node: ast.AST) -> bool:
+        t = type(node)
+        if t is ast.Call:
+            args = node.args or [k.value for k in node.keywords]  # type: ignore[union-attr]
+            return bool(args) and _is_container(args[0]) and self._holds_module(args[0])
+        if t is ast.Dict:
+            return any(self.may_be_module(v) for v in node.values)  # type: ignore[union-attr]
+        if t is ast.DictComp:
+            return self.may_be_module(node.value)  # type: ignore[union-attr]
+        if t is ast.ListComp:
+            return self.may_be_module(node.elt)  # type: ignore[union-attr]
+        return any(self.may_be_module(e) for e in getattr(node, "elts", ()))
+
+    def _filled_with_module(self, cls: str, container: str) -> bool:
+        # an appended name may be a local module (bound in that method to
+        # one); a display element may not be a name
+        for c, method, name, e, many in self.container_adds:
+            if c != cls or name != container:
+                continue
+            if many:
+                if self._holds_module(e):
+                    return True
+            elif type(e) is ast.Name:
+                values = self.local_values.get((c, method), {}).get(e.id, ())  # type: ignore[attr-defined]
+                if any(self.may_be_module(v) for v in values):
+                    return True
+            elif self.may_be_module(e):
+                return True
+        return False
+
+    def may_be_module(self, node: Optional[ast.AST]) -> bool:
+        """Whether a container element may be a module (a superset of the
+        semantic pass's ``_element_class``): a call of a class of this file
+        that may be a module or of a ``torch.nn`` class (method chains such as
+        ``.to(dev)`` peeled), or a container call holding one."""
+        t = type(node)
+        if t is ast.Starred:
+            return self.may_be_module(node.value)  # type: ignore[union-attr]
+        if t is ast.Call:
+            func = node.func  # type: ignore[union-attr]
+            while type(func) is ast.Attribute and type(func.value) is ast.Call:
+                func = func.value.func
+            dotted = _dotted(func)
+            if dotted is None:
+                return False
+            if self.class_may_be_module(dotted):
+                return True
+            if dotted in _CONTAINER_CALLS:
+                return self._holds_module(node)  # type: ignore[arg-type]
+            return any(q.startswith("torch.nn.") for q in self.resolve(dotted))
+        return False
 
 
 class _Scanner:
@@ -196,7 +443,10 @@ class _Scanner:
     @staticmethod
     def _value_kind(value: Optional[ast.AST]) -> str:
         if isinstance(value, ast.Call):
-            return "call:" + (_dotted(value.func) or "")
+            func = value.func
+            while type(func) is ast.Attribute and type(func.value) is ast.Call:  # X(...).to(d)
+                func = func.value.func
+            return "call:" + (_dotted(func) or "")
         if isinstance(value, (ast.List, ast.Tuple, ast.ListComp, ast.Dict, ast.DictComp, ast.GeneratorExp, ast.Set, ast.SetComp)):
             return "container"
         return "other"
@@ -207,8 +457,12 @@ class _Scanner:
         attributes = s.attributes
         strings = s.strings
         methods = s.methods
-        # (node, class name, method name, method's called-attribute set)
-        stack: List[Tuple[ast.AST, Optional[str], Optional[str], Optional[Set[str]]]] = [(tree, None, None, None)]
+        # (node, class name, method name, method's called-attribute set,
+        # method's used-attribute set)
+        stack: List[Tuple[ast.AST, Optional[str], Optional[str], Optional[Set[str]], Optional[Set[str]]]] = [
+            (tree, None, None, None, None)
+        ]
+        method_attributes = s.method_attributes
         pop, push = stack.pop, stack.append
         Call, Attribute, Name, Constant = ast.Call, ast.Attribute, ast.Name, ast.Constant
         FunctionDef, AsyncFunctionDef, ClassDef = ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef
@@ -218,10 +472,13 @@ class _Scanner:
         ListComp, GeneratorExp, SetComp = ast.ListComp, ast.GeneratorExp, ast.SetComp
         #: ids of calls that are container elements / call arguments (see CallSite.in_container)
         elements: Set[int] = set()
+        #: ids of calls whose value is moved or indexes on the spot (CallSite.moved)
+        moved: Set[int] = set()
+        Subscript = ast.Subscript
         iter_fields = ast.iter_fields
         AST = ast.AST
         while stack:
-            node, cls, method, called = pop()
+            node, cls, method, called, used = pop()
             t = type(node)
             if t is Call:
                 func = node.func
@@ -236,6 +493,41 @@ class _Scanner:
                 for a in node.args:
                     if type(a) is Call:
                         elements.add(id(a))
+                if method is not None and node.args and attr in _ADD_METHODS:
+                    owner = _container_name(func.value)
+                    if owner:
+                        many = attr == "extend"
+                        element = node.args[0] if many else node.args[-1]
+                        s.container_adds.append((cls, method, owner, element, many))  # type: ignore[arg-type]
+                if attr in MOVE_METHODS and (attr != "to" or _to_moves(node, s.imports)):
+                    inner = func.value
+                    while True:
+                        ti = type(inner)
+                        if ti is Call:
+                            moved.add(id(inner))
+                            f = inner.func
+                            if type(f) is Attribute and (f.attr in CHAIN_METHODS or (f.attr == "to" and _to_casts(inner))):
+                                inner = f.value
+                                continue
+                            break
+                        if ti is ast.Subscript or (ti is Attribute and inner.attr in ("T", "mT")):
+                            inner = inner.value
+                            continue
+                        break
+                first = node.args[0] if node.args else None
+                if first is None:
+                    first_arg = ""
+                elif type(first) in (ListNode, TupleNode):
+                    first_arg = "container" if first.elts else "empty"
+                elif type(first) in (ListComp, GeneratorExp):
+                    first_arg = "container"
+                else:
+                    first_arg = "name" if type(first) is Name else "other"
+                if attr is not None:
+                    root, shape, receiver_attr = _owner_shape(func.value) if type(func.value) is not Call else (None, "call", "")
+                    receiver = (root, shape)
+                else:
+                    receiver, receiver_attr = (None, ""), ""
                 calls.append(
                     CallSite(
                         dotted,
@@ -245,13 +537,18 @@ class _Scanner:
                         cls,
                         method,
                         node.lineno,
-                        _receiver(func.value) if attr is not None else (None, ""),
+                        receiver,
                         _value_shape(dev) if dev is not None else None,
                         id(node) in elements,
+                        receiver_attr,
+                        id(node) in moved,
+                        first_arg,
                     )
                 )
             elif t is Attribute:
                 attributes.add(node.attr)
+                if used is not None:
+                    used.add(node.attr)
                 if node.attr == "device":
                     s.device_reads.append((cls, method) + _owner_shape(node.value))
             elif t is Constant:
@@ -261,6 +558,11 @@ class _Scanner:
                 continue
             elif t is Name:
                 continue
+            elif t is Subscript:
+                index = node.slice
+                for part in index.elts if type(index) is TupleNode else (index,):
+                    if type(part) is Call:
+                        moved.add(id(part))
             elif t is ListNode or t is TupleNode or t is SetNode:
                 for a in node.elts:
                     if type(a) is Call:
@@ -272,12 +574,13 @@ class _Scanner:
                 if cls is not None and method is None:
                     method = node.name
                     called = methods.setdefault(cls, {}).setdefault(method, set())
+                    used = method_attributes.setdefault((cls, method), set())
                     firsts = {a.arg for a in (node.args.posonlyargs[:1] + node.args.args[:1])}
                     if node.args.posonlyargs and node.args.args:
                         firsts.add(node.args.args[0].arg)  # libcst's params skip positional-only ones
                     s.method_self.setdefault((cls, method), set()).update(firsts)
             elif t is ClassDef:
-                cls, method, called = node.name, None, None
+                cls, method, called, used = node.name, None, None, None
                 s.bases.setdefault(cls, []).extend(filter(None, (_dotted(b) for b in node.bases)))
                 methods.setdefault(cls, {})
             elif t is Import:
@@ -289,6 +592,12 @@ class _Scanner:
             elif t is For or t is AsyncFor:
                 s.loops.append(_iterated_name(node.iter))
                 s.loop_targets.update(n.id for n in _flatten_targets(node.target) if type(n) is Name)
+                it, var = node.iter, node.target
+                if type(it) is Call and _dotted(it.func) == "enumerate" and it.args:
+                    pair = type(var) is TupleNode and len(var.elts) == 2
+                    it, var = it.args[0], (var.elts[1] if pair else None)
+                if type(var) is Name and type(it) is Attribute and type(it.value) is Name:
+                    s.loop_attribute_vars.setdefault(var.id, set()).add(it.attr)
             elif t is Assign or t is AnnAssign:
                 targets = node.targets if t is Assign else [node.target]
                 value = node.value
@@ -312,13 +621,99 @@ class _Scanner:
                     for tgt, val in pairs:
                         if type(tgt) is Attribute:
                             s.attribute_values.setdefault(tgt.attr, set()).add(self._value_kind(val))
+                    if method is not None and value is not None:
+                        # as the semantic pass records them: element pairs
+                        # for a tuple/list target and value, else the whole
+                        if isinstance(target, (ast.Tuple, ast.List)):
+                            stores = list(zip(target.elts, value.elts)) if isinstance(value, (ast.Tuple, ast.List)) else []
+                        else:
+                            stores = [(target, value)]
+                        for tgt, val in stores:
+                            if type(tgt) is Attribute and type(tgt.value) is Name:
+                                if tgt.value.id in s.method_self.get((cls, method), ()):  # type: ignore[arg-type]
+                                    s.attribute_stores.append((cls, method, tgt.attr, val))  # type: ignore[arg-type]
+                                    if tgt.attr == "device":
+                                        s.self_device_stores.add(cls)  # type: ignore[arg-type]
+                            elif type(tgt) is Name:
+                                s.local_values.setdefault((cls, method), {}).setdefault(tgt.id, []).append(val)  # type: ignore[arg-type]
+                            elif type(tgt) is ast.Subscript:
+                                owner = _container_name(tgt.value)
+                                if owner:
+                                    s.container_adds.append((cls, method, owner, val, False))  # type: ignore[arg-type]
             for _, value in iter_fields(node):
                 if isinstance(value, list):
                     for item in reversed(value):
                         if isinstance(item, AST):
-                            push((item, cls, method, called))
+                            push((item, cls, method, called, used))
                 elif isinstance(value, AST):
-                    push((value, cls, method, called))
+                    push((value, cls, method, called, used))
+
+
+_ADD_METHODS = frozenset({"append", "insert", "extend"})
+#: as DL001 reads them: calls that move their receiver, and the tensor
+#: methods a move looks through (``torch.arange(n).unsqueeze(0).to(d)``)
+MOVE_METHODS = frozenset({"to", "cuda", "type_as", "cpu"})
+CHAIN_METHODS = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int",
+     "half", "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach",
+     "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
+     "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
+)
+
+
+def _to_moves(call: ast.Call, imports: Dict[str, List[str]]) -> bool:
+    """Whether ``x.to(...)`` certainly moves (DL001 and DL008 read
+    ``.to(<dtype>)`` as a cast, ``semantic.is_dtype_cast``): a ``device=``, a
+    string or integer, a call with arguments (``torch.device(...)``), or a
+    name whose last part says device (``x.device``, ``dev``) and cannot be a
+    torch attribute. Anything else may be a cast and moves nothing here."""
+    if not call.args:
+        return any(k.arg == "device" for k in call.keywords)
+    first = call.args[0]
+    if any(k.arg == "device" for k in call.keywords) and type(first) is not ast.Starred:
+        return True
+    t = type(first)
+    if t is ast.Constant:
+        return isinstance(first.value, (str, int)) and not isinstance(first.value, bool)  # type: ignore[attr-defined]
+    if t is ast.Call:
+        return bool(first.args)  # type: ignore[attr-defined]
+    dotted = _dotted(first)
+    if dotted is None:
+        return False
+    head, _, _ = dotted.partition(".")
+    last = dotted.rsplit(".", 1)[-1].lower()
+    return "dev" in last and "dtype" not in last and head != "torch" and head not in imports
+
+
+def _to_casts(call: ast.Call) -> bool:
+    """Whether ``x.to(...)`` is certainly a dtype cast (a subset of
+    ``semantic.is_dtype_cast``; DL001 looks through casts for a later move):
+    only ``dtype=``-style keywords, or a first argument whose last name part
+    says dtype (``x.dtype``, ``self.dtype``) and no ``device=``."""
+    if any(type(a) is ast.Starred for a in call.args):
+        return False
+    if not call.args:
+        return bool(call.keywords) and all(k.arg in ("dtype", "non_blocking", "copy", "memory_format") for k in call.keywords)
+    dotted = _dotted(call.args[0])
+    if dotted is None or "dtype" not in dotted.rsplit(".", 1)[-1].lower():
+        return False
+    return all(k.arg != "device" for k in call.keywords)
+
+
+def _container_name(node: ast.AST) -> str:
+    """``".blocks"`` for ``<name>.blocks``, ``"layers"`` for ``layers``, else ``""``."""
+    if type(node) is ast.Name:
+        return node.id  # type: ignore[attr-defined]
+    if type(node) is ast.Attribute and type(node.value) is ast.Name:  # type: ignore[attr-defined]
+        return "." + node.attr  # type: ignore[attr-defined]
+    return ""
+
+
+def _is_container(node: Optional[ast.AST]) -> bool:
+    t = type(node)
+    if t in (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp):
+        return True
+    return t is ast.Call and (_dotted(node.func) or "") in _CONTAINER_CALLS  # type: ignore[union-attr]
 
 
 def _flatten_targets(node: ast.AST) -> List[ast.AST]:
@@ -340,13 +735,6 @@ def _owner_shape(node: ast.AST) -> Tuple[Optional[str], str, str]:
     if type(inner) is ast.Attribute and type(inner.value) is ast.Name:  # type: ignore[attr-defined]
         return inner.value.id, "subscript" if sub else "attr", inner.attr  # type: ignore[attr-defined]
     return None, "other", ""
-
-
-def _receiver(node: ast.AST) -> Tuple[Optional[str], str]:
-    if type(node) is ast.Call:
-        return None, "call"
-    root, shape, _ = _owner_shape(node)
-    return root, shape
 
 
 def _value_shape(node: ast.AST) -> Tuple[str, str]:

@@ -15,6 +15,8 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
+from devlint.walk import walk
+
 # Spellings that name the same object; resolved names are normalised to the
 # value so rules compare against one spelling.
 CANONICAL_NAMES: Dict[str, str] = {
@@ -539,7 +541,16 @@ class FileFacts:
 
     def to_dict(self) -> dict:
         self.ensure_script_facts()
+        self.ensure_training_facts()
         return dataclasses.asdict(self)
+
+    def ensure_training_facts(self) -> None:
+        """Build ``script_scopes`` if that has not been done yet: a walk of
+        the whole file that only the script rules need (on model code it
+        cost more than the rest of the facts together)."""
+        module = self.__dict__.pop("_training_module", None)
+        if module is not None:
+            self.script_scopes = build_training_facts(module, self)
 
     def ensure_script_facts(self) -> None:
         """Collect ``scopes``, ``spawn_targets``, ``sets_visible_devices``
@@ -618,7 +629,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     params += [p.name.value for p in fn.params.kwonly_params]
     self_name = params[0] if is_method and params else "self"
     uses = _NameUses(self_name, set(method_names))
-    fn.body.visit(uses)
+    walk(fn.body, uses)
     tensor_params: List[str] = []
     all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
     if is_method:
@@ -894,7 +905,7 @@ class _FactsBuilder:
             elif isinstance(stmt, cst.FunctionDef):
                 params = [p.name.value for p in stmt.params.params]
                 assigned = _SelfAssignments(params[0] if params else "self", params[1:])
-                stmt.body.visit(assigned)
+                walk(stmt.body, assigned)
                 for name in assigned.names:
                     if name not in cls.self_assigned:
                         cls.self_assigned.append(name)
@@ -950,7 +961,7 @@ class _FactsBuilder:
             owner, fn = methods[name]
             params = [p.name.value for p in fn.params.params]
             uses = _SelfAttributeUses(params[0] if params else "self")
-            fn.body.visit(uses)
+            walk(fn.body, uses)
             reads |= uses.reads
             writes |= uses.writes
             facts = owner.methods.get(name)
@@ -1014,7 +1025,7 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
-        fn.body.visit(collector)
+        walk(fn.body, collector)
         collector.finish()
 
     def classify_value(
@@ -1843,10 +1854,10 @@ def _uses_name(node: cst.CSTNode, name: str) -> bool:
                 found.append(n)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
-    node.visit(_Find())
+    walk(node, _Find())
     return bool(found)
 
 
@@ -1881,7 +1892,8 @@ def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
     builder = _FactsBuilder(module)
     facts = builder.build()
-    facts.script_scopes = build_training_facts(module, facts)
+    # script_scopes: built on first use (FileFacts.ensure_training_facts)
+    object.__setattr__(facts, "_training_module", module)
     return facts
 
 
@@ -2075,6 +2087,7 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
 def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optional[object]:
     """``ref`` in the ``table`` (``placements``, ``wrapped``, ``loaders``) of
     scope, then of its class (for ``self.x``)."""
+    facts.ensure_training_facts()
     s = facts.script_scopes.get(scope)
     if s is None:
         return None
@@ -2132,6 +2145,7 @@ def device_candidates(facts: FileFacts, scope: str) -> List[str]:
     (as ``f"cuda:{i}"``). Names from the module scope come last."""
     out: List[str] = []
     chain = [scope]
+    facts.ensure_training_facts()
     s = facts.script_scopes.get(scope)
     if s is not None and s.class_scope:
         chain.append(s.class_scope)
@@ -2476,7 +2490,7 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
             if n.value == name:
                 found.append(n)
 
-    node.visit(V())
+    walk(node, V())
     return bool(found)
 
 
@@ -2628,7 +2642,7 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, Scri
     """Collect the script facts of every scope, then carry models and loaders
     passed as arguments into the functions defined in the same file."""
     collector = _TrainingCollector(facts)
-    module.visit(collector)
+    walk(module, collector)
     scopes = collector.scopes
     modscope = scopes[MODULE_SCOPE]
     for _round in range(3):
@@ -3335,6 +3349,6 @@ def collect_script_facts(module: cst.Module, facts: FileFacts) -> None:
     """Fill ``facts.scopes`` and ``ClassFacts.inner_wrappers``."""
     collector = _ScriptCollector(facts)
     collector._rank_priority = {}
-    module.visit(collector)
+    walk(module, collector)
     facts.scopes = collector.scopes
     collector.finish()

@@ -81,16 +81,13 @@ from devlint.semantic import (
     keyword_arg,
     positional_args,
 )
+from devlint.scan import CHAIN_METHODS, MOVE_METHODS
+from devlint.walk import walk
 
-_MOVES = frozenset({"to", "cuda", "type_as", "cpu"})
+_MOVES = MOVE_METHODS
 # tensor methods that keep a chain "the same tensor" for the purpose of a
 # later .to(...): torch.arange(n).unsqueeze(0).to(x.device)
-_CHAIN = frozenset(
-    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int",
-     "half", "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach",
-     "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
-     "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
-)
+_CHAIN = CHAIN_METHODS
 
 
 class FactoryWithoutDevice(Rule):
@@ -212,7 +209,15 @@ class RNN(nn.Module):
         for call in scan.calls_in_forward():
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs:
                 continue
-            if scan.torch_functions(call.func) & DEVICE_FACTORIES:
+            if call.moved:  # torch.arange(n).to(x.device), x[torch.arange(n)]
+                continue
+            for fn in scan.torch_functions(call.func) & DEVICE_FACTORIES:
+                if fn == "scalar_tensor":
+                    continue
+                if fn in ("tensor", "as_tensor") and call.first_arg not in ("container", "empty", "name"):
+                    continue  # torch.tensor(self.scale): a 0-dim tensor
+                if fn in _SHAPED and call.n_args == 1 and call.first_arg == "empty":
+                    continue  # torch.rand([])
                 return True
         return False
 
@@ -477,7 +482,7 @@ class _Mentions(cst.CSTVisitor):
 
 def _mentions(node: cst.CSTNode, name: str) -> bool:
     v = _Mentions(name)
-    node.visit(v)
+    walk(node, v)
     return v.found
 
 
@@ -498,7 +503,7 @@ class _BlockFinder(cst.CSTVisitor):
 
 def _statements_after(function: cst.FunctionDef, statement: cst.CSTNode) -> List[cst.CSTNode]:
     finder = _BlockFinder(statement)
-    function.visit(finder)
+    walk(function, finder)
     return finder.after
 
 

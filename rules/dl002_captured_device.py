@@ -83,6 +83,7 @@ from devlint.semantic import (
     self_attribute,
     string_value,
 )
+from devlint.walk import walk
 
 
 class CapturedDevice(Rule):
@@ -277,14 +278,18 @@ class YoloHead(nn.Module):
             if c.device_arg is None:
                 continue
             kind, detail = c.device_arg
-            if kind in ("int", "call"):
+            if kind == "int":
+                return True
+            if kind == "call" and scan.refers_to(detail, {"torch.device"}):
                 return True
             if kind == "str" and (detail == "cuda" or detail.startswith("cuda:")):
                 return True
             if kind == "name" and detail in scan.unclassed_names:
                 return True
-            if kind == "attr" and detail.split(".", 1)[1] in scan.attribute_values:
-                return True
+            if kind == "attr":
+                root, attr = detail.split(".", 1)
+                if attr in scan.attribute_values and root in scan.method_self.get((c.cls, c.method), ()):
+                    return True
         return False
 
     def __init__(self, context) -> None:
@@ -488,7 +493,7 @@ class _LocalNames(cst.CSTVisitor):
 
 def _local_names(fn: cst.FunctionDef) -> Set[str]:
     v = _LocalNames()
-    fn.body.visit(v)
+    walk(fn.body, v)
     params = fn.params
     for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
         v.names.add(p.name.value)
@@ -517,7 +522,7 @@ def _current_only(value: str) -> bool:
         def visit_FormattedString(self, n: cst.FormattedString) -> None:
             found.append("index")
 
-    node.visit(_Strings())
+    walk(node, _Strings())
     return bool(found) and all(v in ("cuda", "cpu") for v in found) and "cuda" in found
 
 

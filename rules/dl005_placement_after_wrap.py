@@ -103,6 +103,7 @@ from devlint.semantic import (
     placement_call,
     positional_args,
 )
+from devlint.walk import walk
 
 _DTYPE_HINTS = ("dtype", "float", "half", "bfloat", "int", "double", "bool", "long", "memory_format")
 
@@ -408,5 +409,5 @@ def _names_in(args) -> List[str]:
             out.append(n.value)
 
     for a in args:
-        a.visit(_V())
+        walk(a, _V())
     return out

@@ -298,13 +298,14 @@ class Pyramid(nn.Module):
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # an attribute assigned in a method other than forward, a class with
-        # a forward, and some call into torch (every tensor starts with one)
-        if not any(c and m and m != "forward" for c, m, _ in scan.attribute_assigns):
-            return False
-        if not any("forward" in methods for methods in scan.methods.values()):
-            return False
-        return any(q.startswith("torch.") for call in scan.calls for q in scan.resolve(call.func))
+        # an attribute that code run by forward may read, assigned in
+        # another method a value that may be a tensor (every tensor the rule
+        # knows starts with a torch call, possibly through a local name)
+        reads = scan.forward_attribute_reads()
+        return any(
+            attr in reads and scan.may_be_tensor(value, cls, method)
+            for cls, method, attr, value in scan.stores_outside_forward()
+        )
 
     def __init__(self, context) -> None:
         super().__init__(context)

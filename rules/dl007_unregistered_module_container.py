@@ -309,14 +309,12 @@ class Router(nn.Module):
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # an attribute assigned in a method other than forward, and a call
-        # that may build a module: a class of this file or a torch.nn one
-        if not any(c and m and m != "forward" for c, m, _ in scan.attribute_assigns):
-            return False
-        local_classes = set(scan.bases)
+        # an attribute assigned, in a method other than forward, a plain
+        # container (or a local one) that holds or is filled with something
+        # that may be a module
         return any(
-            call.func in local_classes or any(q.startswith("torch.nn.") for q in scan.resolve(call.func))
-            for call in scan.calls
+            scan.may_be_module_container(value, cls, method, attr)
+            for cls, method, attr, value in scan.stores_outside_forward()
         )
 
     def __init__(self, context) -> None:

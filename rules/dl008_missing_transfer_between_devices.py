@@ -64,6 +64,8 @@ no-op wherever the original code worked.
 
 from __future__ import annotations
 
+import ast
+
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
@@ -81,6 +83,7 @@ from devlint.semantic import (
     self_attribute,
     string_value,
 )
+from devlint.walk import walk
 
 _LOSSES = frozenset(
     {
@@ -275,15 +278,25 @@ class GPT(nn.Module):
         # self.x, self.x[i], a loop variable, a freshly built module, or an
         # element written inside a container (nn.Sequential(a.to(d0), ...),
         # [m.to(d) for m in ...])
+        # ... and only when code run by forward uses such an attribute
+        reads = scan.forward_attribute_reads()
+        in_values = False
         for c in scan.calls:
             if c.cls is None or c.attr not in ("to", "cuda") or c.method == "forward":
                 continue
             root, shape = c.receiver
-            if c.in_container or shape in ("call", "attr", "subscript"):
+            if shape in ("attr", "subscript") and c.receiver_attr in reads:
                 return True
-            if shape == "name" and root in scan.loop_targets:
+            if shape == "name" and reads.intersection(scan.loop_attribute_vars.get(root, ())):
                 return True
-        return False
+            # X().to(d) / [m.to(d) ...] count where they are assigned to self.<attr>
+            in_values = in_values or c.in_container or shape == "call"
+        if not in_values:
+            return False
+        return any(
+            attr in reads and any(type(n) is ast.Call and getattr(n.func, "attr", None) in ("to", "cuda") for n in ast.walk(value))
+            for _, _, attr, value in scan.stores_outside_forward()
+        )
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -810,14 +823,14 @@ def _free_names(node: cst.CSTNode) -> Set[str]:
             found.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
+            walk(n.value, self)
             return False
 
-    node.visit(_Find())
+    walk(node, _Find())
     return found
 
 

@@ -253,21 +253,23 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         for klass, method, root, shape, attr in scan.device_reads:
             if root is None:
                 continue
-            if shape == "name" and any(
-                callee in scan.methods or any(q.startswith("torch.nn.") for q in scan.resolve(callee))
-                for callee in scan.call_bound.get(root, ())
-            ):
+            if shape == "name" and any(scan.may_build_module(callee) for callee in scan.call_bound.get(root, ())):
                 return True
             if klass is None or method is None:
                 continue
             if root not in scan.method_self.get((klass, method), ()):
-                if shape == "name" and root in scan.loop_targets:
+                # a loop variable over self.<container of modules>
+                if shape == "name" and any(
+                    scan.attribute_may_be_module(a) or "container" in scan.attribute_kinds(a)
+                    for a in scan.loop_attribute_vars.get(root, ())
+                ):
                     return True
                 continue
             if shape == "name":
-                return True
-            kinds = scan.attribute_kinds(attr)
-            if "call" in kinds or (shape == "subscript" and "container" in kinds):
+                if scan.class_may_lack_device(klass):
+                    return True
+                continue
+            if scan.attribute_may_be_module(attr) or (shape == "subscript" and "container" in scan.attribute_kinds(attr)):
                 return True
         return False
 

@@ -232,6 +232,7 @@ def embeddings(path, device):
         args = positional_args(node)
         if len(args) >= 2 or id(node) in self._no_tensors:
             return
+        self.facts.ensure_training_facts()
         scope = self.facts.script_scopes.get(self.scopes.name)
         file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
         if file_arg is not None and scope is not None and code_of(file_arg) in scope.saved_files:

@@ -83,6 +83,7 @@ from devlint.semantic import (
     lookup_scoped,
     ref_of,
 )
+from devlint.walk import walk
 
 #: methods whose result is no longer on the device
 _TO_HOST = frozenset({"cpu", "numpy", "item", "tolist"})
@@ -475,7 +476,7 @@ class _LoopWalker:
             def visit_Lambda(self, n: cst.Lambda) -> bool:
                 return False
 
-        node.visit(V())
+        walk(node, V())
 
     def _expression(self, node: cst.CSTNode) -> None:
         walker = self
@@ -523,7 +524,7 @@ class _LoopWalker:
                 if isinstance(op.operator, _ARITHMETIC):
                     walker._mix([op.left, op.right])
 
-        node.visit(V())
+        walk(node, V())
 
     def _mix(self, sides: List[cst.BaseExpression]) -> None:
         src = next((s for s in (self._device_source(x) for x in sides) if s is not None), None)

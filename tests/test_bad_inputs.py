@@ -492,7 +492,8 @@ HOSTILE = {
 def test_hostile_files_are_skipped_with_a_message_in_bounded_time(tmp_path):
     (tmp_path / GOOD_FILE).write_text(BUG)
     for name, text in HOSTILE.items():
-        (tmp_path / f"hostile_{name}.py").write_text(text)
+        # each also holds a bug, so that devlint must parse it with libcst
+        (tmp_path / f"hostile_{name}.py").write_text(BUG + "\n\n" + text)
     before = {p.name: p.read_bytes() for p in tmp_path.glob("hostile_*.py")}
     start = time.monotonic()
     out = run("check", "-j", "1", str(tmp_path))  # a subprocess: a native stack overflow would be a signal
@@ -504,6 +505,20 @@ def test_hostile_files_are_skipped_with_a_message_in_bounded_time(tmp_path):
     out = run("fix", "--apply", "-j", "1", str(tmp_path))
     assert {p.name: p.read_bytes() for p in tmp_path.glob("hostile_*.py")} == before
     assert (tmp_path / GOOD_FILE).read_text() == FIXED
+
+
+def test_hostile_file_that_no_rule_can_fire_on_is_checked_by_the_scan_alone(tmp_path):
+    # CPython's parser takes these in its stride; the candidate scan sees that
+    # no rule can fire, so libcst (which would choke) never parses them and
+    # there is nothing to say about them
+    (tmp_path / GOOD_FILE).write_text(BUG)
+    for name in ("sum-50k", "attribute-chain", "subscripts"):
+        (tmp_path / f"hostile_{name}.py").write_text(HOSTILE[name])
+    start = time.monotonic()
+    out = run("check", "-j", "1", str(tmp_path))
+    assert time.monotonic() - start < 60
+    assert out.code == 1 and out.stderr == "", out.output
+    _still_checked(out)
 
 
 LEGAL_AND_DEEP = {

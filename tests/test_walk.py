@@ -1,0 +1,113 @@
+"""devlint.walk visits what CSTNode.visit visits, in the same order."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from conftest import FIXTURES, ROOT
+from devlint.walk import child_fields, walk
+
+SOURCES = sorted(FIXTURES.rglob("*.py")) + sorted((ROOT / "devlint").rglob("*.py")) + sorted((ROOT / "rules").glob("*.py"))
+
+SYNTAX = textwrap.dedent(
+    '''
+    import a.b as c, d
+    from .e import (f as g, h)
+    @dec(1)
+    @other
+    async def fn(a, /, b: int = 1, *args, c, d=2, **kw) -> "T":
+        global x
+        nonlocal_ = lambda q, *r, s=3, **t: q
+        async with ctx() as (u, v), other:
+            async for i, j in aiter():
+                await thing
+        try:
+            pass
+        except* ValueError as e:
+            raise RuntimeError("x") from e
+        else:
+            pass
+        finally:
+            del x[1:2:3], y.z
+        while (w := next(it)) is not None:
+            break
+        else:
+            continue
+        match command.split():
+            case [action, *rest] if rest:
+                pass
+            case {"k": 1, **others}:
+                pass
+            case Point(x=0, y=0) | None:
+                pass
+            case _:
+                pass
+        return [k for k in range(3) if k], {k: v for k, v in d.items()}, {s for s in t}, (g for g in h)
+    class K(Base, metaclass=Meta):
+        x: int = 1
+        y: "str"
+        def m(self): return f"{self.x!r:>{width}} {y=}" + b"bytes".decode() + r"raw"
+    assert a if b else c, "msg"
+    a = b = -c ** +d // e % f @ g << h >> i & j | k ^ ~l and not m or n
+    a += 1; b -= 2; c[...] = d[::, 1]
+    print(*args, **kwargs, sep="")
+    '''
+)
+
+
+class _Recorder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.events = []
+
+    def on_visit(self, node):
+        self.events.append(("visit", type(node).__name__, id(node)))
+        # skip one kind of subtree, as rules do
+        return not isinstance(node, cst.Lambda)
+
+    def on_leave(self, original_node):
+        self.events.append(("leave", type(original_node).__name__, id(original_node)))
+
+
+class _HookedRecorder(_Recorder):
+    def visit_If_body(self, node):
+        self.events.append(("If.body", id(node)))
+
+    def leave_If_orelse(self, node):
+        self.events.append(("If.orelse left", id(node)))
+
+    def visit_FunctionDef_decorators(self, node):
+        self.events.append(("decorators", id(node)))
+
+
+def _same(module: cst.Module, recorder) -> None:
+    by_libcst, by_walk = recorder(), recorder()
+    module.visit(by_libcst)
+    walk(module, by_walk)
+    assert by_walk.events == by_libcst.events
+
+
+@pytest.mark.parametrize("recorder", [_Recorder, _HookedRecorder])
+def test_walk_visits_like_libcst_on_every_syntax_form(recorder):
+    _same(cst.parse_module(SYNTAX), recorder)
+
+
+def test_walk_visits_like_libcst_on_fixtures_and_devlint_itself():
+    assert len(SOURCES) > 150
+    for path in SOURCES:
+        module = cst.parse_module(path.read_text(encoding="utf-8"))
+        _same(module, _Recorder)
+
+
+def test_child_order_is_read_from_libcst():
+    assert child_fields(cst.Call)[:2] == ("lpar", "func")
+    assert child_fields(cst.FunctionDef).index("decorators") < child_fields(cst.FunctionDef).index("body")
+
+
+def test_only_visitors_with_their_own_attribute_hooks_pay_for_them():
+    from devlint.walk import _has_attribute_hooks
+
+    assert not _has_attribute_hooks(_Recorder)
+    assert _has_attribute_hooks(_HookedRecorder)
