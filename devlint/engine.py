@@ -187,7 +187,7 @@ def _python_syntax_error(text: str, path: str) -> Optional[Tuple[int, int, str]]
     import ast
 
     try:
-        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        _compile_quietly(text, path, ast.PyCF_ONLY_AST)
     except SyntaxError as exc:
         return max(exc.lineno or 1, 1), max(exc.offset or 1, 1), f"{type(exc).__name__}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError, OverflowError):
@@ -522,6 +522,17 @@ def _broken_fixes(module: cst.Module, applied: List[Diagnostic], new_text: str) 
     return sorted(culprits or {d.code for d in applied})
 
 
+def _compile_quietly(text: str, path: str, flags: int = 0) -> None:
+    """``compile`` (never run) without the interpreter's SyntaxWarnings
+    ("is" with a literal, invalid escape sequences...): they are about the
+    user's code, not ours, and would be printed on stderr, twice per fix."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compile(text, path, "exec", flags, dont_inherit=True)
+
+
 def _fixed_code_problem(source: str, fixed: str, path: str) -> Optional[str]:
     """Why ``fixed`` must not replace ``source``, or None."""
     try:
@@ -531,11 +542,11 @@ def _fixed_code_problem(source: str, fixed: str, path: str) -> Optional[str]:
     # the interpreter is stricter than libcst (a repeated keyword argument,
     # ``return`` outside a function...): compile, never run, both versions
     try:
-        compile(source, path, "exec", dont_inherit=True)
+        _compile_quietly(source, path)
     except Exception:
         return None  # newer syntax than this Python, or already broken: libcst's word is all we have
     try:
-        compile(fixed, path, "exec", dont_inherit=True)
+        _compile_quietly(fixed, path)
     except SyntaxError as exc:
         return f"code that does not compile (line {exc.lineno}: {exc.msg})"
     except Exception as exc:

@@ -46,9 +46,13 @@ Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
 scalar tensor mixes with CUDA tensors), a factory used as an index
 (`x[torch.arange(n)]`, indexing accepts CPU indices), factories in `__init__`
 and outside modules. A tensor assembled on the CPU (filled in place, combined
-with other CPU tensors) is not flagged when every later use moves it, indexes
-with it or only reads its shape, e.g. a helper that returns early with a
+with other CPU tensors, taken to the CPU on purpose with `.cpu()`) is not
+flagged when every later use moves it, indexes with it, tests it
+(`mask.any()`) or only reads its shape, until a re-binding to its moved copy
+in the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
 cached table and otherwise builds one and ends with `return pe.to(x.device)`;
+nor is a factory inside a computation over CPU tensors whose result is moved
+(`torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(dev)`);
 nor is a helper's CPU result when every forward-reachable caller moves it
 (`w = self.build(n)` then `w = w.to(self.w.device)`, even under a condition)
 or only indexes with it (`table[self.index(n).view(-1)]`). A `.to(x.dtype)` /
@@ -240,7 +244,10 @@ class RNN(nn.Module):
         if flow is None or flow.node is not original_node:
             return
         self._method = None
+        inside_moved = flow.calls_in_moved_values() if flow.pending else set()
         for call, defs, statement, message, fix, why in flow.pending:
+            if id(call) in inside_moved:
+                continue
             if not flow.escapes_unmoved(defs) or flow.moved_next(defs, statement):
                 continue
             if fix is None:
@@ -278,6 +285,17 @@ class RNN(nn.Module):
     visit_While = visit_For  # type: ignore[assignment]
     leave_While = leave_For  # type: ignore[assignment]
 
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if self._method is not None:
+            self._method.blocks.append(id(node))
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        if self._method is not None and self._method.blocks:
+            self._method.blocks.pop()
+
+    visit_SimpleStatementSuite = visit_IndentedBlock  # type: ignore[assignment]
+    leave_SimpleStatementSuite = leave_IndentedBlock  # type: ignore[assignment]
+
     def visit_Return(self, node: cst.Return) -> None:
         if self._method is not None and node.value is not None:
             root = _chain_root(node.value, self.facts)
@@ -307,6 +325,10 @@ class RNN(nn.Module):
             root = _chain_root(func.value, self.facts)
             if root is not None and self._method is not None:
                 self._method.kinds[id(root)] = ("move", None)
+            elif self._method is not None and isinstance(func.value, cst.Call):
+                # torch.stack(torch.meshgrid(torch.arange(h), ...)).to(dev): a
+                # CPU computation whose result is moved
+                self._method.moved_values.append(func.value)
             return
         fn = self.facts.is_factory(func)
         if fn is None or id(node) in self._moved:
@@ -439,6 +461,14 @@ def _chain_root(node: cst.BaseExpression, facts: FileFacts) -> Optional[cst.Name
             return None
 
 
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.ids: Set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.ids.add(id(node))
+
+
 class _Mentions(cst.CSTVisitor):
     def __init__(self, name: str) -> None:
         self.name = name
@@ -497,14 +527,19 @@ class _Def:
     """One binding of a local name: ``t = v`` (plain), or ``t[i] = v`` /
     ``t += v`` (in place: the tensor in ``t`` takes ``v`` in)."""
 
-    __slots__ = ("name", "value", "pos", "loop", "in_place")
+    __slots__ = ("name", "value", "pos", "loop", "in_place", "block")
 
-    def __init__(self, name: str, value: cst.BaseExpression, loop: Optional[int], in_place: bool) -> None:
+    def __init__(self, name: str, value: cst.BaseExpression, loop: Optional[int], in_place: bool, block: int) -> None:
         self.name = name
         self.value = value
         self.pos = 1 << 60  # set when the statement has been visited
         self.loop = loop
         self.in_place = in_place
+        self.block = block
+
+
+#: the binding a value flows into when it is moved to a device
+_MOVED_DEF = _Def("", cst.Name("None"), None, False, -1)
 
 
 class _MethodFlow:
@@ -551,6 +586,10 @@ class _MethodFlow:
         self.loads: Dict[str, List[Tuple[int, int, str, Optional[_Def]]]] = {}
         self.params = {p.name.value for p in (*node.params.params, *node.params.kwonly_params, *node.params.posonly_params)}
         self._cache: Optional[Tuple[Set[str], Set[str]]] = None
+        #: ids of the blocks (statement lists) being visited
+        self.blocks: List[int] = []
+        #: receivers of a move that are computations (``torch.stack(...).to(d)``)
+        self.moved_values: List[cst.BaseExpression] = []
 
     # -- collection --------------------------------------------------------------
     def assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression, augmented: bool = False) -> None:
@@ -568,7 +607,7 @@ class _MethodFlow:
             base = t.value if isinstance(t, cst.Subscript) else t
             if isinstance(base, cst.Name) and defs is not None:
                 in_place = base is not t or augmented
-                d = _Def(base.value, value, loop, in_place)
+                d = _Def(base.value, value, loop, in_place, self.blocks[-1] if self.blocks else 0)
                 defs.append(d)
                 self.defs.append(d)
                 self.by_name.setdefault(base.value, []).append(d)
@@ -611,6 +650,8 @@ class _MethodFlow:
                 return False, func.value not in _BUILTIN_SCALARS
             if isinstance(func, cst.Attribute):
                 recv = func.value
+                if func.attr.value == "cpu" and not node.args:
+                    return True, False  # t.cpu(): a CPU tensor whatever t is
                 if isinstance(recv, cst.Name) and recv.value == "self":
                     return False, True  # self.proj(x): a submodule's output, on the model's device
                 if isinstance(recv, cst.Name) and recv.value in self.imports:
@@ -698,6 +739,21 @@ class _MethodFlow:
         _, unknown = self._operands(d.value, names, scalars)
         return not unknown and {n.value for n in names} <= born
 
+    def calls_in_moved_values(self) -> Set[int]:
+        """Ids of the calls inside a moved computation over CPU-born values
+        only (``torch.stack(torch.meshgrid(torch.arange(h), ...)).to(dev)``)."""
+        scalars, born = self._names()
+        out: Set[int] = set()
+        for value in self.moved_values:
+            names: List[cst.Name] = []
+            _, unknown = self._operands(value, names, scalars)
+            if unknown or not {n.value for n in names} <= born:
+                continue
+            collector = _Calls()
+            value.visit(collector)
+            out |= collector.ids
+        return out
+
     def escapes_unmoved(self, defs: Optional[List[_Def]]) -> bool:
         """Whether a factory result bound by ``defs`` can reach the
         computation on the CPU."""
@@ -712,7 +768,14 @@ class _MethodFlow:
                 self._operands(d.value, names, scalars)
                 for n in names:
                     flows[id(n)] = d
-        contained: Dict[int, bool] = {}
+        moved = _MOVED_DEF
+        for value in self.moved_values:
+            names = []
+            _, unknown = self._operands(value, names, scalars)
+            if not unknown and {n.value for n in names} <= self._names()[1]:
+                for n in names:
+                    flows[id(n)] = moved
+        contained: Dict[int, bool] = {id(moved): True}
 
         def is_contained(d: _Def) -> bool:
             key = id(d)
@@ -721,8 +784,17 @@ class _MethodFlow:
             contained[key] = True  # a cycle of bindings does not escape by itself
             ok = self._born_def(d)
             seen = 0
+            # a plain re-binding later in the same block hides this one from
+            # every load after it (t = zeros(n); t[0] = 1; t = t.to(dev); use(t))
+            kill = min(
+                (o.pos for o in self.by_name.get(d.name, ()) if not o.in_place and o.block == d.block and o.pos > d.pos),
+                default=None,
+            )
             for pos, node_id, kind, target in self.loads.get(d.name, ()) if ok else ():
-                if pos <= d.pos and (d.loop is None or pos < d.loop):
+                if kill is not None:
+                    if not d.pos < pos <= kill:
+                        continue
+                elif pos <= d.pos and (d.loop is None or pos < d.loop):
                     continue  # cannot see this binding
                 seen += 1
                 if kind in ("index", "move", "inspect"):

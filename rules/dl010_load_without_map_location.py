@@ -42,6 +42,12 @@ loaded object whose every use restores a random number generator
 `random.setstate(...)`): RNG states are CPU byte tensors wherever they were
 saved.
 
+Decided case: devlint cannot see what a file holds, so a load of a file
+that happens to contain no tensors (a metadata tuple of dtypes, sizes and
+strides) is still reported. Such a file may later hold tensors, and
+`map_location="cpu"` costs nothing where it does not; the finding is counted
+as arguable, not as a misread, in `docs/precision.md`.
+
 ## Fix safety
 Adding `map_location="cpu"` is safe where the loaded object only feeds
 `load_state_dict` (directly, `model.load_state_dict(torch.load(p)["model"])`,

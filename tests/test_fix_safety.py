@@ -19,7 +19,7 @@ import libcst as cst
 import pytest
 
 import devlint.rule
-from clirun import BUG, BUGGY_CALL, FIXED, FIXED_CALL, cli, devlint_command
+from clirun import BUG, BUGGY_CALL, FIXED, FIXED_CALL, cli, devlint_command, run
 from conftest import FIXTURES
 from devlint.engine import fix_source
 from devlint.rule import Rule, all_rules
@@ -107,6 +107,19 @@ def test_fixing_twice_changes_nothing(tmp_path):
     out = cli("fix", "--apply", "--unsafe-fixes", "--no-cache", str(tmp_path))
     assert "Fixed 0 problems" in out.output, out.output
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == once
+
+
+def test_fix_prints_no_syntax_warning_about_the_users_code(tmp_path):
+    """The fix is validated with compile() (never run), which warns about
+    dubious code ("is" with a literal, calling a str); those warnings are not
+    devlint's to print (the 2 000-program fuzz run showed them, twice a fix)."""
+    dubious = BUG.replace("        return", '        y = "a"("b")\n        z = 1 is 1\n        return')
+    f = tmp_path / "m.py"
+    f.write_text(dubious)
+    out = run("fix", "--apply", "--no-cache", str(f))
+    assert out.code == 0 and "Fixed 1 problem" in out.stdout, out.output
+    assert "Warning" not in out.output and out.stderr == "", out.output
+    assert f.read_text() == dubious.replace(BUGGY_CALL, FIXED_CALL)
 
 
 # --------------------------------------------------------------------------
