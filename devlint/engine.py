@@ -274,6 +274,22 @@ def lint_source(
     except RecursionError:
         result.error = "skipped: too deeply nested to analyse"
         return result
+    _report(result, text, path, module, analysis, ran, lines, suppress)
+    return result
+
+
+def _report(
+    result: FileResult,
+    text: str,
+    path: str,
+    module: cst.Module,
+    analysis: "Analysis",
+    ran: Set[str],
+    lines: List[str],
+    suppress: bool = True,
+) -> None:
+    """What ``lint_source`` reports from one analysis of ``text``: positions,
+    suppressions, the engine-level unused-noqa rule, sorted findings."""
     result.internal_errors.extend(analysis.errors)
     diagnostics = analysis.diagnostics
     _positions(module, diagnostics, lines)
@@ -292,7 +308,6 @@ def lint_source(
         kept.extend(d for d in stale if not suppressions.suppresses(d.code, d.line))
     kept.sort(key=Diagnostic.sort_key)
     result.diagnostics = kept
-    return result
 
 
 # --------------------------------------------------------------------------
@@ -396,6 +411,13 @@ def fix_source(
             return result
         if analysis.errors:
             result.internal_errors.extend(e for e in analysis.errors if e not in result.internal_errors)
+        if _round == 0 and not any(d.fix is not None and (d.fix.is_safe or unsafe) for d in analysis.diagnostics):
+            # nothing to fix: report from this analysis rather than a second one
+            result.fixed_text = source
+            if UNUSED_NOQA[0] not in {r.code for r in rules}:
+                _report(result, text, path, module, analysis, {r.code for r in rules}, _source_lines(text))
+                return result
+            break
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         positions = wrapper.resolve(PositionProvider)
         fixable = []
