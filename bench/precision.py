@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import random
 import subprocess
 import sys

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import sys
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devlint.diagnostic import Diagnostic, Edit, FileResult, Fix  # FileResult: re-exported
+from devlint.diagnostic import Diagnostic, Edit, FileResult  # FileResult: re-exported
 from devlint.limits import SCAN_FIRST_BYTES, hostile
 from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
 from devlint.semantic import FileFacts, build_facts
-from devlint.source import SourceError, SourceText, decode_source
+from devlint.source import SourceError, decode_source
 from devlint.suppress import Suppressions, parse_suppressions
 from devlint.walk import walk
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from typing import TYPE_CHECKING, Dict, List, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Dict, Sequence, TextIO, Type
 
 from devlint import __version__
 from devlint.diagnostic import Diagnostic

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tupl
 import libcst as cst
 
 from devlint.diagnostic import Diagnostic, Fix, FixSafety
-from devlint.semantic import ClassFacts, FileFacts, FunctionFacts, code_of, self_attribute
+from devlint.semantic import ClassFacts, FileFacts, FunctionFacts, code_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from devlint.scan import ScanSummary

@@ -7,7 +7,7 @@ import difflib
 import os
 import stat
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 from devlint.config import Config

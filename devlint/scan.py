@@ -79,14 +79,10 @@ class ScanSummary:
         self.attributes: Set[str] = set()
         #: every short (<= 64 characters) string constant in the file, f-string parts included
         self.strings: Set[str] = set()
-        #: ``self.<attr> = ...`` targets as (class, method, attribute)
-        self.attribute_assigns: List[Tuple[Optional[str], Optional[str], str]] = []
         #: for each ``for`` statement: the dotted name it iterates, calls and
         #: subscripts peeled off (``enumerate(tqdm(loaders["train"]))`` ->
         #: ``loaders``), "" when it is not a name
         self.loops: List[str] = []
-        #: names bound by ``for`` targets anywhere
-        self.loop_targets: Set[str] = set()
         #: loop variable -> attributes it iterates (``for b in x.blocks``,
         #: ``for i, b in enumerate(x.blocks)``: ``b`` -> ``{"blocks"}``)
         self.loop_attribute_vars: Dict[str, Set[str]] = {}
@@ -147,10 +143,6 @@ class ScanSummary:
             if q.startswith("torch.") and q.count(".") == 1:
                 out.add(q[len("torch."):])
         return out
-
-    def imports_any(self, prefix: str) -> bool:
-        """Some import binds a name to ``prefix`` or something under it."""
-        return any(t == prefix or t.startswith(prefix + ".") for ts in self.imports.values() for t in ts)
 
     def attribute_kinds(self, attr: str) -> Set[str]:
         """What ``<name>.attr`` may be assigned anywhere in the file:
@@ -591,7 +583,6 @@ class _Scanner:
                 continue
             elif t is For or t is AsyncFor:
                 s.loops.append(_iterated_name(node.iter))
-                s.loop_targets.update(n.id for n in _flatten_targets(node.target) if type(n) is Name)
                 it, var = node.iter, node.target
                 if type(it) is Call and _dotted(it.func) == "enumerate" and it.args:
                     pair = type(var) is TupleNode and len(var.elts) == 2
@@ -602,9 +593,6 @@ class _Scanner:
                 targets = node.targets if t is Assign else [node.target]
                 value = node.value
                 for target in targets:
-                    for el in _flatten_targets(target):
-                        if type(el) is Attribute and type(el.value) is Name:
-                            s.attribute_assigns.append((cls, method, el.attr))
                     if type(target) is Name and cls is None and method is None:
                         s.unclassed_names.add(target.id)
                     if type(target) is Name and type(value) is Call:
@@ -714,17 +702,6 @@ def _is_container(node: Optional[ast.AST]) -> bool:
     if t in (ast.List, ast.Tuple, ast.Dict, ast.ListComp, ast.DictComp):
         return True
     return t is ast.Call and (_dotted(node.func) or "") in _CONTAINER_CALLS  # type: ignore[union-attr]
-
-
-def _flatten_targets(node: ast.AST) -> List[ast.AST]:
-    if isinstance(node, (ast.Tuple, ast.List)):
-        out: List[ast.AST] = []
-        for el in node.elts:
-            out.extend(_flatten_targets(el))
-        return out
-    if isinstance(node, ast.Starred):
-        return _flatten_targets(node.value)
-    return [node]
 
 
 def _owner_shape(node: ast.AST) -> Tuple[Optional[str], str, str]:

@@ -2513,24 +2513,35 @@ def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
     return q in TORCH_LOADS
 
 
+def _checkpoint_use(name: cst.Name, parents: List[cst.CSTNode]) -> Tuple[Optional[bool], int, cst.CSTNode]:
+    """What every reading of a loaded object's use starts with: a verdict for
+    the binding itself, ``del`` and a ``"key" in ckpt`` test (else None), and
+    past any subscripts (``ckpt["model"]``), the index in ``parents`` of the
+    node that uses the value and the outermost subscript (or the name)."""
+    if not parents:
+        return True, -1, name
+    parent = parents[-1]
+    if isinstance(parent, (cst.AssignTarget, cst.Del)):
+        return True, -1, name
+    if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
+        return parent.comparator is name, -1, name
+    node: cst.CSTNode = name
+    i = len(parents) - 1
+    while i >= 0 and isinstance(parents[i], cst.Subscript) and parents[i].value is node:  # type: ignore[attr-defined]
+        node = parents[i]
+        i -= 1
+    return None, i, node
+
+
 def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     """Whether this occurrence of a loaded checkpoint's name is harmless under
     ``map_location="cpu"``: an argument of ``load_state_dict`` (possibly
     subscripted: ``ckpt["model"]``), a ``"key" in ckpt`` test,
     ``ckpt = ckpt["model"]``, the binding itself or ``del``. ``parents``: the
     nodes around the name, innermost last."""
-    if not parents:
-        return True
-    parent = parents[-1]
-    if isinstance(parent, (cst.AssignTarget, cst.Del)):
-        return True
-    if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
-        return parent.comparator is name
-    node: cst.CSTNode = name
-    i = len(parents) - 1
-    while i >= 0 and isinstance(parents[i], cst.Subscript) and parents[i].value is node:  # type: ignore[attr-defined]
-        node = parents[i]
-        i -= 1
+    verdict, i, node = _checkpoint_use(name, parents)
+    if verdict is not None:
+        return verdict
     if i < 0:
         return False
     parent = parents[i]
@@ -2557,18 +2568,9 @@ _RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set
 def _restores_rng(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     """This use of a loaded object is the binding, a ``"key" in state`` test,
     or an argument (possibly subscripted) of an RNG setter."""
-    if not parents:
-        return True
-    parent = parents[-1]
-    if isinstance(parent, (cst.AssignTarget, cst.Del)):
-        return True
-    if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
-        return parent.comparator is name
-    node: cst.CSTNode = name
-    i = len(parents) - 1
-    while i >= 0 and isinstance(parents[i], cst.Subscript) and parents[i].value is node:  # type: ignore[attr-defined]
-        node = parents[i]
-        i -= 1
+    verdict, i, _ = _checkpoint_use(name, parents)
+    if verdict is not None:
+        return verdict
     if i < 1 or not isinstance(parents[i], cst.Arg) or not isinstance(parents[i - 1], cst.Call):
         return False
     dotted = dotted_name(parents[i - 1].func)  # type: ignore[attr-defined]

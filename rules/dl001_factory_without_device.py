@@ -77,7 +77,6 @@ from devlint.semantic import (
     FileFacts,
     has_star_kwargs,
     is_dtype_cast,
-    is_number_literal,
     keyword_arg,
     positional_args,
 )

@@ -83,7 +83,7 @@ from devlint.rules._scripts import (
     contained_classes,
     wrapped_origin,
 )
-from devlint.semantic import BindEvent, ScopeFacts, WrapEvent, always_before, keyword_arg, positional_args
+from devlint.semantic import ScopeFacts, always_before, keyword_arg, positional_args
 
 _WHY_UNSAFE = "removing a wrapper drops a `module.` level from the state_dict keys"
 

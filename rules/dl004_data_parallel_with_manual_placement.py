@@ -70,7 +70,7 @@ split over GPUs, and checkpoints saved from the wrapped model carry a
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 import libcst as cst
 

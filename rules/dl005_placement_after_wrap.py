@@ -84,7 +84,6 @@ import libcst as cst
 from devlint.diagnostic import Fix, FixSafety
 from devlint.rule import Invalid, Valid
 from devlint.rules._scripts import (
-    WRAPPER_SHORT,
     ScriptRule,
     binding_chain,
     calls_a_wrapper,
@@ -98,8 +97,6 @@ from devlint.semantic import (
     ScopeFacts,
     WrapEvent,
     always_before,
-    dotted_name,
-    keyword_arg,
     placement_call,
     positional_args,
 )
@@ -252,7 +249,6 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
 
     # -- DistributedDataParallel --------------------------------------------
     def _ddp(self, node, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, wrap_node: cst.Call, separate: bool) -> None:
-        device = event.device or ("cuda" if event.method == "cuda" else "")
         if self._already_there(scope, wrap, event):
             return
         why = "DDP fixed its devices and built its gradient reducer when it was constructed; place the model before wrapping it"
@@ -349,7 +345,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         new_wrap = wrap_node.with_changes(args=new_args)
         if not separate:
             # DDP(model, ...).to(dev) -> DDP(model.to(dev), ...)
-            return Fix([(node, new_wrap)], safety, f"place the model before wrapping it"), ""
+            return Fix([(node, new_wrap)], safety, "place the model before wrapping it"), ""
         for name in _names_in(node.args):
             if scope.binds_between(name, wrap.order, event.order):
                 return None, f"`{name}` changes between the wrap and the placement"

@@ -229,17 +229,15 @@ class Trainer:
         ),
     ]
 
-    @classmethod
-    def candidate(cls, scan) -> bool:
-        # nothing is moved to a device: no model can be on one
-        return any(call.attr in ("to", "cuda") for call in scan.calls)
-
     def __init__(self, context) -> None:
         super().__init__(context)
         self.scopes = ScopeStack()
 
     @classmethod
     def candidate(cls, scan) -> bool:
+        # nothing is moved to a device: no model can be on one
+        if not any(call.attr in ("to", "cuda") for call in scan.calls):
+            return False
         # a for loop over something named like a loader, or any for loop in a
         # file that builds a DataLoader (loaders travel through parameters)
         if any(looks_like_loader(name) for name in scan.loops if name):

@@ -217,7 +217,7 @@ def test_summary_contents():
     assert s.resolve("x.to") == []
     assert s.forward_methods()["Net"] == frozenset({"forward", "head"})
     assert "cuda:1" in s.strings and "device" not in s.attributes and "to" in s.attributes
-    assert ("Net", "__init__", "a") in s.attribute_assigns and ("Net", "__init__", "b") in s.attribute_assigns
+    assert [(c, m, a, v.value) for c, m, a, v in s.attribute_stores] == [("Net", "__init__", "a", 1), ("Net", "__init__", "b", 2)]
     ddp = [c for c in s.calls if c.func == "DDP"][0]
     assert ddp.keywords == ("device_ids",) and ddp.n_args == 1 and ddp.cls is None
     to = [c for c in s.calls if c.attr == "to"][0]

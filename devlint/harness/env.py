@@ -24,7 +24,7 @@ import contextlib
 import itertools
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import torch
@@ -490,7 +490,6 @@ def environment(env: Environment) -> Iterator[Environment]:
         # simulated device has no cuDNN, as on a CPU build
         patch(cudnn_module, "enabled", False)
         original_to = nn.Module.to
-        original_cuda = nn.Module.cuda
 
         def module_to(self, *args, **kwargs):
             device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
