@@ -258,7 +258,7 @@ class RNN(nn.Module):
         if cls is None or cls is not self._flows_class:
             return
         flows, self._flows, self._flows_class = self._flows, {}, None
-        resolver = _Resolver(flows, cls)
+        resolver = _Resolver(flows, cls, original_node)
         for flow in flows.values():
             inside_moved = flow.calls_in_moved_values() if flow.pending else set()
             for call, defs, statement, message, fix, why in flow.pending:
@@ -350,11 +350,21 @@ class RNN(nn.Module):
             root = _chain_root(node.value, self.facts, self._method)
             if root is not None:
                 self._method.kinds[id(root)] = ("return", None)
+            if self.context.current_function is self._method.node:
+                self._method.returning(node.value)
+
+    def leave_Return(self, original_node: cst.Return) -> None:
+        if self._method is not None and self._method.current is not None:
+            self._method.current = None
+            self._method.assign_value = None
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if self._method is None:
             return
         self._method.kinds[id(node.attr)] = ("store", None)  # x.mask: not a load of a local `mask`
+        name = self._method.attribute_name(node)
+        if name is not None:
+            self._method.attribute_seen(node, name)
         # t.shape, t.dtype, t.device: looking at a tensor does not use its data
         if isinstance(node.value, cst.Name) and node.attr.value in _INSPECT_ATTRS:
             self._method.kinds[id(node.value)] = ("inspect", None)
@@ -368,9 +378,12 @@ class RNN(nn.Module):
             for arg in node.args:
                 if arg.keyword is not None:
                     self._method.kinds[id(arg.keyword)] = ("store", None)  # f(mask=m): not a load of `mask`
-        if isinstance(func, cst.Attribute) and self._method is not None and isinstance(func.value, cst.Name):
+        if isinstance(func, cst.Attribute) and self._method is not None:
             if func.attr.value in _INSPECT_CALLS or (func.attr.value in _REDUCE_ALL and not node.args):
-                self._method.kinds[id(func.value)] = ("inspect", None)
+                # t.size(), t[0].sum(): a shape, or a 0-dim tensor that mixes with any device
+                root = _chain_root(func.value, self.facts, self._method)
+                if root is not None and not isinstance(root, cst.Call):
+                    self._method.kinds[id(root)] = ("inspect", None)
         if self._method is not None and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name):
             if self.facts.torch_function(func) in ("any", "all", "numel", "is_nonzero") or (
                 isinstance(func, cst.Name) and func.value in ("len", "bool", "int", "float")
@@ -605,6 +618,8 @@ def _chain_root(node: cst.BaseExpression, facts: FileFacts,
             return node
         if flow is not None and isinstance(node, cst.Call) and _is_self_call(node, flow):
             return node
+        if flow is not None and flow.attribute_name(node) is not None:
+            return node
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
             node.func.attr.value in _CHAIN or is_dtype_cast(facts, node)
         ):
@@ -723,7 +738,7 @@ class _Def:
     ``v`` in), the target of a ``for`` loop over a local (``for r in t``), or
     a parameter of the method (``param``)."""
 
-    __slots__ = ("name", "value", "pos", "loop", "in_place", "blocks", "basic", "param")
+    __slots__ = ("name", "value", "pos", "loop", "in_place", "blocks", "basic", "param", "returned")
 
     def __init__(self, name: str, value: cst.BaseExpression, loop: Optional[int], in_place: bool,
                  blocks: Tuple[int, ...], basic: bool = False, param: bool = False) -> None:
@@ -738,6 +753,8 @@ class _Def:
         #: works whatever ``v``'s device (and keeps ``t`` where it is)
         self.basic = basic
         self.param = param
+        #: the value of a ``return`` statement (not a binding of a name)
+        self.returned = False
 
     @property
     def block(self) -> int:
@@ -866,16 +883,37 @@ class _MethodFlow:
                 flat.append(t)
         for t in flat:
             base = t.value if isinstance(t, cst.Subscript) else t
-            if isinstance(base, cst.Name) and defs is not None:
+            name = base.value if isinstance(base, cst.Name) else self.attribute_name(base)
+            if name is not None and defs is not None:
                 in_place = base is not t or augmented
                 basic = isinstance(t, cst.Subscript) and not augmented and self._basic_index(t)
-                d = self._new_def(base.value, value, in_place, basic)
+                d = self._new_def(name, value, in_place, basic)
                 defs.append(d)
-                # the name in the target: a store, or the tensor updated in place
+                # the target: a store, or the tensor updated in place
                 self.kinds[id(base)] = ("update", d) if in_place else ("store", d)
             else:
-                defs = None  # an attribute or a tuple: the value escapes
+                defs = None  # another object's attribute or a tuple: the value escapes
         self.current = defs
+        self.assign_value = value
+
+    def attribute_name(self, node: cst.BaseExpression) -> Optional[str]:
+        """``".cache"`` for ``self.cache``: the module's attributes are
+        followed like locals whose loads are in every method of the class."""
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self.self_name:
+            return "." + node.attr.value
+        return None
+
+    def attribute_seen(self, node: cst.Attribute, name: str) -> None:
+        kind, d = self.kinds.get(id(node), ("plain", None))
+        if kind != "store":
+            self.loads.setdefault(name, []).append((self.pos, id(node), kind, d))
+
+    def returning(self, value: cst.BaseExpression) -> None:
+        """``return <value>``: a factory in it is contained where the value
+        is CPU-born and every caller's use of the method's result is."""
+        d = _Def("", value, None, False, tuple(self.blocks))
+        d.returned = True
+        self.current = [d]
         self.assign_value = value
 
     def add_to_list(self, receiver: cst.Name, value: cst.BaseExpression) -> None:
@@ -1150,6 +1188,12 @@ class _MethodFlow:
             contained[key] = True  # a cycle of bindings does not escape by itself
             root = key in roots
             ok = self._born_def(d) if root else True
+            if d.returned:
+                ok = ok and (self.returns_placed or resolver.result_contained(self.name))
+                contained[key] = ok
+                return ok
+            if d.name.startswith(".") and ok:
+                ok = resolver.attribute_contained(d.name, self)
             seen = 0
             # a plain re-binding later in the same block, or in a block around
             # it, hides this binding from every load after it (t = zeros(n);
@@ -1230,6 +1274,37 @@ class _MethodFlow:
         return False
 
 
+def _class_body(node: Optional[cst.ClassDef]) -> Sequence[cst.CSTNode]:
+    if node is None or not isinstance(node.body, cst.IndentedBlock):
+        return ()
+    return node.body.body
+
+
+class _AttributeReads(cst.CSTVisitor):
+    """Names of ``<first parameter>.<attr>`` read (not only assigned) in a
+    method: every use but the target of a plain assignment."""
+
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+        self._stores: Set[int] = set()
+        self._self: List[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = node.params.params
+        self._self.append(params[0].name.value if params else "self")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._self.pop()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._stores.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if id(node) not in self._stores and isinstance(node.value, cst.Name) and self._self \
+                and node.value.value == self._self[-1]:
+            self.names.add(node.attr.value)
+
+
 class _Resolver:
     """Answers, once a class has been seen, the questions a method's flow
     asks about the others: is the result of ``self.m(...)`` contained at
@@ -1237,11 +1312,39 @@ class _Resolver:
     of ``m`` contained there. A question met again while it is being
     answered (recursion) is answered "no"."""
 
-    def __init__(self, flows: Dict[str, _MethodFlow], cls: ClassFacts) -> None:
+    def __init__(self, flows: Dict[str, _MethodFlow], cls: ClassFacts, node: Optional[cst.ClassDef] = None) -> None:
         self.flows = flows
         self.cls = cls
+        self.node = node
         self._results: Dict[str, bool] = {}
         self._params: Dict[Tuple[str, str], bool] = {}
+        self._outside: Optional[Set[str]] = None
+
+    def attribute_contained(self, name: str, owner: _MethodFlow) -> bool:
+        """The loads of a module attribute outside the method that stores
+        it: none in methods forward does not reach, and in the others only
+        uses that keep a CPU tensor to itself. Reads from outside the class
+        are not seen."""
+        if self._outside is None:
+            reads = _AttributeReads()
+            for stmt in _class_body(self.node):
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in self.flows:
+                    walk(stmt, reads)
+            self._outside = reads.names
+        if name[1:] in self._outside:
+            return False
+        for flow in self.flows.values():
+            if flow is owner:
+                continue
+            for _, node_id, kind, _ in flow.loads.get(name, ()):
+                if kind in ("index", "move", "inspect"):
+                    continue
+                if kind == "return" and (flow.returns_placed or self.result_contained(flow.name)):
+                    continue
+                if kind == "arg" and node_id in flow.arg_of and self.param_contained(*flow.arg_of[node_id]):
+                    continue
+                return False
+        return True
 
     def result_contained(self, method: str) -> bool:
         if method in self._results:
