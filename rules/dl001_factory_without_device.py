@@ -46,18 +46,33 @@ Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
 scalar tensor mixes with CUDA tensors), a factory used as an index
 (`x[torch.arange(n)]`, indexing accepts CPU indices), factories in `__init__`
 and outside modules. A tensor assembled on the CPU (filled in place, combined
-with other CPU tensors, taken to the CPU on purpose with `.cpu()`) is not
-flagged when every later use moves it, indexes with it, tests it
-(`mask.any()`) or only reads its shape, until a re-binding to its moved copy
-in the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
+with other CPU tensors, collected in a Python list, taken to the CPU on
+purpose with `.cpu()`) is not flagged when every later use moves it, indexes
+with it, tests it (`mask.any()`, `mask is None`), reads its shape, reduces it
+to a 0-dim tensor (`t.sum()`), copies device values into it (`t[1:] = x`),
+reads it as a number (`torch.arange(start, end)` over the rows of a CPU
+tensor) or feeds another such use, until a re-binding to its moved copy in
+the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
 cached table and otherwise builds one and ends with `return pe.to(x.device)`;
 nor is a factory inside a computation over CPU tensors whose result is moved
-(`torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(dev)`);
-nor is a helper's CPU result when every forward-reachable caller moves it
-(`w = self.build(n)` then `w = w.to(self.w.device)`, even under a condition)
-or only indexes with it (`table[self.index(n).view(-1)]`). A `.to(x.dtype)` /
-`.to(torch.float16)` cast is not a move: `return t.to(torch.get_default_dtype())`
-from a helper whose caller stores it unmoved is still flagged.
+(`torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(dev)`,
+`torch.cat(offsets).to(dev)`).
+
+The flow is followed across the methods of the class: a helper's CPU result
+is fine when every forward-reachable call site keeps it to such uses (also
+through the caller's own return: a static grid moved by the caller's caller),
+a CPU value passed to another method is fine when that method's parameter
+is, and a module attribute assigned in `forward` (`self.state = ...`) is
+followed into every method of the class; a method forward does not reach that
+reads it counts as an escape. Reads from outside the class are not seen.
+
+Decided cases: a factory with a literal size of 0 (`torch.empty(0)`, an
+unused placeholder argument) holds no data and is not flagged; a factory in
+a statement that takes another tensor to the CPU explicitly
+(`grid.cpu() * torch.tensor([1, m, m])`) is CPU on purpose, and adding
+`device=` there would break it. A `.to(x.dtype)` / `.to(torch.float16)` cast
+is not a move: `return t.to(torch.get_default_dtype())` from a helper whose
+caller stores it unmoved is still flagged.
 
 ## Fix safety
 Safe: it only adds `device=` pointing at the device the computation already
@@ -828,6 +843,8 @@ class _MethodFlow:
         self.assign_value: Optional[cst.BaseExpression] = None
         self.defs: List[_Def] = []
         self.by_name: Dict[str, List[_Def]] = {}
+        #: the values of the method's own ``return`` statements
+        self.returns: List[_Def] = []
         #: position counter (Name nodes in visiting order) and open loops
         self.pos = 0
         self.loops: List[int] = []
@@ -913,6 +930,7 @@ class _MethodFlow:
         is CPU-born and every caller's use of the method's result is."""
         d = _Def("", value, None, False, tuple(self.blocks))
         d.returned = True
+        self.returns.append(d)
         self.current = [d]
         self.assign_value = value
 
@@ -1116,7 +1134,7 @@ class _MethodFlow:
                         born.discard(name)
                         changed = True
         flows: Dict[int, _Def] = {}
-        for d in self.defs:
+        for d in (*self.defs, *self.returns):
             if id(d) in self._assumed:
                 continue
             names = []
