@@ -54,8 +54,9 @@ Not flagged: a tensor moved anywhere before its use (`x = x.to(device)`,
 `model(x.cuda())`, `x.to(device)`, a helper call given the batch and a
 device by name (`to_device(batch, device)`, `prepare(batch, device=dev)`),
 `batch = {k: v.to(device) ...}`, `batch.to(device)`, `batch[k] = ...`,
-`inputs = batch["x"].to(device)`, any re-binding of the name to something
-else than the tensor itself), a model never moved or moved to `"cpu"`,
+`inputs = batch["x"].to(device)`, any re-binding of the name to a new
+value; `y = y.long()` or `y = y.view(-1)` is none: the tensor stays where
+it was), a model never moved or moved to `"cpu"`,
 inputs of a `DataParallel` model or a `DistributedDataParallel` model given
 `device_ids` (the wrapper moves its inputs; targets still need moving), a
 loader built with `pin_memory_device=` or a `collate_fn=` of its own (a
@@ -65,10 +66,12 @@ from a dataset built with a device, or wrapped by something that places
 batches (`accelerator.prepare`, a `DeviceDataLoader(dl, device)`); a loop
 variable that is the whole batch passed as it is (`model(batch)`,
 `model(**batch)`: it may be a dict or a list, which `.to()` cannot move), a
-field read by a computed key (`batch[k]`), and a batch item shown or stored
-next to the output rather than combined with it (`print(y, out)`,
-`rows.append(...)`, `log.info(...)`). Only the batch tensors above count,
-and only when they reach the model or meet its output.
+field read by a computed key (`batch[k]`), sequence lengths (`lengths`,
+`src_lens`, `batch["seq_len"]`: `pack_padded_sequence` wants them on the CPU
+and `CTCLoss` accepts them there), and a batch item shown or stored next to
+the output rather than combined with it (`print(y, out)`, `rows.append(...)`,
+`log.info(...)`). Only the batch tensors above count, and only when they
+reach the model or meet its output.
 
 ## Fix safety
 Safe: moving a tensor to the device its model already lives on is what the
@@ -419,6 +422,16 @@ def _device_argument(arg: cst.Arg) -> str:
     return " ".join(words)
 
 
+_LENGTH_WORDS = frozenset({"len", "lens", "length", "lengths", "seqlen", "seqlens"})
+
+
+def _is_lengths(key: str) -> bool:
+    """``lengths``, ``src_lens``, ``batch["seq_len"]``: sequence lengths, which
+    ``pack_padded_sequence`` wants on the CPU (and ``CTCLoss`` accepts there)."""
+    words = "".join(c if c.isalnum() else "_" for c in key.lower()).split("_")
+    return any(w in _LENGTH_WORDS for w in words)
+
+
 def _constant_key(node: cst.Subscript) -> str:
     """``"key"`` for ``batch["x"]``, ``"index"`` for ``batch[0]``, else ""."""
     if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
@@ -528,6 +541,8 @@ class _LoopWalker:
 
     def _flag(self, hit: Tuple[_Root, cst.CSTNode], model: str, placement: Placement, as_input: bool) -> None:
         root, node = hit
+        if _is_lengths(root.key) or (isinstance(node, cst.Name) and _is_lengths(node.value)):
+            return  # sequence lengths stay on the CPU (pack_padded_sequence, CTCLoss)
         # an index is moved where it is read: each read is its own finding
         key = f"{root.key}@{id(root.node)}" if root.kind == "index" else root.key
         if key in self._reported:
