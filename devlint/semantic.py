@@ -715,6 +715,9 @@ class _FactsBuilder:
         self._class_nodes: Dict[str, cst.ClassDef] = {}
         #: class -> module-container attributes whose modules are registered another way
         self._registered_attrs: Dict[str, Set[str]] = {}
+        # class name -> attributes assigned an empty ``nn.ModuleList()`` /
+        # ``nn.ModuleDict()`` / ``nn.Sequential()``, filled by later appends
+        self._empty_nn_containers: Dict[str, Set[str]] = {}
 
     # -- imports -----------------------------------------------------------
     def _add_import(self, local: str, target: str) -> None:
@@ -1228,6 +1231,20 @@ def _is_empty_container(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and not node.args and _container_type(node) != ""
 
 
+def _is_empty_nn_container(node: cst.BaseExpression) -> bool:
+    """``nn.ModuleList()``, ``nn.ModuleDict({})``, ``nn.ModuleList([])``
+    (placement stripped): a torch.nn container created with no modules."""
+    inner, _, _ = _strip_placement(node)
+    if not isinstance(inner, cst.Call):
+        return False
+    if not inner.args:
+        return True
+    if len(inner.args) != 1 or inner.args[0].keyword is not None or inner.args[0].star:
+        return False
+    arg = inner.args[0].value
+    return isinstance(arg, (cst.List, cst.Tuple, cst.Dict)) and not arg.elements
+
+
 def _is_string_key(node: cst.BaseExpression) -> bool:
     if string_value(node) is not None or isinstance(node, cst.FormattedString):
         return True
@@ -1322,6 +1339,11 @@ class _AttributeCollector(cst.CSTVisitor):
         kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
         if kind in ("nn_container", "module_container"):
             self._element_placements(name, value)
+        empty = self.b._empty_nn_containers.setdefault(self.cls.name, set())
+        if kind == "nn_container" and _is_empty_nn_container(value):
+            empty.add(name)
+        else:
+            empty.discard(name)
         record = AttributeFacts(
             name=name, kind=kind, method=self.method, line=0, value=code_of(value),
             module_class=mclass, device=device, element_class=elem,
@@ -1384,6 +1406,13 @@ class _AttributeCollector(cst.CSTVisitor):
         attr = self_attribute(owner, self.self_name)
         if attr is not None:
             record = self.cls.attributes.get(attr)
+            if record is not None and record.kind == "nn_container":
+                # ``self.blocks = nn.ModuleList()`` then ``self.blocks.append(Block())``:
+                # the appended modules are its elements (a container built
+                # from something else keeps its element class unknown)
+                if attr in self.b._empty_nn_containers.get(self.cls.name, ()):
+                    record.element_class = _merge_class(record.element_class, elem)
+                return
             if record is None or record.kind not in ("other", "module_container") or not record.container:
                 return
             record.kind = "module_container"

@@ -46,18 +46,33 @@ Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
 scalar tensor mixes with CUDA tensors), a factory used as an index
 (`x[torch.arange(n)]`, indexing accepts CPU indices), factories in `__init__`
 and outside modules. A tensor assembled on the CPU (filled in place, combined
-with other CPU tensors, taken to the CPU on purpose with `.cpu()`) is not
-flagged when every later use moves it, indexes with it, tests it
-(`mask.any()`) or only reads its shape, until a re-binding to its moved copy
-in the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
+with other CPU tensors, collected in a Python list, taken to the CPU on
+purpose with `.cpu()`) is not flagged when every later use moves it, indexes
+with it, tests it (`mask.any()`, `mask is None`), reads its shape, reduces it
+to a 0-dim tensor (`t.sum()`), copies device values into it (`t[1:] = x`),
+reads it as a number (`torch.arange(start, end)` over the rows of a CPU
+tensor) or feeds another such use, until a re-binding to its moved copy in
+the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
 cached table and otherwise builds one and ends with `return pe.to(x.device)`;
 nor is a factory inside a computation over CPU tensors whose result is moved
-(`torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(dev)`);
-nor is a helper's CPU result when every forward-reachable caller moves it
-(`w = self.build(n)` then `w = w.to(self.w.device)`, even under a condition)
-or only indexes with it (`table[self.index(n).view(-1)]`). A `.to(x.dtype)` /
-`.to(torch.float16)` cast is not a move: `return t.to(torch.get_default_dtype())`
-from a helper whose caller stores it unmoved is still flagged.
+(`torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(dev)`,
+`torch.cat(offsets).to(dev)`).
+
+The flow is followed across the methods of the class: a helper's CPU result
+is fine when every forward-reachable call site keeps it to such uses (also
+through the caller's own return: a static grid moved by the caller's caller),
+a CPU value passed to another method is fine when that method's parameter
+is, and a module attribute assigned in `forward` (`self.state = ...`) is
+followed into every method of the class; a method forward does not reach that
+reads it counts as an escape. Reads from outside the class are not seen.
+
+Decided cases: a factory with a literal size of 0 (`torch.empty(0)`, an
+unused placeholder argument) holds no data and is not flagged; a factory in
+a statement that takes another tensor to the CPU explicitly
+(`grid.cpu() * torch.tensor([1, m, m])`) is CPU on purpose, and adding
+`device=` there would break it. A `.to(x.dtype)` / `.to(torch.float16)` cast
+is not a move: `return t.to(torch.get_default_dtype())` from a helper whose
+caller stores it unmoved is still flagged.
 
 ## Fix safety
 Safe: it only adds `device=` pointing at the device the computation already
@@ -66,7 +81,7 @@ runs on. When no tensor or held parameter is in reach the finding has no fix.
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -74,6 +89,7 @@ from devlint.diagnostic import Fix
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     DEVICE_FACTORIES,
+    ClassFacts,
     FileFacts,
     has_star_kwargs,
     is_dtype_cast,
@@ -225,6 +241,10 @@ class RNN(nn.Module):
         # factory calls whose result is moved right away (ids of Call nodes)
         self._moved: Set[int] = set()
         self._method: Optional[_MethodFlow] = None
+        #: the flows of the class being visited, by method; findings wait
+        #: until the whole class has been seen (a flow may ask another)
+        self._flows: Dict[str, _MethodFlow] = {}
+        self._flows_class: Optional[ClassFacts] = None
 
     # -- per method: findings wait until the whole method has been seen ------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -236,23 +256,35 @@ class RNN(nn.Module):
             self._method = _MethodFlow(
                 node, self.facts, tensor_attrs, fn.tensor_params if fn else (),
                 returns_placed=fn is not None and fn.result_placed_by_callers(),
+                self_name=self.context.self_name, methods=cls.methods,
             )
+            if self._flows_class is not cls:
+                self._flows, self._flows_class = {}, cls
+            self._flows[node.name.value] = self._method
+            for name, d in self._method.param_defs.items():
+                self._method.kinds[id(d.value)] = ("store", d)  # the parameter's own name
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        flow = self._method
-        if flow is None or flow.node is not original_node:
+        if self._method is not None and self._method.node is original_node:
+            self._method = None
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        cls = self.context.current_class
+        if cls is None or cls is not self._flows_class:
             return
-        self._method = None
-        inside_moved = flow.calls_in_moved_values() if flow.pending else set()
-        for call, defs, statement, message, fix, why in flow.pending:
-            if id(call) in inside_moved:
-                continue
-            if not flow.escapes_unmoved(defs) or flow.moved_next(defs, statement):
-                continue
-            if fix is None:
-                self.report(call, message, no_fix_reason=why)
-            else:
-                self.report(call, message, fix=fix)
+        flows, self._flows, self._flows_class = self._flows, {}, None
+        resolver = _Resolver(flows, cls, original_node)
+        for flow in flows.values():
+            inside_moved = flow.calls_in_moved_values() if flow.pending else set()
+            for call, defs, statement, message, fix, why in flow.pending:
+                if id(call) in inside_moved:
+                    continue
+                if flow.contained(defs, resolver) or flow.moved_next(defs, statement):
+                    continue
+                if fix is None:
+                    self.report(call, message, no_fix_reason=why)
+                else:
+                    self.report(call, message, fix=fix)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._method is not None:
@@ -276,17 +308,50 @@ class RNN(nn.Module):
     def visit_For(self, node: cst.For) -> None:
         if self._method is not None:
             self._method.loops.append(self._method.pos)
+            self._method.loop_assign(node.target, node.iter)
 
     def leave_For(self, original_node: cst.For) -> None:
         if self._method is not None and self._method.loops:
             self._method.loops.pop()
 
-    visit_While = visit_For  # type: ignore[assignment]
+    def visit_While(self, node: cst.While) -> None:
+        if self._method is not None:
+            self._method.loops.append(self._method.pos)
+
     leave_While = leave_For  # type: ignore[assignment]
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        # items.append(torch.zeros(n)): the list takes the tensor in
+        call = node.value
+        if (
+            self._method is not None
+            and isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value in _LIST_ADDS
+            and isinstance(call.func.value, cst.Name)
+            and call.func.value.value in self._method.by_name
+            and call.args
+            and not any(a.star or a.keyword is not None for a in call.args)
+        ):
+            self._method.add_to_list(call.func.value, call.args[-1].value)
+
+    def leave_Expr(self, original_node: cst.Expr) -> None:
+        if self._method is not None and self._method.current is not None:
+            self._method.close_assign()
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # t is None / t is not None: an identity test does not touch the data
+        if self._method is None or not all(
+            isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons
+        ):
+            return
+        for part in (node.left, *(c.comparator for c in node.comparisons)):
+            if isinstance(part, cst.Name):
+                self._method.kinds[id(part)] = ("inspect", None)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self._method is not None:
-            self._method.blocks.append(id(node))
+            self._method.block_opened(id(node))
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
         if self._method is not None and self._method.blocks:
@@ -297,13 +362,26 @@ class RNN(nn.Module):
 
     def visit_Return(self, node: cst.Return) -> None:
         if self._method is not None and node.value is not None:
-            root = _chain_root(node.value, self.facts)
+            root = _chain_root(node.value, self.facts, self._method)
             if root is not None:
                 self._method.kinds[id(root)] = ("return", None)
+            if self.context.current_function is self._method.node:
+                self._method.returning(node.value)
+
+    def leave_Return(self, original_node: cst.Return) -> None:
+        if self._method is not None and self._method.current is not None:
+            self._method.current = None
+            self._method.assign_value = None
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self._method is None:
+            return
+        self._method.kinds[id(node.attr)] = ("store", None)  # x.mask: not a load of a local `mask`
+        name = self._method.attribute_name(node)
+        if name is not None:
+            self._method.attribute_seen(node, name)
         # t.shape, t.dtype, t.device: looking at a tensor does not use its data
-        if self._method is not None and isinstance(node.value, cst.Name) and node.attr.value in _INSPECT_ATTRS:
+        if isinstance(node.value, cst.Name) and node.attr.value in _INSPECT_ATTRS:
             self._method.kinds[id(node.value)] = ("inspect", None)
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -311,17 +389,26 @@ class RNN(nn.Module):
         if not ctx.in_forward:
             return
         func = node.func
-        if isinstance(func, cst.Attribute) and self._method is not None and isinstance(func.value, cst.Name):
+        if self._method is not None:
+            for arg in node.args:
+                if arg.keyword is not None:
+                    self._method.kinds[id(arg.keyword)] = ("store", None)  # f(mask=m): not a load of `mask`
+        if isinstance(func, cst.Attribute) and self._method is not None:
             if func.attr.value in _INSPECT_CALLS or (func.attr.value in _REDUCE_ALL and not node.args):
-                self._method.kinds[id(func.value)] = ("inspect", None)
+                # t.size(), t[0].sum(): a shape, or a 0-dim tensor that mixes with any device
+                root = _chain_root(func.value, self.facts, self._method)
+                if root is not None and not isinstance(root, cst.Call):
+                    self._method.kinds[id(root)] = ("inspect", None)
         if self._method is not None and len(node.args) == 1 and isinstance(node.args[0].value, cst.Name):
             if self.facts.torch_function(func) in ("any", "all", "numel", "is_nonzero") or (
                 isinstance(func, cst.Name) and func.value in ("len", "bool", "int", "float")
             ):
                 self._method.kinds[id(node.args[0].value)] = ("inspect", None)
+        if self._method is not None and isinstance(func, cst.Attribute) and _is_self_call(node, self._method):
+            self._self_call(node, func.attr.value)
         if isinstance(func, cst.Attribute) and func.attr.value in _MOVES and not is_dtype_cast(self.facts, node):
             self._mark_moved(func.value)
-            root = _chain_root(func.value, self.facts)
+            root = _chain_root(func.value, self.facts, self._method)
             if root is not None and self._method is not None:
                 self._method.kinds[id(root)] = ("move", None)
             elif self._method is not None and isinstance(func.value, cst.Call):
@@ -330,7 +417,14 @@ class RNN(nn.Module):
                 self._method.moved_values.append(func.value)
             return
         fn = self.facts.is_factory(func)
-        if fn is None or id(node) in self._moved:
+        if fn is None:
+            return
+        if self._method is not None and fn not in ("tensor", "as_tensor"):
+            # torch.arange(start + i * step): the arguments are read as numbers
+            for arg in node.args:
+                if arg.keyword is None or arg.keyword.value not in ("device", "out", "dtype"):
+                    self._mark_numbers(arg.value)
+        if id(node) in self._moved:
             return
         if keyword_arg(node, "device") is not None or keyword_arg(node, "out") is not None or has_star_kwargs(node):
             return
@@ -338,8 +432,14 @@ class RNN(nn.Module):
         if fn in ("tensor", "as_tensor", "scalar_tensor"):
             if fn == "scalar_tensor" or not args or not self._is_tensor_data(args[0].value):
                 return  # a 0-dim CPU tensor mixes with CUDA tensors
+            if _is_empty_shape(args[0].value):
+                return  # torch.tensor([]): an empty placeholder, no data to place
         elif len(args) == 1 and _is_empty_shape(args[0].value) and fn in _SHAPED:
             return  # torch.rand([]): 0-dim, mixes with CUDA tensors too
+        elif fn in _SHAPED and _zero_sized(args):
+            return  # torch.empty(0), torch.zeros([0, d]): a placeholder with no elements
+        if self._method is not None and self._method.assign_value is not None and _calls_cpu(self._method.assign_value):
+            return  # t = x.cpu() * torch.tensor([1, m, m]): CPU on purpose, device= would break it
         if fn == "as_tensor" and len(positional_args(node)) >= 3:
             return  # as_tensor(data, dtype, device)
         method = ctx.current_method.name.value if ctx.current_method else "forward"
@@ -360,6 +460,50 @@ class RNN(nn.Module):
                 self.report(node, message, fix=fix)
             return
         self._method.pending.append((node, self._method.current, self._method.statement, message, fix, why))
+
+    def _self_call(self, node: cst.Call, method: str) -> None:
+        """Record a ``self.<method>(...)`` call: how its result is used, and
+        which of its arguments are loads of a local."""
+        flow = self._method
+        assert flow is not None
+        kind = flow.kinds.get(id(node))
+        if kind is not None and kind[0] == "arg":
+            flow.sites.append(_Site(method, "arg", target=flow.arg_of.get(id(node))))
+        elif kind is not None:
+            flow.sites.append(_Site(method, kind[0]))
+        elif flow.assign_value is node and flow.current:
+            flow.sites.append(_Site(method, "bind", defs=list(flow.current)))
+        else:
+            flow.sites.append(_Site(method, "other"))
+        position = 0
+        for arg in node.args:
+            if arg.star:
+                break
+            key: Union[int, str] = position if arg.keyword is None else arg.keyword.value
+            if arg.keyword is None:
+                position += 1
+            root = _chain_root(arg.value, self.facts, flow)
+            if root is not None:
+                flow.kinds[id(root)] = ("arg", None)
+                flow.arg_of[id(root)] = (method, key)
+
+    def _mark_numbers(self, expr: cst.BaseExpression) -> None:
+        """Mark the locals in an expression read as numbers (a factory's
+        shape or range arguments) as inspections."""
+        flow = self._method
+        assert flow is not None
+        if isinstance(expr, (cst.BinaryOperation,)):
+            self._mark_numbers(expr.left)
+            self._mark_numbers(expr.right)
+        elif isinstance(expr, cst.UnaryOperation):
+            self._mark_numbers(expr.expression)
+        elif isinstance(expr, (cst.Tuple, cst.List)):
+            for el in expr.elements:
+                self._mark_numbers(el.value)
+        else:
+            root = _chain_root(expr, self.facts)
+            if isinstance(root, cst.Name) and id(root) not in flow.kinds:
+                flow.kinds[id(root)] = ("inspect", None)
 
     def _is_tensor_data(self, data: cst.BaseExpression) -> bool:
         """Whether ``torch.tensor(data)`` builds a tensor with dimensions: a
@@ -385,7 +529,7 @@ class RNN(nn.Module):
                 value = el.slice.value
                 if isinstance(value, cst.Call):
                     self._moved.add(id(value))
-                root = _chain_root(value, self.facts)
+                root = _chain_root(value, self.facts, self._method)
                 if root is not None and self._method is not None:
                     self._method.kinds[id(root)] = ("index", None)
 
@@ -427,6 +571,44 @@ def _is_empty_shape(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.List, cst.Tuple)) and not node.elements
 
 
+def _zero_sized(args: Sequence[cst.Arg]) -> bool:
+    """A literal size of 0 among a shaped factory's sizes: ``torch.empty(0)``,
+    ``torch.zeros([0, d])``."""
+    sizes: List[cst.BaseExpression] = []
+    for arg in args:
+        if isinstance(arg.value, (cst.List, cst.Tuple)):
+            sizes.extend(e.value for e in arg.value.elements)
+        else:
+            sizes.append(arg.value)
+    return any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in sizes)
+
+
+def _is_self_call(node: cst.Call, flow: "_MethodFlow") -> bool:
+    func = node.func
+    return (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value == flow.self_name
+        and func.attr.value in flow.methods
+    )
+
+
+class _CpuCalls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "cpu" and not node.args:
+            self.found = True
+
+
+def _calls_cpu(node: cst.CSTNode) -> bool:
+    """Whether an expression takes a tensor to the CPU explicitly (``x.cpu()``)."""
+    v = _CpuCalls()
+    walk(node, v)
+    return v.found
+
+
 def _chain_moves(node: cst.BaseExpression, facts: FileFacts) -> bool:
     """Whether a method chain contains ``.to(<device>)``, ``.cuda()`` or ``.type_as(...)``
     (a ``.to(<dtype>)`` cast does not move)."""
@@ -440,11 +622,18 @@ def _chain_moves(node: cst.BaseExpression, facts: FileFacts) -> bool:
     return False
 
 
-def _chain_root(node: cst.BaseExpression, facts: FileFacts) -> Optional[cst.Name]:
+def _chain_root(node: cst.BaseExpression, facts: FileFacts,
+                flow: Optional["_MethodFlow"] = None) -> Optional[cst.BaseExpression]:
     """The name a chain of same-tensor methods, casts and subscripts starts
-    from: ``t`` in ``t``, ``t.view(-1)``, ``t[0].long()``, ``t.to(x.dtype)``."""
+    from: ``t`` in ``t``, ``t.view(-1)``, ``t[0].long()``, ``t.to(x.dtype)``;
+    with a ``flow``, also a call of one of the class's methods
+    (``self.table(n).view(-1)``)."""
     while True:
         if isinstance(node, cst.Name):
+            return node
+        if flow is not None and isinstance(node, cst.Call) and _is_self_call(node, flow):
+            return node
+        if flow is not None and flow.attribute_name(node) is not None:
             return node
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
             node.func.attr.value in _CHAIN or is_dtype_cast(facts, node)
@@ -521,24 +710,90 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
 
 _BUILTIN_SCALARS = frozenset({"int", "float", "bool", "len", "max", "min", "abs", "round", "sum", "pow", "divmod"})
 
+#: positional arguments of torch functions that are Python numbers, not
+#: tensors (``torch.multinomial(probs, num_samples)``, ``torch.topk(t, k)``)
+_SCALAR_POSITIONS: Dict[str, FrozenSet[int]] = {
+    "multinomial": frozenset({1}),
+    "topk": frozenset({1, 2}),
+    "kthvalue": frozenset({1, 2}),
+    "narrow": frozenset({1, 2, 3}),
+    "roll": frozenset({1, 2}),
+    "chunk": frozenset({1, 2}),
+    "split": frozenset({1, 2}),
+    "flatten": frozenset({1, 2}),
+    "transpose": frozenset({1, 2}),
+    "unsqueeze": frozenset({1}),
+    "squeeze": frozenset({1}),
+    "cumsum": frozenset({1}),
+    "cumprod": frozenset({1}),
+    "argmax": frozenset({1}),
+    "argmin": frozenset({1}),
+    "softmax": frozenset({1}),
+    "log_softmax": frozenset({1}),
+    "tril": frozenset({1}),
+    "triu": frozenset({1}),
+    "diag": frozenset({1}),
+}
+#: keyword arguments of torch functions that never hold a tensor
+_SCALAR_KEYWORDS = frozenset(
+    {
+        "dim", "keepdim", "dtype", "num_samples", "replacement", "k", "largest", "sorted", "indexing",
+        "generator", "layout", "requires_grad", "pin_memory", "memory_format", "non_blocking", "as_tuple",
+        "diagonal", "offset", "dim1", "dim2", "start_dim", "end_dim", "descending", "stable", "correction",
+        "unbiased",
+    }
+)
+#: list methods that put their argument into the list
+_LIST_ADDS = frozenset({"append", "extend", "insert"})
+
 
 class _Def:
-    """One binding of a local name: ``t = v`` (plain), or ``t[i] = v`` /
-    ``t += v`` (in place: the tensor in ``t`` takes ``v`` in)."""
+    """One binding of a local name: ``t = v`` (plain), ``t[i] = v`` /
+    ``t += v`` / ``t.append(v)`` (in place: the tensor or list in ``t`` takes
+    ``v`` in), the target of a ``for`` loop over a local (``for r in t``), or
+    a parameter of the method (``param``)."""
 
-    __slots__ = ("name", "value", "pos", "loop", "in_place", "block")
+    __slots__ = ("name", "value", "pos", "loop", "in_place", "blocks", "basic", "param", "returned")
 
-    def __init__(self, name: str, value: cst.BaseExpression, loop: Optional[int], in_place: bool, block: int) -> None:
+    def __init__(self, name: str, value: cst.BaseExpression, loop: Optional[int], in_place: bool,
+                 blocks: Tuple[int, ...], basic: bool = False, param: bool = False) -> None:
         self.name = name
         self.value = value
         self.pos = 1 << 60  # set when the statement has been visited
         self.loop = loop
         self.in_place = in_place
-        self.block = block
+        #: ids of the blocks the binding is in, outermost first
+        self.blocks = blocks
+        #: ``t[i, 1:] = v`` with basic indexing: a copy into ``t``, which
+        #: works whatever ``v``'s device (and keeps ``t`` where it is)
+        self.basic = basic
+        self.param = param
+        #: the value of a ``return`` statement (not a binding of a name)
+        self.returned = False
+
+    @property
+    def block(self) -> int:
+        return self.blocks[-1] if self.blocks else 0
 
 
 #: the binding a value flows into when it is moved to a device
-_MOVED_DEF = _Def("", cst.Name("None"), None, False, -1)
+_MOVED_DEF = _Def("", cst.Name("None"), None, False, ())
+
+
+class _Site:
+    """A call ``self.<method>(...)`` in a forward-reachable method, and how
+    its result is used: ``kind`` is "bind" (``v = self.m(...)``: ``defs``),
+    "move", "index", "inspect", "return", "arg" (passed to another method:
+    ``target``) or "other"."""
+
+    __slots__ = ("method", "kind", "defs", "target")
+
+    def __init__(self, method: str, kind: str, defs: Optional[List[_Def]] = None,
+                 target: Optional[Tuple[str, Union[int, str]]] = None) -> None:
+        self.method = method
+        self.kind = kind
+        self.defs = defs
+        self.target = target
 
 
 class _MethodFlow:
@@ -553,28 +808,43 @@ class _MethodFlow:
     binding is *contained* when every load of its name that can see it (a
     load after it, or anywhere in a loop around it) is an index, the receiver
     of a move (``.to(<device>)``/``.cuda``/``.type_as``), an inspection
-    (``.shape``, ``.size()``), an in-place update with a CPU-born value, an
-    operand of a contained CPU-born binding, or, where every caller moves or
-    indexes with the method's result (``FunctionFacts.caller_uses``), the
-    returned value. A factory whose result lands only in contained bindings
-    cannot meet a CUDA tensor on the CPU."""
+    (``.shape``, ``.size()``, ``t is None``, a shape argument of a factory),
+    a basic-index copy into it (``t[0] = v``), an in-place update with a
+    CPU-born value, an operand of a binding that mixes it with CPU-born values
+    only and is itself contained, an argument of another method whose
+    parameter is contained there, or the returned value where every caller's
+    use of the result is contained (:class:`_Resolver`). A factory whose
+    result lands only in contained bindings cannot meet a CUDA tensor on the
+    CPU.
+
+    The questions about other methods (a result returned, an argument
+    passed) are answered when the whole class has been seen, by asking the
+    same question of the caller's or the callee's flow under the hypothesis
+    that the value in question is a CPU tensor."""
 
     def __init__(self, node: cst.FunctionDef, facts: FileFacts, tensor_attrs: Set[str], tensor_params: Sequence[str],
-                 returns_placed: bool = False) -> None:
+                 returns_placed: bool = False, self_name: str = "self", methods: Sequence[str] = ()) -> None:
         self.node = node
+        self.name = node.name.value
         self.facts = facts
         self.imports = set(facts.imports)
         self.tensor_attrs = tensor_attrs
         self.tensor_params = set(tensor_params)
         self.returns_placed = returns_placed
+        self.self_name = self_name
+        self.methods = set(methods)
         self.pending: List[Tuple[cst.Call, Optional[List[_Def]], Optional[cst.SimpleStatementLine], str, Optional[Fix], str]] = []
         #: the simple statement line being visited
         self.statement: Optional[cst.SimpleStatementLine] = None
         #: bindings made by the assignment being visited (None: one of its
         #: targets is an attribute or a tuple, where a value escapes)
         self.current: Optional[List[_Def]] = None
+        #: the value of the assignment being visited
+        self.assign_value: Optional[cst.BaseExpression] = None
         self.defs: List[_Def] = []
         self.by_name: Dict[str, List[_Def]] = {}
+        #: the values of the method's own ``return`` statements
+        self.returns: List[_Def] = []
         #: position counter (Name nodes in visiting order) and open loops
         self.pos = 0
         self.loops: List[int] = []
@@ -583,17 +853,43 @@ class _MethodFlow:
         self.kinds: Dict[int, Tuple[str, Optional[_Def]]] = {}
         #: name -> (position, id(Name), kind, binding) of each load
         self.loads: Dict[str, List[Tuple[int, int, str, Optional[_Def]]]] = {}
-        self.params = {p.name.value for p in (*node.params.params, *node.params.kwonly_params, *node.params.posonly_params)}
-        self._cache: Optional[Tuple[Set[str], Set[str]]] = None
+        params = (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)
+        self.params = {p.name.value for p in params}
+        #: the method's parameters as bindings made before its first statement
+        self.param_defs: Dict[str, _Def] = {}
+        for p in params:
+            d = _Def(p.name.value, p.name, None, False, (), param=True)
+            d.pos = -1
+            self.param_defs[p.name.value] = d
+        self.positional = [p.name.value for p in (*node.params.posonly_params, *node.params.params)]
         #: ids of the blocks (statement lists) being visited
         self.blocks: List[int] = []
         #: receivers of a move that are computations (``torch.stack(...).to(d)``)
         self.moved_values: List[cst.BaseExpression] = []
+        #: ``self.<method>(...)`` calls, and loads passed to one: id(node) -> (method, position or keyword)
+        self.sites: List[_Site] = []
+        self.arg_of: Dict[int, Tuple[str, Union[int, str]]] = {}
+        #: the hypothesis of the question being answered: bindings (ids) and
+        #: parameters whose value is taken to be a CPU tensor
+        self._assumed: FrozenSet[int] = frozenset()
+        self._assumed_params: FrozenSet[str] = frozenset()
+        self._cache: Dict[Tuple[FrozenSet[int], FrozenSet[str]], Tuple[Set[str], Set[str], Dict[int, _Def]]] = {}
 
     # -- collection --------------------------------------------------------------
+    def block_opened(self, block: int) -> None:
+        if not self.blocks:
+            for d in self.param_defs.values():
+                d.blocks = (block,)
+        self.blocks.append(block)
+
+    def _new_def(self, name: str, value: cst.BaseExpression, in_place: bool, basic: bool = False) -> _Def:
+        d = _Def(name, value, self.loops[0] if self.loops else None, in_place, tuple(self.blocks), basic)
+        self.defs.append(d)
+        self.by_name.setdefault(name, []).append(d)
+        return d
+
     def assign(self, targets: Sequence[cst.BaseExpression], value: cst.BaseExpression, augmented: bool = False) -> None:
         defs: Optional[List[_Def]] = []
-        loop = self.loops[0] if self.loops else None
         flat: List[cst.BaseExpression] = []
         for t in targets:
             if isinstance(t, (cst.Tuple, cst.List)) and not augmented and all(
@@ -604,23 +900,97 @@ class _MethodFlow:
                 flat.append(t)
         for t in flat:
             base = t.value if isinstance(t, cst.Subscript) else t
-            if isinstance(base, cst.Name) and defs is not None:
+            name = base.value if isinstance(base, cst.Name) else self.attribute_name(base)
+            if name is not None and defs is not None:
                 in_place = base is not t or augmented
-                d = _Def(base.value, value, loop, in_place, self.blocks[-1] if self.blocks else 0)
+                basic = isinstance(t, cst.Subscript) and not augmented and self._basic_index(t)
+                d = self._new_def(name, value, in_place, basic)
                 defs.append(d)
-                self.defs.append(d)
-                self.by_name.setdefault(base.value, []).append(d)
-                # the name in the target: a store, or the tensor updated in place
+                # the target: a store, or the tensor updated in place
                 self.kinds[id(base)] = ("update", d) if in_place else ("store", d)
             else:
-                defs = None  # an attribute or a tuple: the value escapes
+                defs = None  # another object's attribute or a tuple: the value escapes
         self.current = defs
+        self.assign_value = value
+
+    def attribute_name(self, node: cst.BaseExpression) -> Optional[str]:
+        """``".cache"`` for ``self.cache``: the module's attributes are
+        followed like locals whose loads are in every method of the class."""
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self.self_name:
+            return "." + node.attr.value
+        return None
+
+    def attribute_seen(self, node: cst.Attribute, name: str) -> None:
+        kind, d = self.kinds.get(id(node), ("plain", None))
+        if kind != "store":
+            self.loads.setdefault(name, []).append((self.pos, id(node), kind, d))
+
+    def returning(self, value: cst.BaseExpression) -> None:
+        """``return <value>``: a factory in it is contained where the value
+        is CPU-born and every caller's use of the method's result is."""
+        d = _Def("", value, None, False, tuple(self.blocks))
+        d.returned = True
+        self.returns.append(d)
+        self.current = [d]
+        self.assign_value = value
+
+    def add_to_list(self, receiver: cst.Name, value: cst.BaseExpression) -> None:
+        """``items.append(v)``: ``items`` takes ``v`` in, like ``items += [v]``."""
+        d = self._new_def(receiver.value, value, True)
+        self.kinds[id(receiver)] = ("update", d)
+        self.current = [d]
+        self.assign_value = value
+
+    def loop_assign(self, target: cst.BaseExpression, it: cst.BaseExpression) -> None:
+        """``for r in rows`` / ``for a, b in zip(xs, ys)`` / ``for i, r in
+        enumerate(rows)``: each target holds an element of a local, on that
+        local's device. Other loops bind nothing devlint follows."""
+        pairs: List[Tuple[cst.BaseExpression, Optional[cst.BaseExpression]]] = []
+        if isinstance(it, cst.Name):
+            pairs.append((target, it))
+        elif isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate") \
+                and not any(a.star or a.keyword is not None for a in it.args) \
+                and isinstance(target, (cst.Tuple, cst.List)):
+            sources: List[Optional[cst.BaseExpression]] = [a.value for a in it.args]
+            if it.func.value == "enumerate":
+                sources = [None] + sources[:1]
+            if len(sources) == len(target.elements):
+                pairs.extend(zip((e.value for e in target.elements), sources))
+        for tgt, src in pairs:
+            if isinstance(tgt, cst.Name) and src is not None and isinstance(src, cst.Name):
+                d = self._new_def(tgt.value, src, False)
+                d.pos = self.pos  # before the body; the source load comes later but is another name
+                self.kinds[id(tgt)] = ("store", d)
+            elif isinstance(tgt, cst.Name) and src is None:
+                d = self._new_def(tgt.value, cst.Integer("0"), False)  # enumerate's counter
+                d.pos = self.pos
+                self.kinds[id(tgt)] = ("store", d)
+
+    def _basic_index(self, target: cst.Subscript) -> bool:
+        """``t[0]``, ``t[1:]``, ``t[..., i]`` with ``i`` a Python number: not
+        an index tensor."""
+        for el in target.slice:
+            s = el.slice
+            if isinstance(s, cst.Slice):
+                continue
+            value = s.value
+            if isinstance(value, cst.UnaryOperation):
+                value = value.expression
+            if isinstance(value, (cst.Integer, cst.Ellipsis)) or (isinstance(value, cst.Name) and value.value == "None"):
+                continue
+            if isinstance(value, cst.Name) and value.value not in self.tensor_params and all(
+                isinstance(d.value, cst.Integer) for d in self.by_name.get(value.value, ())
+            ):
+                continue  # a loop counter (for i in range(n)), an int argument or local
+            return False
+        return True
 
     def close_assign(self) -> None:
         for d in self.current or ():
             d.pos = self.pos
         self.pos += 1
         self.current = None
+        self.assign_value = None
 
     def name_seen(self, node: cst.Name) -> None:
         self.pos += 1
@@ -637,12 +1007,15 @@ class _MethodFlow:
             name = node.value
             if name in self.imports or name in ("True", "False", "None") or name in skip:
                 return False, False
-            if name in self.params and name not in self.tensor_params and name not in self.by_name:
+            if name in self.params and name not in self.tensor_params and name not in self.by_name \
+                    and name not in self._assumed_params:
                 return False, False  # a scalar argument (shape, flag)
             out.append(node)
             return False, False
         if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.Imaginary)):
             return False, False
+        if isinstance(node, (cst.List, cst.Tuple)):
+            return self._operands_of_data(node, out, skip)  # [a, b]: a list of the tensors
         if isinstance(node, cst.Call):
             func = node.func
             if isinstance(func, cst.Name):
@@ -657,9 +1030,18 @@ class _MethodFlow:
                     if self.facts.is_factory(func):
                         return True, False  # a new CPU tensor; its arguments are shapes
                     # torch.cat([a, b]), torch.sin(a), math.log(2): operands are the arguments
-                    is_torch = (self.facts.qualify(func) or "").startswith("torch.")
+                    qualified = self.facts.qualify(func) or ""
+                    is_torch = qualified.startswith("torch.")
+                    scalar_at = _SCALAR_POSITIONS.get(func.attr.value, frozenset()) if is_torch else frozenset()
                     unknown = False
+                    i = 0
                     for arg in node.args:
+                        if arg.keyword is None and not arg.star:
+                            i += 1
+                            if i - 1 in scalar_at:
+                                continue
+                        elif is_torch and arg.keyword is not None and arg.keyword.value in _SCALAR_KEYWORDS:
+                            continue
                         _, u = self._operands_of_data(arg.value, out, skip)
                         unknown = unknown or u
                     return is_torch, unknown
@@ -687,24 +1069,43 @@ class _MethodFlow:
         if isinstance(node, (cst.List, cst.Tuple)):
             t = u = False
             for el in node.elements:
+                if isinstance(el, cst.StarredElement):
+                    return t, True
                 a, b = self._operands(el.value, out, skip)
                 t, u = t or a, u or b
             return t, u
         return self._operands(node, out, skip)
 
-    def _names(self) -> Tuple[Set[str], Set[str]]:
-        """(scalar names, CPU-born names). A scalar name only ever holds
-        Python numbers (``half = dim // 2``); a CPU-born name holds CPU
-        tensors built from torch calls, scalars and other CPU-born names."""
-        if self._cache is not None:
-            return self._cache
-        candidates = set(self.by_name) - self.params
-        scalars = set(candidates)
+    def _defs_of(self, name: str) -> List[_Def]:
+        defs = list(self.by_name.get(name, ()))
+        if name in self._assumed_params:
+            defs.append(self.param_defs[name])
+        return defs
+
+    def _analysis(self) -> Tuple[Set[str], Set[str], Dict[int, _Def]]:
+        """(scalar names, CPU-born names, flows) under the current
+        hypothesis. A scalar name only ever holds Python numbers
+        (``half = dim // 2``); a CPU-born name holds CPU tensors built from
+        torch calls, scalars, other CPU-born names and values taken to be
+        CPU tensors. ``flows`` maps a load (id of its Name) to the binding
+        whose value it is an operand of, where that binding cannot mix it
+        with a tensor of another device: every other operand is CPU-born
+        (``u = t.repeat(2)``, ``u = t * born``)."""
+        key = (self._assumed, self._assumed_params)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        candidates = (set(self.by_name) - self.params) | set(self._assumed_params)
+        scalars = set(candidates) - set(self._assumed_params)
         changed = True
         while changed:
             changed = False
             for name in list(scalars):
-                for d in self.by_name[name]:
+                for d in self._defs_of(name):
+                    if id(d) in self._assumed:
+                        scalars.discard(name)
+                        changed = True
+                        break
                     names: List[cst.Name] = []
                     torch_call, unknown = self._operands(d.value, names, set())
                     if torch_call or unknown or not {n.value for n in names} <= scalars:
@@ -717,7 +1118,10 @@ class _MethodFlow:
             changed = False
             for name in list(born):
                 tensor = False
-                for d in self.by_name[name]:
+                for d in self._defs_of(name):
+                    if id(d) in self._assumed or (d.param and name in self._assumed_params):
+                        tensor = True
+                        continue
                     names = []
                     torch_call, unknown = self._operands(d.value, names, scalars)
                     if unknown or not {n.value for n in names} <= born:
@@ -729,11 +1133,32 @@ class _MethodFlow:
                     if not tensor:
                         born.discard(name)
                         changed = True
-        self._cache = (scalars, born)
-        return self._cache
+        flows: Dict[int, _Def] = {}
+        for d in (*self.defs, *self.returns):
+            if id(d) in self._assumed:
+                continue
+            names = []
+            _, unknown = self._operands(d.value, names, scalars)
+            if unknown:
+                continue
+            others = {n.value for n in names} - born
+            if len(others) <= 1:
+                for n in names:
+                    if not others or n.value in others:
+                        flows[id(n)] = d
+        for value in self.moved_values:
+            names = []
+            _, unknown = self._operands(value, names, scalars)
+            if not unknown and {n.value for n in names} <= born:
+                for n in names:
+                    flows[id(n)] = _MOVED_DEF
+        self._cache[key] = (scalars, born, flows)
+        return scalars, born, flows
 
     def _born_def(self, d: _Def) -> bool:
-        scalars, born = self._names()
+        if id(d) in self._assumed or (d.param and d.name in self._assumed_params):
+            return True
+        scalars, born, _ = self._analysis()
         names: List[cst.Name] = []
         _, unknown = self._operands(d.value, names, scalars)
         return not unknown and {n.value for n in names} <= born
@@ -741,7 +1166,7 @@ class _MethodFlow:
     def calls_in_moved_values(self) -> Set[int]:
         """Ids of the calls inside a moved computation over CPU-born values
         only (``torch.stack(torch.meshgrid(torch.arange(h), ...)).to(dev)``)."""
-        scalars, born = self._names()
+        scalars, born, _ = self._analysis()
         out: Set[int] = set()
         for value in self.moved_values:
             names: List[cst.Name] = []
@@ -753,54 +1178,65 @@ class _MethodFlow:
             out |= collector.ids
         return out
 
-    def escapes_unmoved(self, defs: Optional[List[_Def]]) -> bool:
-        """Whether a factory result bound by ``defs`` can reach the
-        computation on the CPU."""
+    def contained(self, defs: Optional[List[_Def]], resolver: "_Resolver", assume: bool = False) -> bool:
+        """Whether a value bound by ``defs`` stays on its own device: on the
+        CPU, it never meets a tensor of another device. With ``assume``, the
+        bindings' values are taken to be CPU tensors (a method's result at a
+        call site, a parameter); otherwise each must be CPU-born."""
         if not defs:
-            return True
-        scalars, _ = self._names()
-        # id(Name) -> the binding whose value it is an operand of
-        flows: Dict[int, _Def] = {}
-        for d in self.defs:
-            if self._born_def(d):
-                names: List[cst.Name] = []
-                self._operands(d.value, names, scalars)
-                for n in names:
-                    flows[id(n)] = d
-        moved = _MOVED_DEF
-        for value in self.moved_values:
-            names = []
-            _, unknown = self._operands(value, names, scalars)
-            if not unknown and {n.value for n in names} <= self._names()[1]:
-                for n in names:
-                    flows[id(n)] = moved
-        contained: Dict[int, bool] = {id(moved): True}
+            return False
+        saved = (self._assumed, self._assumed_params)
+        if assume:
+            self._assumed = frozenset(id(d) for d in defs if not d.param)
+            self._assumed_params = frozenset(d.name for d in defs if d.param)
+        try:
+            return self._contained(defs, resolver, assume)
+        finally:
+            self._assumed, self._assumed_params = saved
+
+    def _contained(self, defs: List[_Def], resolver: "_Resolver", assume: bool) -> bool:
+        _, _, flows = self._analysis()
+        contained: Dict[int, bool] = {id(_MOVED_DEF): True}
+        roots = {id(d) for d in defs}
 
         def is_contained(d: _Def) -> bool:
             key = id(d)
             if key in contained:
                 return contained[key]
             contained[key] = True  # a cycle of bindings does not escape by itself
-            ok = self._born_def(d)
+            root = key in roots
+            ok = self._born_def(d) if root else True
+            if d.returned:
+                ok = ok and (self.returns_placed or resolver.result_contained(self.name))
+                contained[key] = ok
+                return ok
+            if d.name.startswith(".") and ok:
+                ok = resolver.attribute_contained(d.name, self)
             seen = 0
-            # a plain re-binding later in the same block hides this one from
-            # every load after it (t = zeros(n); t[0] = 1; t = t.to(dev); use(t))
-            kill = min(
-                (o.pos for o in self.by_name.get(d.name, ()) if not o.in_place and o.block == d.block and o.pos > d.pos),
+            # a plain re-binding later in the same block, or in a block around
+            # it, hides this binding from every load after it (t = zeros(n);
+            # t[0] = 1; t = t.to(dev); use(t))
+            killer = min(
+                (o for o in self.by_name.get(d.name, ())
+                 if not o.in_place and o.pos > d.pos and o.block in d.blocks and o is not d),
+                key=lambda o: o.pos,
                 default=None,
             )
             for pos, node_id, kind, target in self.loads.get(d.name, ()) if ok else ():
-                if kill is not None:
-                    if not d.pos < pos <= kill:
+                if killer is not None:
+                    around = killer.block != d.block and d.loop is not None and d.loop <= pos <= d.pos
+                    if not (d.pos < pos <= killer.pos or around):
                         continue
                 elif pos <= d.pos and (d.loop is None or pos < d.loop):
                     continue  # cannot see this binding
                 seen += 1
                 if kind in ("index", "move", "inspect"):
                     continue
-                if kind == "return" and self.returns_placed:
+                if kind == "return" and (self.returns_placed or resolver.result_contained(self.name)):
                     continue
-                if kind == "update" and target is not None and self._born_def(target):
+                if kind == "update" and target is not None and (target.basic or self._born_def(target)):
+                    continue
+                if kind == "arg" and node_id in self.arg_of and resolver.param_contained(*self.arg_of[node_id]):
                     continue
                 into = flows.get(node_id)
                 if into is not None and into is not d and is_contained(into):
@@ -809,11 +1245,28 @@ class _MethodFlow:
                     continue  # t = t * 2: the new binding is checked on its own
                 ok = False
                 break
-            ok = ok and seen > 0
+            if not (assume and root):
+                ok = ok and seen > 0
             contained[key] = ok
             return ok
 
-        return not all(is_contained(d) for d in defs)
+        return all(is_contained(d) for d in defs)
+
+    def site_contained(self, site: _Site, resolver: "_Resolver") -> bool:
+        """Whether a call's result stays on the device it is returned on."""
+        if site.kind in ("move", "index", "inspect"):
+            return True
+        if site.kind == "return":
+            return self.returns_placed or resolver.result_contained(self.name)
+        if site.kind == "arg" and site.target is not None:
+            return resolver.param_contained(*site.target)
+        if site.kind == "bind":
+            return self.contained(site.defs, resolver, assume=True)
+        return False
+
+    def param_contained(self, name: str, resolver: "_Resolver") -> bool:
+        d = self.param_defs.get(name)
+        return d is not None and self.contained([d], resolver, assume=True)
 
     def moved_next(self, defs: Optional[List[_Def]], statement: Optional[cst.SimpleStatementLine]) -> bool:
         """``t = torch.arange(n)`` directly followed, at the next statement
@@ -837,6 +1290,108 @@ class _MethodFlow:
                     return True
             return False
         return False
+
+
+def _class_body(node: Optional[cst.ClassDef]) -> Sequence[cst.CSTNode]:
+    if node is None or not isinstance(node.body, cst.IndentedBlock):
+        return ()
+    return node.body.body
+
+
+class _AttributeReads(cst.CSTVisitor):
+    """Names of ``<first parameter>.<attr>`` read (not only assigned) in a
+    method: every use but the target of a plain assignment."""
+
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+        self._stores: Set[int] = set()
+        self._self: List[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        params = node.params.params
+        self._self.append(params[0].name.value if params else "self")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._self.pop()
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._stores.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if id(node) not in self._stores and isinstance(node.value, cst.Name) and self._self \
+                and node.value.value == self._self[-1]:
+            self.names.add(node.attr.value)
+
+
+class _Resolver:
+    """Answers, once a class has been seen, the questions a method's flow
+    asks about the others: is the result of ``self.m(...)`` contained at
+    every forward-reachable call site, is a value passed as parameter ``p``
+    of ``m`` contained there. A question met again while it is being
+    answered (recursion) is answered "no"."""
+
+    def __init__(self, flows: Dict[str, _MethodFlow], cls: ClassFacts, node: Optional[cst.ClassDef] = None) -> None:
+        self.flows = flows
+        self.cls = cls
+        self.node = node
+        self._results: Dict[str, bool] = {}
+        self._params: Dict[Tuple[str, str], bool] = {}
+        self._outside: Optional[Set[str]] = None
+
+    def attribute_contained(self, name: str, owner: _MethodFlow) -> bool:
+        """The loads of a module attribute outside the method that stores
+        it: none in methods forward does not reach, and in the others only
+        uses that keep a CPU tensor to itself. Reads from outside the class
+        are not seen."""
+        if self._outside is None:
+            reads = _AttributeReads()
+            for stmt in _class_body(self.node):
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in self.flows:
+                    walk(stmt, reads)
+            self._outside = reads.names
+        if name[1:] in self._outside:
+            return False
+        for flow in self.flows.values():
+            if flow is owner:
+                continue
+            for _, node_id, kind, _ in flow.loads.get(name, ()):
+                if kind in ("index", "move", "inspect"):
+                    continue
+                if kind == "return" and (flow.returns_placed or self.result_contained(flow.name)):
+                    continue
+                if kind == "arg" and node_id in flow.arg_of and self.param_contained(*flow.arg_of[node_id]):
+                    continue
+                return False
+        return True
+
+    def result_contained(self, method: str) -> bool:
+        if method in self._results:
+            return self._results[method]
+        self._results[method] = False
+        sites = [(f, s) for f in self.flows.values() for s in f.sites if s.method == method]
+        ok = bool(sites) and all(f.site_contained(s, self) for f, s in sites)
+        self._results[method] = ok
+        return ok
+
+    def param_contained(self, method: str, key: Union[int, str]) -> bool:
+        flow = self.flows.get(method)
+        if flow is None:
+            return False
+        if isinstance(key, int):
+            facts = self.cls.methods.get(method)
+            index = key + (0 if facts is not None and facts.is_static else 1)
+            if index >= len(flow.positional):
+                return False
+            name = flow.positional[index]
+        else:
+            name = key
+        memo = (method, name)
+        if memo in self._params:
+            return self._params[memo]
+        self._params[memo] = False
+        ok = flow.param_contained(name, self)
+        self._params[memo] = ok
+        return ok
 
 
 def _inc(counter: Dict[str, int], key: str) -> None:

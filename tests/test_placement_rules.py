@@ -313,3 +313,49 @@ def test_dl009_script_model_moved_then_read():
     fixed = _fix(src)
     assert "torch.zeros(2, 2).to(model.fc.weight.device)" in fixed
     assert "x.to(other.device)" in fixed
+
+
+def test_facts_element_class_of_nn_containers_filled_later():
+    # an nn.ModuleList() / nn.ModuleDict() created empty takes the class of the
+    # modules appended or stored into it; one built from something devlint
+    # cannot see keeps an unknown element class, appends or not
+    facts = build_facts(
+        cst.parse_module(
+            textwrap.dedent(
+                """
+                import torch.nn as nn
+
+                class Block(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.fc = nn.Linear(4, 4)
+
+                class M(nn.Module):
+                    def __init__(self, layers):
+                        super().__init__()
+                        self.blocks = nn.ModuleList()
+                        self.more = nn.ModuleList([])
+                        self.mixed = nn.ModuleList()
+                        self.given = nn.ModuleList(layers)
+                        self.heads = nn.ModuleDict()
+                        for i in range(2):
+                            self.blocks.append(Block().to(f"cuda:{i}"))
+                            self.more.append(Block())
+                            self.mixed.append(Block())
+                            self.mixed.append(nn.Linear(4, 4))
+                            self.given.append(Block())
+                        self.heads["cls"] = nn.Linear(4, 2)
+                        self._build()
+
+                    def _build(self):
+                        self.more.extend([Block()])
+                """
+            )
+        )
+    )
+    attrs = facts.classes["M"].attributes
+    assert attrs["blocks"].element_class == "Block"
+    assert attrs["more"].element_class == "Block"
+    assert attrs["mixed"].element_class == "torch.nn.Module"
+    assert attrs["given"].element_class == ""
+    assert attrs["heads"].element_class == "torch.nn.Linear"
