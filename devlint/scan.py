@@ -353,12 +353,12 @@ class ScanSummary:
         t = type(node)
         if t is ast.Call:
             args = node.args or [k.value for k in node.keywords]  # type: ignore[union-attr]
-            return bool(args) and _is_container(args[0]) and self._holds_module(args[0])
+            return bool(args) and (_is_container(args[0]) or type(args[0]) is ast.GeneratorExp) and self._holds_module(args[0])
         if t is ast.Dict:
             return any(self.may_be_module(v) for v in node.values)  # type: ignore[union-attr]
         if t is ast.DictComp:
             return self.may_be_module(node.value)  # type: ignore[union-attr]
-        if t is ast.ListComp:
+        if t is ast.ListComp or t is ast.GeneratorExp:
             return self.may_be_module(node.elt)  # type: ignore[union-attr]
         return any(self.may_be_module(e) for e in getattr(node, "elts", ()))
 

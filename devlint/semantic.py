@@ -1059,7 +1059,7 @@ class _FactsBuilder:
             return "tensor", "", "", ""
         if self._is_fixed_device(value, params):
             return "device", "", "", ""
-        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)):
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or _is_sequence_call(value):
             elem = self._element_class(value)
             if elem:
                 return "module_container", "", "", elem
@@ -1132,7 +1132,7 @@ class _FactsBuilder:
         elements: List[cst.BaseExpression] = []
         if isinstance(node, (cst.List, cst.Tuple)):
             elements = [e.value for e in node.elements if isinstance(e, (cst.Element,))]
-        elif isinstance(node, cst.ListComp):
+        elif isinstance(node, (cst.ListComp, cst.GeneratorExp)):
             elements = [node.elt]
         elif isinstance(node, cst.Dict):
             elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
@@ -1229,6 +1229,17 @@ def _is_empty_container(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.List, cst.Tuple, cst.Dict)):
         return not node.elements
     return isinstance(node, cst.Call) and not node.args and _container_type(node) != ""
+
+
+def _is_sequence_call(node: cst.BaseExpression) -> bool:
+    """``list(<one iterable>)`` / ``tuple(<one iterable>)``: ``list(Block() for _ in range(n))``."""
+    return (
+        isinstance(node, cst.Call)
+        and dotted_name(node.func) in ("list", "tuple")
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+    )
 
 
 def _is_empty_nn_container(node: cst.BaseExpression) -> bool:

@@ -3,9 +3,10 @@
 ## What it does
 Flags submodules kept in a plain Python `list`, `tuple` or `dict` on an
 `nn.Module`: `self.blocks = [Block() for _ in range(n)]`,
-`self.heads = {"cls": nn.Linear(...), "box": nn.Linear(...)}`, a list filled
-with `self.layers.append(nn.Linear(...))`, or a local list of modules
-assigned to `self.x`, outside `forward`.
+`self.heads = {"cls": nn.Linear(...), "box": nn.Linear(...)}`,
+`self.heads = list(nn.Linear(w, n) for w in widths)` (or `tuple(...)`), a
+list filled with `self.layers.append(nn.Linear(...))`, or a local list of
+modules assigned to `self.x`, outside `forward`.
 
 ## Why is this bad?
 `nn.Module` registers a submodule only when it is assigned directly or held
@@ -417,7 +418,10 @@ class Router(nn.Module):
 
 def _dict_key_problem(value: cst.BaseExpression, str_keys: bool) -> str:
     if not str_keys:
-        return "`nn.ModuleDict` keys must be strings; use string keys (or an `nn.ModuleList` indexed by position)"
+        return (
+            "`nn.ModuleDict` accepts only string keys and devlint cannot tell that these keys are strings; "
+            "wrap the dict in `nn.ModuleDict` if they are (or use an `nn.ModuleList` indexed by position)"
+        )
     keys: Sequence[cst.BaseExpression] = ()
     if isinstance(value, cst.Dict):
         keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
@@ -434,6 +438,15 @@ def _wrap(value: cst.BaseExpression, spelled: str) -> cst.Call:
         return cst.Call(func=func)
     if isinstance(value, cst.Call) and not value.args and dotted_name(value.func) in ("list", "dict", "tuple"):
         return cst.Call(func=func)
+    if (
+        isinstance(value, cst.Call)
+        and dotted_name(value.func) in ("list", "tuple")
+        and len(value.args) == 1
+        and value.args[0].keyword is None
+        and not value.args[0].star
+    ):
+        # list(Block() for _ in range(n)) -> nn.ModuleList(Block() for _ in range(n))
+        return cst.Call(func=func, args=[cst.Arg(value=value.args[0].value)])
     if isinstance(value, cst.Tuple):
         value = cst.List(elements=value.elements)
     return cst.Call(func=func, args=[cst.Arg(value=value)])
