@@ -2052,6 +2052,19 @@ _ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto
 _RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
 #: words in a loader's binding or arguments that say batches arrive on a device
 _PLACING_WORDS = ("device", "cuda", "prepare", "accelerator", "fabric", "to_gpu", "gpu")
+#: library collate functions that return CPU tensors (``transformers``'
+#: ``DataCollator*`` classes are matched by name, see :func:`is_cpu_collator`)
+_CPU_COLLATORS = frozenset({
+    "torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
+    "torch.utils.data._utils.collate.default_collate", "transformers.default_data_collator",
+    "transformers.data.data_collator.default_data_collator", "transformers.data.default_data_collator",
+})
+#: DataLoader keywords that never put a batch on a device (``pin_memory=use_cuda``
+#: pins host memory; a sampler or generator only orders the samples)
+_NON_PLACING_LOADER_ARGS = frozenset({
+    "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "pin_memory", "drop_last", "timeout",
+    "worker_init_fn", "multiprocessing_context", "generator", "prefetch_factor", "persistent_workers",
+})
 
 
 @dataclass
@@ -2093,6 +2106,10 @@ class LoaderFacts:
 
     kind: str
     places_on_device: bool = False
+    #: ``pbar = tqdm(loader)``: the loader this name iterates (kind ``iter``),
+    #: and whether an ``enumerate`` wraps it
+    wraps: str = ""
+    enumerated: bool = False
 
 
 @dataclass
@@ -2132,6 +2149,9 @@ class ScriptScope:
     saved_files: List[str] = field(default_factory=list)
     #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
     buffers: List[str] = field(default_factory=list)
+    #: names bound to a library collator that builds CPU tensors
+    #: (``collator = DataCollatorWithPadding(tokenizer)``)
+    cpu_collators: List[str] = field(default_factory=list)
     calls: List[CallSite] = field(default_factory=list)
 
 
@@ -2204,9 +2224,9 @@ def placement_of(facts: FileFacts, value: cst.BaseExpression) -> Optional[Placem
 
 
 def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
-    """(the iterable under ``enumerate(tqdm(loader))``, whether enumerate was on top)."""
+    """(the iterable under ``enumerate(tqdm(loader))``, whether an enumerate
+    was among the wrappers: ``tqdm(enumerate(loader))`` yields pairs too)."""
     enumerated = False
-    first = True
     while isinstance(node, cst.Call) and node.args and node.args[0].star == "":
         dotted = dotted_name(node.func)
         if dotted is None:
@@ -2214,9 +2234,8 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
         q = facts.qualify_dotted(dotted) or dotted
         if q not in _ITER_WRAPPERS and dotted not in _ITER_WRAPPERS:
             break
-        if first and dotted == "enumerate":
+        if dotted == "enumerate":
             enumerated = True
-        first = False
         node = node.args[0].value
     return node, enumerated
 
@@ -2245,35 +2264,93 @@ class LoaderLoop:
     items: List[str]
     #: True when the target is one name (the whole batch, not unpacked)
     whole_batch: bool
+    #: names bound to a whole batch (``batch``; in ``for (xs, ys), tb in
+    #: zip(a, b)``: ``tb``), and the loader each batch item or batch comes
+    #: from when the loop zips several
+    batches: List[str] = field(default_factory=list)
+    loader_of: Dict[str, str] = field(default_factory=dict)
+
+
+def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name: str) -> Tuple[Optional[str], bool]:
+    """The name of the data loader ``it`` iterates, when its batches are not
+    placed on a device by the loader itself (through ``pbar = tqdm(loader)``:
+    the loader), and whether an ``enumerate`` bound with it adds an index."""
+    base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
+    ref = ref_of(base, self_name)
+    if ref is None:
+        return None, False
+    info = lookup_scoped(facts, scope, ref, "loaders")
+    enumerated = False
+    if isinstance(info, LoaderFacts) and info.wraps:
+        if info.places_on_device:
+            return None, False
+        ref, enumerated = info.wraps, info.enumerated
+        info = lookup_scoped(facts, scope, ref, "loaders")
+    if isinstance(info, LoaderFacts):
+        if info.places_on_device or info.wraps:
+            return None, False
+        if info.kind != "dataloader" and not looks_like_loader(ref):
+            return None, False
+    elif not looks_like_loader(ref):
+        return None, False
+    return ref, enumerated
 
 
 def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
     """The batch items of a loop over a data loader whose batches are not
-    placed on a device by the loader itself, else None."""
+    placed on a device by the loader itself, else None. ``zip(a, b)`` pairs
+    each loader with its part of the target; parts from other iterables
+    are left out."""
     it, enumerated = _strip_iter_wrappers(facts, node.iter)
-    base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
-    ref = ref_of(base, self_name)
-    if ref is None:
-        return None
-    info = lookup_scoped(facts, scope, ref, "loaders")
-    if isinstance(info, LoaderFacts):
-        if info.places_on_device:
-            return None
-        if info.kind != "dataloader" and not looks_like_loader(ref):
-            return None
-    elif not looks_like_loader(ref):
-        return None
     target = node.target
     if enumerated:
         if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
             return None
         target = target.elements[1].value
-    if isinstance(target, cst.Name):
-        return LoaderLoop(ref, [target.value], True)
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names = [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
-        return LoaderLoop(ref, names, False)
-    return None
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "zip" and facts.qualify_dotted("zip") is None:
+        if any(a.star or a.keyword is not None for a in it.args):
+            return None
+        if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(it.args)):
+            return None
+        pairs = []
+        for a, e in zip(it.args, target.elements):
+            part_it, part_enum = _strip_iter_wrappers(facts, a.value)
+            if not part_enum:  # an enumerated part is left out
+                pairs.append((part_it, e.value))
+    else:
+        ref, wrapped_enum = _loader_ref(facts, scope, it, self_name)
+        if ref is None:
+            return None
+        if wrapped_enum:
+            if enumerated or not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+                return None
+            target = target.elements[1].value
+        if isinstance(target, cst.Name):
+            return LoaderLoop(ref, [target.value], True, [target.value], {target.value: ref})
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
+            return LoaderLoop(ref, names, False, [], {n: ref for n in names})
+        return None
+    items: List[str] = []
+    batches: List[str] = []
+    loader_of: Dict[str, str] = {}
+    first = ""
+    for part_it, part in pairs:
+        ref, part_enum = _loader_ref(facts, scope, part_it, self_name)
+        if ref is None or part_enum:
+            continue
+        first = first or ref
+        if isinstance(part, cst.Name):
+            batches.append(part.value)
+            loader_of[part.value] = ref
+        elif isinstance(part, (cst.Tuple, cst.List)):
+            for e in part.elements:
+                if isinstance(e, cst.Element) and isinstance(e.value, cst.Name):
+                    items.append(e.value.value)
+                    loader_of[e.value.value] = ref
+    if not first:
+        return None
+    return LoaderLoop(first, items, False, batches, loader_of)
 
 
 def device_candidates(facts: FileFacts, scope: str) -> List[str]:
@@ -2441,6 +2518,12 @@ class _TrainingCollector(cst.CSTVisitor):
         if not whole:
             self._bind_placement(sf, ref, value)
             self._bind_load(sf, ref, value)
+            if "." not in ref:
+                if is_cpu_collator(self.facts, value):
+                    if ref not in sf.cpu_collators:
+                        sf.cpu_collators.append(ref)
+                elif ref in sf.cpu_collators:
+                    sf.cpu_collators.remove(ref)
             if is_memory_buffer(self.facts, value) and ref not in sf.buffers:
                 sf.buffers.append(ref)
         self._bind_loader(sf, ref, value)
@@ -2489,14 +2572,29 @@ class _TrainingCollector(cst.CSTVisitor):
     def _bind_loader(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         is_dl = False
         places = False
+        inner, enumerated = _strip_iter_wrappers(self.facts, value)
+        if inner is not value:
+            # pbar = tqdm(train_loader): iterating pbar iterates the loader
+            inner_ref = ref_of(inner.value if isinstance(inner, cst.Subscript) else inner, self.self_names[-1])
+            if inner_ref is not None and "." not in ref:
+                found = self._target_scope(inner_ref).loaders.get(inner_ref)
+                if (found is not None and not found.wraps) or looks_like_loader(inner_ref):
+                    sf.loaders[ref] = LoaderFacts("iter", False, inner_ref, enumerated)
+                    return
         if isinstance(value, cst.Call):
             cls = self.facts.class_of_call(value.func)
             dotted = dotted_name(value.func) or ""
             is_dl = cls in DATA_LOADERS or (cls is not None and cls.rsplit(".", 1)[-1] == "DataLoader" and dotted.rsplit(".", 1)[-1] == "DataLoader")
             if is_dl:
                 places = any(
-                    a.keyword is not None and a.keyword.value in ("collate_fn", "pin_memory_device") for a in value.args
-                ) or any(_mentions_placing(a.value) for a in value.args) or any(a.star for a in value.args)
+                    a.keyword is not None
+                    and (a.keyword.value == "pin_memory_device" or (a.keyword.value == "collate_fn" and not self._cpu_collator(sf, a.value)))
+                    for a in value.args
+                ) or any(
+                    _mentions_placing(a.value)
+                    for a in value.args
+                    if a.keyword is None or a.keyword.value not in _NON_PLACING_LOADER_ARGS
+                ) or any(a.star for a in value.args)
                 ds = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
                 ds_ref = ref_of(ds, self.self_names[-1]) if ds is not None else None
                 if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
@@ -2511,6 +2609,15 @@ class _TrainingCollector(cst.CSTVisitor):
         old = sf.loaders.get(ref)
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def _cpu_collator(self, sf: ScriptScope, node: cst.BaseExpression) -> bool:
+        """``collate_fn=`` a library collator that builds CPU tensors, or a
+        name bound to one here or at module level."""
+        if is_cpu_collator(self.facts, node):
+            return True
+        if isinstance(node, cst.Name):
+            return any(node.value in s.cpu_collators for s in (sf, self.scope, self.scopes[MODULE_SCOPE]))
+        return False
 
     def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         if "." in ref:
@@ -2631,6 +2738,19 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
     return bool(found)
 
 
+def is_cpu_collator(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """A library collate function that builds CPU tensors:
+    ``default_collate``, ``default_data_collator``, a ``transformers``
+    ``DataCollator*`` class or an instance of one (``DataCollatorWithPadding(tok)``)."""
+    func = node.func if isinstance(node, cst.Call) else node
+    q = facts.qualify(func)
+    if q is None:
+        return False
+    if isinstance(node, cst.Call):
+        return q.startswith("transformers.") and q.rsplit(".", 1)[-1].startswith("DataCollator")
+    return q in _CPU_COLLATORS
+
+
 def _mentions_placing(node: cst.CSTNode) -> bool:
     code = code_of(node).lower()
     return any(w in code for w in _PLACING_WORDS)
@@ -2660,6 +2780,8 @@ def _checkpoint_use(name: cst.Name, parents: List[cst.CSTNode]) -> Tuple[Optiona
     parent = parents[-1]
     if isinstance(parent, (cst.AssignTarget, cst.Del)):
         return True, -1, name
+    if (isinstance(parent, cst.Attribute) and parent.attr is name) or (isinstance(parent, cst.Arg) and parent.keyword is name):
+        return True, -1, name  # ``args.ckpt``, ``f(ckpt=...)``: another name spelt the same
     if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
         return parent.comparator is name, -1, name
     node: cst.CSTNode = name
