@@ -118,6 +118,9 @@ class ScanSummary:
         self.container_adds: List[Tuple[str, str, str, ast.AST, bool]] = []
         #: (class, method) -> every attribute name it uses (``x.a`` -> ``a``)
         self.method_attributes: Dict[Tuple[str, str], Set[str]] = {}
+        #: names of every function and method defined in the file (a call of
+        #: one may return a tensor: ``self.kernel = make_kernel(5)``)
+        self.function_names: Set[str] = set()
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 
@@ -302,8 +305,13 @@ class ScanSummary:
                 for q in self.resolve(_dotted(func)):
                     if (q.startswith("torch.") and q.count(".") == 1) or q in _LEGACY_TENSOR_CONSTRUCTORS:
                         return True
+                # a helper of this file, which may return a tensor
+                if type(func) is ast.Name and func.id in self.function_names:  # type: ignore[attr-defined]
+                    return True
                 if type(func) is not ast.Attribute:
                     return False
+                if type(func.value) is ast.Name and func.attr in self.function_names:  # type: ignore[attr-defined]
+                    return True
                 node = func.value
             elif t is ast.BinOp:
                 if self._maybe_tensor(node.left, local, seen):  # type: ignore[union-attr]
@@ -563,6 +571,7 @@ class _Scanner:
                 if type(node.elt) is Call:
                     elements.add(id(node.elt))
             elif t is FunctionDef or t is AsyncFunctionDef:
+                s.function_names.add(node.name)
                 if cls is not None and method is None:
                     method = node.name
                     called = methods.setdefault(cls, {}).setdefault(method, set())

@@ -718,6 +718,12 @@ class _FactsBuilder:
         # class name -> attributes assigned an empty ``nn.ModuleList()`` /
         # ``nn.ModuleDict()`` / ``nn.Sequential()``, filled by later appends
         self._empty_nn_containers: Dict[str, Set[str]] = {}
+        # helpers that return a tensor (``self.kernel = make_kernel(5)``):
+        # (class name, self name) whose ``self.<m>(...)`` calls are resolved
+        # while its attributes are collected; function node id -> result
+        self._self_call_owner: Optional[Tuple[str, str]] = None
+        self._returns_tensor_cache: Dict[int, bool] = {}
+        self._module_functions: Optional[Dict[str, cst.FunctionDef]] = None
 
     # -- imports -----------------------------------------------------------
     def _add_import(self, local: str, target: str) -> None:
@@ -1028,8 +1034,55 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
-        walk(fn.body, collector)
+        self._self_call_owner = (cls.name, self_name)
+        try:
+            walk(fn.body, collector)
+        finally:
+            self._self_call_owner = None
         collector.finish()
+
+    def _called_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The function of this file a call runs: ``make_kernel(...)`` (a
+        module-level ``def``) or ``self._make_kernel(...)`` (a method of the
+        class whose attributes are being collected); None otherwise."""
+        if isinstance(func, cst.Name):
+            if self._module_functions is None:
+                self._module_functions = {
+                    s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)
+                }
+            return self._module_functions.get(func.value)
+        owner = self._self_call_owner
+        if owner is None or not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        if func.value.value != owner[1] or owner[0] not in self._class_nodes:
+            return None
+        for stmt in _body_of(self._class_nodes[owner[0]]):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.attr.value:
+                decorators = {dotted_name(d.decorator) for d in stmt.decorators}
+                return None if decorators & {"property", "staticmethod", "classmethod"} else stmt
+        return None
+
+    def _returns_tensor(self, fn: cst.FunctionDef) -> bool:
+        """Every ``return`` of ``fn`` gives one tensor (``_is_tensor_expr``,
+        with the function's own local tensor names): ``self.kernel =
+        self._make_kernel()`` holds a tensor. Not generators."""
+        key = id(fn)
+        if key in self._returns_tensor_cache:
+            return self._returns_tensor_cache[key]
+        self._returns_tensor_cache[key] = False  # recursion: not known to be a tensor
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        local: Set[str] = set()
+        result = False
+        if not finder.yields and finder.returns:
+            for target, value in finder.assigns:
+                if self._is_tensor_expr(value, local):
+                    local.add(target)
+                else:
+                    local.discard(target)
+            result = all(r is not None and self._is_tensor_expr(r, local) for r in finder.returns)
+        self._returns_tensor_cache[key] = result
+        return result
 
     def classify_value(
         self, value: cst.BaseExpression, params: Sequence[str], local_tensors: Iterable[str] = ()
@@ -1087,6 +1140,15 @@ class _FactsBuilder:
                     for a in node.args
                     if a.star == ""
                 )
+            # a helper of this file that returns a tensor: make_kernel(5), self._make_kernel()
+            called = self._called_function(node.func)
+            if called is not None:
+                owner = self._self_call_owner if isinstance(node.func, cst.Attribute) else None
+                saved, self._self_call_owner = self._self_call_owner, owner
+                try:
+                    return self._returns_tensor(called)
+                finally:
+                    self._self_call_owner = saved
             # a tensor method chained on a tensor: torch.arange(n).float()
             if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _NOT_TENSOR_METHODS:
                 return self._is_tensor_expr(node.func.value, local_tensors)
@@ -1194,6 +1256,41 @@ class _FactsBuilder:
         elif isinstance(node, cst.DictComp):
             elements = [node.value]
         return bool(elements) and all(self._is_tensor_expr(e, local_tensors) for e in elements)
+
+
+class _ReturnsAndAssigns(cst.CSTVisitor):
+    """The ``return`` values (None for a bare ``return``) and the plain
+    ``name = value`` assignments, in source order, of one function body,
+    nested functions, classes and lambdas left out; and whether it yields."""
+
+    def __init__(self) -> None:
+        self.returns: List[Optional[cst.BaseExpression]] = []
+        self.assigns: List[Tuple[str, cst.BaseExpression]] = []
+        self.yields = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node.value)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.assigns.append((t.target.value, node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.assigns.append((node.target.value, node.value))
 
 
 @dataclass
