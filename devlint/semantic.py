@@ -2141,6 +2141,9 @@ class Placement:
     device: str
     how: str  # "to" or "cuda"
     known: bool = True
+    #: the move sits under an ``if`` (``if use_cuda: model.cuda()``) or in
+    #: a conditional expression: on some runs the model stays where it was
+    conditional: bool = False
 
     def is_cpu(self) -> bool:
         return self.how == "to" and self.device in ('"cpu"', "'cpu'")
@@ -2599,14 +2602,31 @@ class _TrainingCollector(cst.CSTVisitor):
             local = head in me.params or head in me.device_names or head in me.rank_names
             literal = p.device[:1] in ("'", '"') or p.device.isdigit()
             if not literal and head != self.self_names[-1] and (local or head not in self.scopes[MODULE_SCOPE].device_names):
-                p = Placement(p.device, p.how, False)
+                p = Placement(p.device, p.how, False, p.conditional)
             elif head == self.self_names[-1] and head != "self":
-                p = Placement("self" + p.device[len(head):], p.how, p.known)
+                p = Placement("self" + p.device[len(head):], p.how, p.known, p.conditional)
+        if not p.conditional and self._under_condition():
+            p = Placement(p.device, p.how, p.known, True)
         sf.placements[ref] = p
+
+    def _under_condition(self) -> bool:
+        """The node being visited sits under an ``if`` or a conditional
+        expression of its function (``if __name__ == "__main__"`` aside)."""
+        for node in reversed(self.parents):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(node, cst.IfExp):
+                return True
+            if isinstance(node, cst.If) and "__name__" not in code_of(node.test):
+                return True
+        return False
 
     def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         p = placement_of(self.facts, value)
         if p is not None:
+            receiver = value.func.value  # type: ignore[attr-defined]
+            if isinstance(receiver, cst.Call) and self.facts.is_wrapper(receiver.func) is not None:
+                self._bind_placement(sf, ref, receiver)  # nn.DataParallel(model).to(device): wrapped, then moved
             self._place(sf, ref, p)
             return
         wrapper = self.facts.is_wrapper(value.func) if isinstance(value, cst.Call) else None
@@ -2983,7 +3003,7 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, Scri
                         src = scopes[caller.class_scope].placements.get(arg)
                     if src is not None and param not in callee.placements:
                         dev = _translate_device(src.device, src.how, binding, caller, callee, modscope) if src.known else None
-                        callee.placements[param] = Placement(dev or "", src.how, dev is not None)
+                        callee.placements[param] = Placement(dev or "", src.how, dev is not None, src.conditional)
                         changed = True
                     wrap = caller.wrapped.get(arg)
                     if wrap is not None and param not in callee.wrapped:

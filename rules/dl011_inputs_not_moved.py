@@ -48,7 +48,9 @@ by an index, which is moved where it is read (`model(batch[0].to(device))`:
 a tuple batch takes no item assignment). A model that reached
 the function as an argument takes its device from the call site (a `device`
 argument passed alongside it); when that device has no name in the function
-the finding has no fix.
+the finding has no fix; so has a finding whose model moves to a literal GPU
+only under a condition (`if use_cuda: model.cuda()`), where an unconditional
+`.cuda()` would break the runs without one.
 
 Not flagged: a tensor moved anywhere before its use (`x = x.to(device)`,
 `model(x.cuda())`, `x.to(device)`, a helper call given the batch and a
@@ -98,6 +100,7 @@ from devlint.semantic import (
     lookup_scoped,
     ref_of,
 )
+from devlint.rules._scripts import cuda_index
 from devlint.walk import walk
 
 #: callees a loop's name may be bound to and still iterate a loader (the scan's spelling)
@@ -357,6 +360,10 @@ class Trainer:
         message = template.format(item=found.item, loader=loader, model=found.model, device=device)
         if not p.known:
             self.report(found.node, message, no_fix_reason=f"the device `{found.model}` was moved to has no name in this function")
+            return
+        if p.conditional and cuda_index(p.device, p.how) is not None:
+            # if use_cuda: model.cuda() -- an unconditional .cuda() would break the CPU runs
+            self.report(found.node, message, no_fix_reason=f"`{found.model}` moves to the GPU only under a condition; move the batch under the same one")
             return
         call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
         root = found.root
