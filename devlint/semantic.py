@@ -1387,6 +1387,15 @@ def _is_empty_container(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and not node.args and _container_type(node) != ""
 
 
+def _is_argument_device(value: cst.BaseExpression, params: Sequence[str]) -> bool:
+    """``config.device`` / ``args.device`` / ``opt.gpu_device``: a device
+    attribute of a parameter."""
+    if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value in params):
+        return False
+    attr = value.attr.value.lower()
+    return attr in ("device", "dev") or attr.endswith("_device")
+
+
 def _is_sequence_call(node: cst.BaseExpression) -> bool:
     """``list(<one iterable>)`` / ``tuple(<one iterable>)``: ``list(Block() for _ in range(n))``."""
     return (
@@ -1504,6 +1513,8 @@ class _AttributeCollector(cst.CSTVisitor):
         if isinstance(value, cst.Name) and value.value in self.local_modules:
             self.registered_locals.add(value.value)
         kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        if kind == "other" and self.method == "__init__" and _is_argument_device(value, self.params):
+            kind = "device"  # self.device = config.device: read from an argument at construction
         if kind in ("nn_container", "module_container"):
             self._element_placements(name, value)
         empty = self.b._empty_nn_containers.setdefault(self.cls.name, set())

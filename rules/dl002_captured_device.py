@@ -3,10 +3,12 @@
 ## What it does
 Flags tensors placed, inside `forward` of an `nn.Module` (or a method it
 calls), on a device fixed outside the replica: `self.device` assigned in
-`__init__` from an argument or a `torch.device(...)`, a module-level device
-variable, a `"cuda"` / `"cuda:0"` / `torch.device("cuda:0")` literal, or
-`.cuda()` with or without an index; as `.to(<device>)`, `.cuda(...)` or
-`device=<device>` in a call.
+`__init__` from an argument (`device`, `config.device`) or a
+`torch.device(...)`, a module-level device variable, a `"cuda"` /
+`"cuda:0"` / `torch.device("cuda:0")` literal, or `.cuda()` with or without
+an index; as `.to(<device>)`, `.cuda(...)` or `device=<device>` in a call,
+also through a local copy (`device = self.device`, then `device=device`)
+when that assignment is the local's only binding in the method.
 
 ## Why is this bad?
 `nn.DataParallel` copies the module onto every GPU and runs each copy on its
@@ -69,6 +71,8 @@ When no tensor or held parameter is in reach the finding has no fix.
 """
 
 from __future__ import annotations
+
+import ast
 
 from typing import Dict, Optional, Set, Tuple
 
@@ -286,6 +290,16 @@ class YoloHead(nn.Module):
                 return True
             if kind == "name" and detail in scan.unclassed_names:
                 return True
+            if kind == "name":
+                # device = self.device, then device=device
+                for value in scan.local_values.get((c.cls, c.method), {}).get(detail, ()):
+                    if (
+                        isinstance(value, ast.Attribute)
+                        and isinstance(value.value, ast.Name)
+                        and value.attr in scan.attribute_values
+                        and value.value.id in scan.method_self.get((c.cls, c.method), ())
+                    ):
+                        return True
             if kind == "attr":
                 root, attr = detail.split(".", 1)
                 if attr in scan.attribute_values and root in scan.method_self.get((c.cls, c.method), ()):
@@ -295,6 +309,7 @@ class YoloHead(nn.Module):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._bound: Dict[int, Set[str]] = {}
+        self._aliases: Dict[int, Dict[str, cst.BaseExpression]] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.context
@@ -344,6 +359,11 @@ class YoloHead(nn.Module):
             value = self.facts.module_devices.get(node.value)
             if value is not None and node.value not in self._bound_names():
                 return f"`{node.value}`, a module-level device fixed at import,", _current_only(value)
+            alias = self._alias_of(node.value)
+            if alias is not None and self_attribute(alias, self.context.self_name) is not None:
+                found = self._captured(alias)
+                if found is not None:
+                    return f"`{node.value}`, set from {found[0]}", found[1]
             return None
         cls = self.context.current_class
         attr = self_attribute(node, self.context.self_name)
@@ -430,6 +450,28 @@ class YoloHead(nn.Module):
         m = self.context.current_method
         return m.name.value if m is not None else "forward"
 
+    def _alias_of(self, name: str) -> Optional[cst.BaseExpression]:
+        """The value of ``name = <value>`` when that plain assignment is the
+        only binding of ``name`` in the current function (``device =
+        self.device``); None otherwise (a parameter, a loop variable, a second
+        assignment)."""
+        fn = self.context.current_function
+        if fn is None:
+            return None
+        aliases = self._aliases.get(id(fn))
+        if aliases is None:
+            collector = _SingleAssignments()
+            walk(fn.body, collector)
+            params = fn.params
+            bound = {p.name.value for p in list(params.posonly_params) + list(params.params) + list(params.kwonly_params)}
+            aliases = {
+                n: v
+                for n, v in collector.values.items()
+                if collector.counts[n] == 1 and n not in bound and n not in collector.globals
+            }
+            self._aliases[id(fn)] = aliases
+        return aliases.get(name)
+
     def _bound_names(self) -> Set[str]:
         """Names bound locally in the functions around the current node
         (parameters and assignments), minus those declared ``global``."""
@@ -489,6 +531,33 @@ class _LocalNames(cst.CSTVisitor):
                 self._target(e.value)
         elif isinstance(node, cst.StarredElement):
             self._target(node.value)
+
+
+class _SingleAssignments(_LocalNames):
+    """How often each name is bound in a function body (any binding form),
+    and the value of its plain ``name = value`` assignment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Dict[str, int] = {}
+        self.values: Dict[str, cst.BaseExpression] = {}
+        self._value: Optional[cst.BaseExpression] = None
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._value = node.value if len(node.targets) == 1 else None
+
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        self._value = None
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, cst.Name):
+            self.counts[node.value] = self.counts.get(node.value, 0) + 1
+            if self._value is not None:
+                self.values[node.value] = self._value
+            return
+        value, self._value = self._value, None  # a, b = ... is no alias
+        super()._target(node)
+        self._value = value
 
 
 def _local_names(fn: cst.FunctionDef) -> Set[str]:
