@@ -118,6 +118,9 @@ class ScanSummary:
         self.container_adds: List[Tuple[str, str, str, ast.AST, bool]] = []
         #: (class, method) -> every attribute name it uses (``x.a`` -> ``a``)
         self.method_attributes: Dict[Tuple[str, str], Set[str]] = {}
+        #: names of every function and method defined in the file (a call of
+        #: one may return a tensor: ``self.kernel = make_kernel(5)``)
+        self.function_names: Set[str] = set()
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 
@@ -302,8 +305,13 @@ class ScanSummary:
                 for q in self.resolve(_dotted(func)):
                     if (q.startswith("torch.") and q.count(".") == 1) or q in _LEGACY_TENSOR_CONSTRUCTORS:
                         return True
+                # a helper of this file, which may return a tensor
+                if type(func) is ast.Name and func.id in self.function_names:  # type: ignore[attr-defined]
+                    return True
                 if type(func) is not ast.Attribute:
                     return False
+                if type(func.value) is ast.Name and func.attr in self.function_names:  # type: ignore[attr-defined]
+                    return True
                 node = func.value
             elif t is ast.BinOp:
                 if self._maybe_tensor(node.left, local, seen):  # type: ignore[union-attr]
@@ -383,7 +391,9 @@ class ScanSummary:
         """Whether a container element may be a module (a superset of the
         semantic pass's ``_element_class``): a call of a class of this file
         that may be a module or of a ``torch.nn`` class (method chains such as
-        ``.to(dev)`` peeled), or a container call holding one."""
+        ``.to(dev)`` peeled), a call of a function or method of this file
+        (``self._make_layer(i)``, which may return a module), or a container
+        call holding one."""
         t = type(node)
         if t is ast.Starred:
             return self.may_be_module(node.value)  # type: ignore[union-attr]
@@ -396,6 +406,8 @@ class ScanSummary:
                 return False
             if self.class_may_be_module(dotted):
                 return True
+            if dotted.rpartition(".")[2] in self.function_names and dotted.count(".") <= 1:
+                return True  # a helper of this file, which may return a module: self._make_layer(i)
             if dotted in _CONTAINER_CALLS:
                 return self._holds_module(node)  # type: ignore[arg-type]
             return any(q.startswith("torch.nn.") for q in self.resolve(dotted))
@@ -563,6 +575,7 @@ class _Scanner:
                 if type(node.elt) is Call:
                     elements.add(id(node.elt))
             elif t is FunctionDef or t is AsyncFunctionDef:
+                s.function_names.add(node.name)
                 if cls is not None and method is None:
                     method = node.name
                     called = methods.setdefault(cls, {}).setdefault(method, set())

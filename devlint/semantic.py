@@ -718,6 +718,13 @@ class _FactsBuilder:
         # class name -> attributes assigned an empty ``nn.ModuleList()`` /
         # ``nn.ModuleDict()`` / ``nn.Sequential()``, filled by later appends
         self._empty_nn_containers: Dict[str, Set[str]] = {}
+        # helpers that return a tensor (``self.kernel = make_kernel(5)``):
+        # (class name, self name) whose ``self.<m>(...)`` calls are resolved
+        # while its attributes are collected; function node id -> result
+        self._self_call_owner: Optional[Tuple[str, str]] = None
+        self._returns_tensor_cache: Dict[int, bool] = {}
+        self._returned_module_cache: Dict[int, str] = {}
+        self._module_functions: Optional[Dict[str, cst.FunctionDef]] = None
 
     # -- imports -----------------------------------------------------------
     def _add_import(self, local: str, target: str) -> None:
@@ -1028,8 +1035,97 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
-        walk(fn.body, collector)
+        self._self_call_owner = (cls.name, self_name)
+        try:
+            walk(fn.body, collector)
+        finally:
+            self._self_call_owner = None
         collector.finish()
+
+    def _called_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The function of this file a call runs: ``make_kernel(...)`` (a
+        module-level ``def``) or ``self._make_kernel(...)`` (a method of the
+        class whose attributes are being collected); None otherwise."""
+        if isinstance(func, cst.Name):
+            if self._module_functions is None:
+                self._module_functions = {
+                    s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)
+                }
+            return self._module_functions.get(func.value)
+        owner = self._self_call_owner
+        if owner is None or not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        if func.value.value != owner[1] or owner[0] not in self._class_nodes:
+            return None
+        for stmt in _body_of(self._class_nodes[owner[0]]):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.attr.value:
+                decorators = {dotted_name(d.decorator) for d in stmt.decorators}
+                return None if decorators & {"property", "staticmethod", "classmethod"} else stmt
+        return None
+
+    def returned_module_class(self, func: cst.BaseExpression) -> str:
+        """The module class a helper of this file returns when called through
+        ``func`` (``self._make_stage(w)``, ``make_block(d)``): every ``return``
+        gives a call of a module class, directly or through a local name
+        (``"torch.nn.Module"`` when the classes differ); ``""`` when unknown,
+        or when the helper registers what it builds itself
+        (``self.add_module(...)``, ``setattr(self, ...)``, ``self.x = ...``)."""
+        fn = self._called_function(func)
+        if fn is None:
+            return ""
+        key = id(fn)
+        if key in self._returned_module_cache:
+            return self._returned_module_cache[key]
+        self._returned_module_cache[key] = ""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        result = ""
+        if finder.returns and not finder.yields and not finder.registers:
+            local: Dict[str, str] = {}
+            for target, value in finder.assigns:
+                inner, _, _ = _strip_placement(value)
+                c = self.facts.class_of_call(inner.func) if isinstance(inner, cst.Call) else None
+                local[target] = c if c is not None and self.facts.is_module_class(c) else ""
+            classes = set()
+            for r in finder.returns:
+                inner, _, _ = _strip_placement(r) if r is not None else (None, None, None)
+                c: Optional[str] = None
+                if isinstance(inner, cst.Call):
+                    c = self.facts.class_of_call(inner.func)
+                    if c is not None and not self.facts.is_module_class(c):
+                        c = None
+                elif isinstance(inner, cst.Name):
+                    c = local.get(inner.value) or None
+                if c is None:
+                    classes = set()
+                    break
+                classes.add(c)
+            if classes:
+                result = classes.pop() if len(classes) == 1 else "torch.nn.Module"
+        self._returned_module_cache[key] = result
+        return result
+
+    def _returns_tensor(self, fn: cst.FunctionDef) -> bool:
+        """Every ``return`` of ``fn`` gives one tensor (``_is_tensor_expr``,
+        with the function's own local tensor names): ``self.kernel =
+        self._make_kernel()`` holds a tensor. Not generators."""
+        key = id(fn)
+        if key in self._returns_tensor_cache:
+            return self._returns_tensor_cache[key]
+        self._returns_tensor_cache[key] = False  # recursion: not known to be a tensor
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        local: Set[str] = set()
+        result = False
+        if not finder.yields and finder.returns:
+            for target, value in finder.assigns:
+                if self._is_tensor_expr(value, local):
+                    local.add(target)
+                else:
+                    local.discard(target)
+            result = all(r is not None and self._is_tensor_expr(r, local) for r in finder.returns)
+        self._returns_tensor_cache[key] = result
+        return result
 
     def classify_value(
         self, value: cst.BaseExpression, params: Sequence[str], local_tensors: Iterable[str] = ()
@@ -1087,6 +1183,15 @@ class _FactsBuilder:
                     for a in node.args
                     if a.star == ""
                 )
+            # a helper of this file that returns a tensor: make_kernel(5), self._make_kernel()
+            called = self._called_function(node.func)
+            if called is not None:
+                owner = self._self_call_owner if isinstance(node.func, cst.Attribute) else None
+                saved, self._self_call_owner = self._self_call_owner, owner
+                try:
+                    return self._returns_tensor(called)
+                finally:
+                    self._self_call_owner = saved
             # a tensor method chained on a tensor: torch.arange(n).float()
             if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _NOT_TENSOR_METHODS:
                 return self._is_tensor_expr(node.func.value, local_tensors)
@@ -1147,7 +1252,9 @@ class _FactsBuilder:
                 return ""
             c = self.facts.class_of_call(inner.func)
             if c is None or not self.facts.is_module_class(c):
-                return ""
+                c = self.returned_module_class(inner.func)  # [self._make_stage(w) for w in widths]
+                if not c:
+                    return ""
             classes.add(c)
         if len(classes) == 1:
             return classes.pop()
@@ -1194,6 +1301,55 @@ class _FactsBuilder:
         elif isinstance(node, cst.DictComp):
             elements = [node.value]
         return bool(elements) and all(self._is_tensor_expr(e, local_tensors) for e in elements)
+
+
+class _ReturnsAndAssigns(cst.CSTVisitor):
+    """The ``return`` values (None for a bare ``return``) and the plain
+    ``name = value`` assignments, in source order, of one function body,
+    nested functions, classes and lambdas left out; and whether it yields."""
+
+    def __init__(self) -> None:
+        self.returns: List[Optional[cst.BaseExpression]] = []
+        self.assigns: List[Tuple[str, cst.BaseExpression]] = []
+        self.yields = False
+        #: it registers modules itself: ``x.add_module(...)``,
+        #: ``x.register_module(...)``, ``setattr(...)`` or an attribute store
+        self.registers = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module")) or (
+            isinstance(func, cst.Name) and func.value == "setattr"
+        ):
+            self.registers = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node.value)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.assigns.append((t.target.value, node.value))
+            elif isinstance(t.target, cst.Attribute):
+                self.registers = True
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.assigns.append((node.target.value, node.value))
+        elif isinstance(node.target, cst.Attribute):
+            self.registers = True
 
 
 @dataclass
@@ -1408,6 +1564,9 @@ class _AttributeCollector(cst.CSTVisitor):
         if isinstance(inner, cst.Call):
             c = self.b.facts.class_of_call(inner.func)
             if c is not None and self.b.facts.is_module_class(c):
+                return c, None
+            c = self.b.returned_module_class(inner.func)  # self.layers.append(self._make_layer(i))
+            if c:
                 return c, None
         return "", None
 
@@ -1955,6 +2114,19 @@ _ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto
 _RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
 #: words in a loader's binding or arguments that say batches arrive on a device
 _PLACING_WORDS = ("device", "cuda", "prepare", "accelerator", "fabric", "to_gpu", "gpu")
+#: library collate functions that return CPU tensors (``transformers``'
+#: ``DataCollator*`` classes are matched by name, see :func:`is_cpu_collator`)
+_CPU_COLLATORS = frozenset({
+    "torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
+    "torch.utils.data._utils.collate.default_collate", "transformers.default_data_collator",
+    "transformers.data.data_collator.default_data_collator", "transformers.data.default_data_collator",
+})
+#: DataLoader keywords that never put a batch on a device (``pin_memory=use_cuda``
+#: pins host memory; a sampler or generator only orders the samples)
+_NON_PLACING_LOADER_ARGS = frozenset({
+    "batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "pin_memory", "drop_last", "timeout",
+    "worker_init_fn", "multiprocessing_context", "generator", "prefetch_factor", "persistent_workers",
+})
 
 
 @dataclass
@@ -1969,6 +2141,9 @@ class Placement:
     device: str
     how: str  # "to" or "cuda"
     known: bool = True
+    #: the move sits under an ``if`` (``if use_cuda: model.cuda()``) or in
+    #: a conditional expression: on some runs the model stays where it was
+    conditional: bool = False
 
     def is_cpu(self) -> bool:
         return self.how == "to" and self.device in ('"cpu"', "'cpu'")
@@ -1996,6 +2171,10 @@ class LoaderFacts:
 
     kind: str
     places_on_device: bool = False
+    #: ``pbar = tqdm(loader)``: the loader this name iterates (kind ``iter``),
+    #: and whether an ``enumerate`` wraps it
+    wraps: str = ""
+    enumerated: bool = False
 
 
 @dataclass
@@ -2035,6 +2214,9 @@ class ScriptScope:
     saved_files: List[str] = field(default_factory=list)
     #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
     buffers: List[str] = field(default_factory=list)
+    #: names bound to a library collator that builds CPU tensors
+    #: (``collator = DataCollatorWithPadding(tokenizer)``)
+    cpu_collators: List[str] = field(default_factory=list)
     calls: List[CallSite] = field(default_factory=list)
 
 
@@ -2107,9 +2289,9 @@ def placement_of(facts: FileFacts, value: cst.BaseExpression) -> Optional[Placem
 
 
 def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
-    """(the iterable under ``enumerate(tqdm(loader))``, whether enumerate was on top)."""
+    """(the iterable under ``enumerate(tqdm(loader))``, whether an enumerate
+    was among the wrappers: ``tqdm(enumerate(loader))`` yields pairs too)."""
     enumerated = False
-    first = True
     while isinstance(node, cst.Call) and node.args and node.args[0].star == "":
         dotted = dotted_name(node.func)
         if dotted is None:
@@ -2117,9 +2299,8 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
         q = facts.qualify_dotted(dotted) or dotted
         if q not in _ITER_WRAPPERS and dotted not in _ITER_WRAPPERS:
             break
-        if first and dotted == "enumerate":
+        if dotted == "enumerate":
             enumerated = True
-        first = False
         node = node.args[0].value
     return node, enumerated
 
@@ -2148,35 +2329,93 @@ class LoaderLoop:
     items: List[str]
     #: True when the target is one name (the whole batch, not unpacked)
     whole_batch: bool
+    #: names bound to a whole batch (``batch``; in ``for (xs, ys), tb in
+    #: zip(a, b)``: ``tb``), and the loader each batch item or batch comes
+    #: from when the loop zips several
+    batches: List[str] = field(default_factory=list)
+    loader_of: Dict[str, str] = field(default_factory=dict)
+
+
+def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name: str) -> Tuple[Optional[str], bool]:
+    """The name of the data loader ``it`` iterates, when its batches are not
+    placed on a device by the loader itself (through ``pbar = tqdm(loader)``:
+    the loader), and whether an ``enumerate`` bound with it adds an index."""
+    base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
+    ref = ref_of(base, self_name)
+    if ref is None:
+        return None, False
+    info = lookup_scoped(facts, scope, ref, "loaders")
+    enumerated = False
+    if isinstance(info, LoaderFacts) and info.wraps:
+        if info.places_on_device:
+            return None, False
+        ref, enumerated = info.wraps, info.enumerated
+        info = lookup_scoped(facts, scope, ref, "loaders")
+    if isinstance(info, LoaderFacts):
+        if info.places_on_device or info.wraps:
+            return None, False
+        if info.kind != "dataloader" and not looks_like_loader(ref):
+            return None, False
+    elif not looks_like_loader(ref):
+        return None, False
+    return ref, enumerated
 
 
 def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
     """The batch items of a loop over a data loader whose batches are not
-    placed on a device by the loader itself, else None."""
+    placed on a device by the loader itself, else None. ``zip(a, b)`` pairs
+    each loader with its part of the target; parts from other iterables
+    are left out."""
     it, enumerated = _strip_iter_wrappers(facts, node.iter)
-    base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
-    ref = ref_of(base, self_name)
-    if ref is None:
-        return None
-    info = lookup_scoped(facts, scope, ref, "loaders")
-    if isinstance(info, LoaderFacts):
-        if info.places_on_device:
-            return None
-        if info.kind != "dataloader" and not looks_like_loader(ref):
-            return None
-    elif not looks_like_loader(ref):
-        return None
     target = node.target
     if enumerated:
         if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
             return None
         target = target.elements[1].value
-    if isinstance(target, cst.Name):
-        return LoaderLoop(ref, [target.value], True)
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names = [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
-        return LoaderLoop(ref, names, False)
-    return None
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "zip" and facts.qualify_dotted("zip") is None:
+        if any(a.star or a.keyword is not None for a in it.args):
+            return None
+        if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(it.args)):
+            return None
+        pairs = []
+        for a, e in zip(it.args, target.elements):
+            part_it, part_enum = _strip_iter_wrappers(facts, a.value)
+            if not part_enum:  # an enumerated part is left out
+                pairs.append((part_it, e.value))
+    else:
+        ref, wrapped_enum = _loader_ref(facts, scope, it, self_name)
+        if ref is None:
+            return None
+        if wrapped_enum:
+            if enumerated or not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
+                return None
+            target = target.elements[1].value
+        if isinstance(target, cst.Name):
+            return LoaderLoop(ref, [target.value], True, [target.value], {target.value: ref})
+        if isinstance(target, (cst.Tuple, cst.List)):
+            names = [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
+            return LoaderLoop(ref, names, False, [], {n: ref for n in names})
+        return None
+    items: List[str] = []
+    batches: List[str] = []
+    loader_of: Dict[str, str] = {}
+    first = ""
+    for part_it, part in pairs:
+        ref, part_enum = _loader_ref(facts, scope, part_it, self_name)
+        if ref is None or part_enum:
+            continue
+        first = first or ref
+        if isinstance(part, cst.Name):
+            batches.append(part.value)
+            loader_of[part.value] = ref
+        elif isinstance(part, (cst.Tuple, cst.List)):
+            for e in part.elements:
+                if isinstance(e, cst.Element) and isinstance(e.value, cst.Name):
+                    items.append(e.value.value)
+                    loader_of[e.value.value] = ref
+    if not first:
+        return None
+    return LoaderLoop(first, items, False, batches, loader_of)
 
 
 def device_candidates(facts: FileFacts, scope: str) -> List[str]:
@@ -2344,6 +2583,12 @@ class _TrainingCollector(cst.CSTVisitor):
         if not whole:
             self._bind_placement(sf, ref, value)
             self._bind_load(sf, ref, value)
+            if "." not in ref:
+                if is_cpu_collator(self.facts, value):
+                    if ref not in sf.cpu_collators:
+                        sf.cpu_collators.append(ref)
+                elif ref in sf.cpu_collators:
+                    sf.cpu_collators.remove(ref)
             if is_memory_buffer(self.facts, value) and ref not in sf.buffers:
                 sf.buffers.append(ref)
         self._bind_loader(sf, ref, value)
@@ -2357,14 +2602,31 @@ class _TrainingCollector(cst.CSTVisitor):
             local = head in me.params or head in me.device_names or head in me.rank_names
             literal = p.device[:1] in ("'", '"') or p.device.isdigit()
             if not literal and head != self.self_names[-1] and (local or head not in self.scopes[MODULE_SCOPE].device_names):
-                p = Placement(p.device, p.how, False)
+                p = Placement(p.device, p.how, False, p.conditional)
             elif head == self.self_names[-1] and head != "self":
-                p = Placement("self" + p.device[len(head):], p.how, p.known)
+                p = Placement("self" + p.device[len(head):], p.how, p.known, p.conditional)
+        if not p.conditional and self._under_condition():
+            p = Placement(p.device, p.how, p.known, True)
         sf.placements[ref] = p
+
+    def _under_condition(self) -> bool:
+        """The node being visited sits under an ``if`` or a conditional
+        expression of its function (``if __name__ == "__main__"`` aside)."""
+        for node in reversed(self.parents):
+            if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                return False
+            if isinstance(node, cst.IfExp):
+                return True
+            if isinstance(node, cst.If) and "__name__" not in code_of(node.test):
+                return True
+        return False
 
     def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         p = placement_of(self.facts, value)
         if p is not None:
+            receiver = value.func.value  # type: ignore[attr-defined]
+            if isinstance(receiver, cst.Call) and self.facts.is_wrapper(receiver.func) is not None:
+                self._bind_placement(sf, ref, receiver)  # nn.DataParallel(model).to(device): wrapped, then moved
             self._place(sf, ref, p)
             return
         wrapper = self.facts.is_wrapper(value.func) if isinstance(value, cst.Call) else None
@@ -2392,14 +2654,29 @@ class _TrainingCollector(cst.CSTVisitor):
     def _bind_loader(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         is_dl = False
         places = False
+        inner, enumerated = _strip_iter_wrappers(self.facts, value)
+        if inner is not value:
+            # pbar = tqdm(train_loader): iterating pbar iterates the loader
+            inner_ref = ref_of(inner.value if isinstance(inner, cst.Subscript) else inner, self.self_names[-1])
+            if inner_ref is not None and "." not in ref:
+                found = self._target_scope(inner_ref).loaders.get(inner_ref)
+                if (found is not None and not found.wraps) or looks_like_loader(inner_ref):
+                    sf.loaders[ref] = LoaderFacts("iter", False, inner_ref, enumerated)
+                    return
         if isinstance(value, cst.Call):
             cls = self.facts.class_of_call(value.func)
             dotted = dotted_name(value.func) or ""
             is_dl = cls in DATA_LOADERS or (cls is not None and cls.rsplit(".", 1)[-1] == "DataLoader" and dotted.rsplit(".", 1)[-1] == "DataLoader")
             if is_dl:
                 places = any(
-                    a.keyword is not None and a.keyword.value in ("collate_fn", "pin_memory_device") for a in value.args
-                ) or any(_mentions_placing(a.value) for a in value.args) or any(a.star for a in value.args)
+                    a.keyword is not None
+                    and (a.keyword.value == "pin_memory_device" or (a.keyword.value == "collate_fn" and not self._cpu_collator(sf, a.value)))
+                    for a in value.args
+                ) or any(
+                    _mentions_placing(a.value)
+                    for a in value.args
+                    if a.keyword is None or a.keyword.value not in _NON_PLACING_LOADER_ARGS
+                ) or any(a.star for a in value.args)
                 ds = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
                 ds_ref = ref_of(ds, self.self_names[-1]) if ds is not None else None
                 if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
@@ -2414,6 +2691,15 @@ class _TrainingCollector(cst.CSTVisitor):
         old = sf.loaders.get(ref)
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def _cpu_collator(self, sf: ScriptScope, node: cst.BaseExpression) -> bool:
+        """``collate_fn=`` a library collator that builds CPU tensors, or a
+        name bound to one here or at module level."""
+        if is_cpu_collator(self.facts, node):
+            return True
+        if isinstance(node, cst.Name):
+            return any(node.value in s.cpu_collators for s in (sf, self.scope, self.scopes[MODULE_SCOPE]))
+        return False
 
     def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         if "." in ref:
@@ -2534,6 +2820,19 @@ def _mentions_name(node: cst.CSTNode, name: str) -> bool:
     return bool(found)
 
 
+def is_cpu_collator(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """A library collate function that builds CPU tensors:
+    ``default_collate``, ``default_data_collator``, a ``transformers``
+    ``DataCollator*`` class or an instance of one (``DataCollatorWithPadding(tok)``)."""
+    func = node.func if isinstance(node, cst.Call) else node
+    q = facts.qualify(func)
+    if q is None:
+        return False
+    if isinstance(node, cst.Call):
+        return q.startswith("transformers.") and q.rsplit(".", 1)[-1].startswith("DataCollator")
+    return q in _CPU_COLLATORS
+
+
 def _mentions_placing(node: cst.CSTNode) -> bool:
     code = code_of(node).lower()
     return any(w in code for w in _PLACING_WORDS)
@@ -2563,6 +2862,8 @@ def _checkpoint_use(name: cst.Name, parents: List[cst.CSTNode]) -> Tuple[Optiona
     parent = parents[-1]
     if isinstance(parent, (cst.AssignTarget, cst.Del)):
         return True, -1, name
+    if (isinstance(parent, cst.Attribute) and parent.attr is name) or (isinstance(parent, cst.Arg) and parent.keyword is name):
+        return True, -1, name  # ``args.ckpt``, ``f(ckpt=...)``: another name spelt the same
     if isinstance(parent, cst.ComparisonTarget) and isinstance(parent.operator, (cst.In, cst.NotIn)):
         return parent.comparator is name, -1, name
     node: cst.CSTNode = name
@@ -2702,7 +3003,7 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, Scri
                         src = scopes[caller.class_scope].placements.get(arg)
                     if src is not None and param not in callee.placements:
                         dev = _translate_device(src.device, src.how, binding, caller, callee, modscope) if src.known else None
-                        callee.placements[param] = Placement(dev or "", src.how, dev is not None)
+                        callee.placements[param] = Placement(dev or "", src.how, dev is not None, src.conditional)
                         changed = True
                     wrap = caller.wrapped.get(arg)
                     if wrap is not None and param not in callee.wrapped:

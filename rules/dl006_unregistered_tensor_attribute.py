@@ -7,7 +7,10 @@ or a method it calls, reads it. A tensor here is a torch factory result
 (`torch.zeros`, `torch.tensor(...)`, `torch.FloatTensor([d])`), `torch.from_numpy(...)`,
 a torch function or a method chain on one (`torch.sqrt(...)`, `torch.arange(n).float()`),
 arithmetic on one, a local variable holding one (`pe = torch.zeros(...)`,
-then `self.pe = pe.unsqueeze(0)`), or a list, tuple or dict of tensors.
+then `self.pe = pe.unsqueeze(0)`), the result of a function or method of the
+same file whose every `return` gives such a tensor
+(`self.window = gaussian_window(11, 1.5)`, `self.kernel = self._make_kernel()`),
+or a list, tuple or dict of tensors.
 
 ## Why is this bad?
 `model.to(device)`, `model.cuda()` and `model.half()` move and cast parameters,

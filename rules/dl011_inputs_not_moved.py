@@ -4,7 +4,12 @@
 Flags a training or evaluation loop over a data loader that feeds batch
 tensors to a model moved with `.to(device)`/`.cuda()` without moving the
 tensors: inputs passed to the model, and targets that meet the model's output
-(`criterion(out, y)`, `pred == y`, `out.eq(y)`).
+(`criterion(out, y)`, `pred == y`, `out.eq(y)`). Batch tensors are the names
+the loop unpacks (`for x, y in loader`, `for (xs, ys), (xt, _) in zip(a, b)`,
+`for i, batch in enumerate(pbar)` with `pbar = tqdm(loader)`), the fields of
+a whole batch read by a constant key (`batch["input_ids"]`, `batch[0]`), and
+names bound to one of these in the loop without a move (`labels =
+batch["labels"]`, `masks = masks.squeeze(1).long()`).
 
 ## Why is this bad?
 A `DataLoader` yields CPU tensors (unless its `collate_fn` or
@@ -37,25 +42,38 @@ for x, y in train_loader:
 
 The fix moves the tensor at the top of the loop body (after `x, y = batch`
 when the batch is unpacked there) with the device expression the model was
-moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`). A model that reached
+moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`); a field is moved in
+place (`batch["input_ids"] = batch["input_ids"].to(device)`), except one read
+by an index, which is moved where it is read (`model(batch[0].to(device))`:
+a tuple batch takes no item assignment). A model that reached
 the function as an argument takes its device from the call site (a `device`
 argument passed alongside it); when that device has no name in the function
-the finding has no fix.
+the finding has no fix; so has a finding whose model moves to a literal GPU
+only under a condition (`if use_cuda: model.cuda()`), where an unconditional
+`.cuda()` would break the runs without one.
 
 Not flagged: a tensor moved anywhere before its use (`x = x.to(device)`,
-`model(x.cuda())`, `x.to(device)`, a helper call that takes the batch and a
-device, `batch = {k: v.to(device) ...}`, `inputs = batch["x"].to(device)`,
-any other re-binding of the name), a model never moved or moved to `"cpu"`,
+`model(x.cuda())`, `x.to(device)`, a helper call given the batch and a
+device by name (`to_device(batch, device)`, `prepare(batch, device=dev)`),
+`batch = {k: v.to(device) ...}`, `batch.to(device)`, `batch[k] = ...`,
+`inputs = batch["x"].to(device)`, any re-binding of the name to a new
+value; `y = y.long()` or `y = y.view(-1)` is none: the tensor stays where
+it was), a model never moved or moved to `"cpu"`,
 inputs of a `DataParallel` model or a `DistributedDataParallel` model given
 `device_ids` (the wrapper moves its inputs; targets still need moving), a
-loader built with `collate_fn=`/`pin_memory_device=`, from a dataset built
-with a device, or wrapped by something that places batches
-(`accelerator.prepare`, a `DeviceDataLoader(dl, device)`), and a loop
-variable that is the whole batch (`for batch in loader: model(batch)`: it
-may be a dict or a list, which `.to()` cannot move). Only names the loop
-unpacks from the loader (or that `x, y = batch` unpacks at the top of the
-body) count as batch tensors, and only when they reach the model or meet
-its output.
+loader built with `pin_memory_device=` or a `collate_fn=` of its own (a
+library collator that stacks on the CPU, `default_collate`,
+`default_data_collator` or a `transformers` `DataCollator*`, does not count),
+from a dataset built with a device, or wrapped by something that places
+batches (`accelerator.prepare`, a `DeviceDataLoader(dl, device)`); a loop
+variable that is the whole batch passed as it is (`model(batch)`,
+`model(**batch)`: it may be a dict or a list, which `.to()` cannot move), a
+field read by a computed key (`batch[k]`), sequence lengths (`lengths`,
+`src_lens`, `batch["seq_len"]`: `pack_padded_sequence` wants them on the CPU
+and `CTCLoss` accepts them there), and a batch item shown or stored next to
+the output rather than combined with it (`print(y, out)`, `rows.append(...)`,
+`log.info(...)`). Only the batch tensors above count, and only when they
+reach the model or meet its output.
 
 ## Fix safety
 Safe: moving a tensor to the device its model already lives on is what the
@@ -72,7 +90,6 @@ import libcst as cst
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     DATA_LOADERS,
-    LoaderLoop,
     Placement,
     ScopeStack,
     WrapFacts,
@@ -83,8 +100,11 @@ from devlint.semantic import (
     lookup_scoped,
     ref_of,
 )
+from devlint.rules._scripts import cuda_index
 from devlint.walk import walk
 
+#: callees a loop's name may be bound to and still iterate a loader (the scan's spelling)
+_ITER_CALLEES = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "enumerate", "iter"})
 #: methods whose result is no longer on the device
 _TO_HOST = frozenset({"cpu", "numpy", "item", "tolist"})
 #: tensor methods that keep a batch item on the device it is on
@@ -97,9 +117,23 @@ _MOVING_WORDS = ("device", "cuda", "gpu", "move", "to_", "transfer")
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
 
 
+class _Root:
+    """What a batch tensor is, as the fix must move it: a name the loop
+    unpacks (``x``), a key of a whole batch (``batch["input_ids"]``), moved
+    at the top of the loop body, or an index of one (``batch[0]``: a tuple
+    cannot take an item assignment), moved where it is read."""
+
+    def __init__(self, key: str, kind: str, node: cst.CSTNode, base: str) -> None:
+        self.key = key
+        self.kind = kind  # "name", "key" or "index"
+        self.node = node
+        self.base = base  # the loop's name it comes from
+
+
 class _Found:
-    def __init__(self, item: str, node: cst.Name, model: str, placement: Placement, as_input: bool) -> None:
-        self.item = item
+    def __init__(self, root: _Root, node: cst.CSTNode, model: str, placement: Placement, as_input: bool) -> None:
+        self.root = root
+        self.item = root.key
         self.node = node
         self.model = model
         self.placement = placement
@@ -195,6 +229,29 @@ def train(model, dataset, device):
         Invalid(
             """
 import torch
+
+def evaluate(model, eval_loader, device):
+    model.to(device)
+    for batch in eval_loader:
+        preds = model(batch["input_ids"]).argmax(-1)
+        acc = (preds == batch["labels"]).float().mean()
+""",
+            """
+import torch
+
+def evaluate(model, eval_loader, device):
+    model.to(device)
+    for batch in eval_loader:
+        batch["input_ids"] = batch["input_ids"].to(device)
+        batch["labels"] = batch["labels"].to(device)
+        preds = model(batch["input_ids"]).argmax(-1)
+        acc = (preds == batch["labels"]).float().mean()
+""",
+            count=2,
+        ),
+        Invalid(
+            """
+import torch
 import torch.nn as nn
 
 class Trainer:
@@ -242,6 +299,9 @@ class Trainer:
         # file that builds a DataLoader (loaders travel through parameters)
         if any(looks_like_loader(name) for name in scan.loops if name):
             return True
+        # pbar = tqdm(train_loader); for batch in pbar
+        if any(scan.call_bound.get(name, set()) & _ITER_CALLEES for name in scan.loops if name):
+            return True
         return bool(scan.loops) and any(
             (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
             for call in scan.calls
@@ -269,33 +329,49 @@ class Trainer:
             return
         body = list(node.body.body)
         items: List[str] = [] if loop.whole_batch else list(loop.items)
+        batches: List[str] = list(loop.batches)
+        loader_of: Dict[str, str] = dict(loop.loader_of)
         unpack_at = -1
-        if loop.whole_batch:
-            # for batch in loader: x, y = batch
-            for i, stmt in enumerate(body[:3]):
-                names = _unpacked_from(stmt, loop.items[0])
+        unpacks: Set[int] = set()
+        # for batch in loader: x, y = batch
+        for i, stmt in enumerate(body[:3]):
+            for batch in list(batches):
+                names = _unpacked_from(stmt, batch)
                 if names:
-                    items, unpack_at = names, i
-                    break
-        if not items:
+                    items.extend(names)
+                    batches.remove(batch)
+                    loader_of.update({n: loader_of.get(batch, loop.loader) for n in names})
+                    unpacks.add(i)
+                    unpack_at = i
+        if not items and not batches:
             return
-        walker = _LoopWalker(self, scope, set(items))
+        walker = _LoopWalker(self, scope, set(items), set(batches))
         for i, stmt in enumerate(body):
-            if i == unpack_at:
+            if i in unpacks:
                 continue
             walker.statement(stmt)
         for found in walker.found:
-            self._report(node, loop, found, unpack_at)
+            self._report(node, loader_of.get(found.root.base, loop.loader), found, unpack_at)
 
-    def _report(self, loop_node: cst.For, loop: LoaderLoop, found: _Found, unpack_at: int) -> None:
+    def _report(self, loop_node: cst.For, loader: str, found: _Found, unpack_at: int) -> None:
         p = found.placement
         device = f"`{p.device}`" if p.device else "the GPU"
         template = self.message if found.as_input else self.target_message
-        message = template.format(item=found.item, loader=loop.loader, model=found.model, device=device)
+        message = template.format(item=found.item, loader=loader, model=found.model, device=device)
         if not p.known:
             self.report(found.node, message, no_fix_reason=f"the device `{found.model}` was moved to has no name in this function")
             return
+        if p.conditional and cuda_index(p.device, p.how) is not None:
+            # if use_cuda: model.cuda() -- an unconditional .cuda() would break the CPU runs
+            self.report(found.node, message, no_fix_reason=f"`{found.model}` moves to the GPU only under a condition; move the batch under the same one")
+            return
         call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
+        root = found.root
+        if root.kind == "index":
+            moved = cst.parse_expression(f"_.{call}")
+            moved = moved.with_changes(func=moved.func.with_changes(value=root.node))  # type: ignore[attr-defined]
+            self.report(found.node, message, fix=self.replace(root.node, moved, f"move `{found.item}` with `.{call}` where it is read"))
+            return
         move = cst.parse_statement(f"{found.item} = {found.item}.{call}\n")
         body = list(loop_node.body.body)  # type: ignore[union-attr]
         at = unpack_at + 1
@@ -323,6 +399,60 @@ def _unpacked_from(stmt: cst.CSTNode, batch: str) -> List[str]:
     return [e.value.value for e in target.elements if isinstance(e, cst.Element) and isinstance(e.value, cst.Name)]
 
 
+#: builtins and methods that show or collect values without combining tensors
+_REPORTING_CALLS = frozenset({"print", "len", "str", "repr", "format", "isinstance", "id", "type", "zip", "list", "tuple"})
+_REPORTING_METHODS = frozenset(
+    {"append", "extend", "insert", "info", "debug", "warning", "warn", "error", "write", "set_postfix", "set_description", "format"}
+)
+
+
+def _only_reports(call: cst.Call) -> bool:
+    """``print(y, out.shape)``, ``log.info("%s", out, y)``, ``rows.append(...)``:
+    the batch item and the output are shown or stored, not combined."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in _REPORTING_CALLS
+    return isinstance(func, cst.Attribute) and func.attr.value in _REPORTING_METHODS
+
+
+def _device_argument(arg: cst.Arg) -> str:
+    """The text of an argument that may hand a device to a helper: its
+    keyword, a name or attribute (``device``, ``args.gpu``), a string, or a
+    ``torch.device(...)`` call; "" for other expressions."""
+    value = arg.value
+    words = [arg.keyword.value] if arg.keyword is not None else []
+    dotted = dotted_name(value)
+    if dotted is not None or isinstance(value, cst.SimpleString):
+        words.append(code_of(value))
+    elif isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device"):
+        words.append(code_of(value))
+    return " ".join(words)
+
+
+_LENGTH_WORDS = frozenset({"len", "lens", "length", "lengths", "seqlen", "seqlens"})
+
+
+def _is_lengths(key: str) -> bool:
+    """``lengths``, ``src_lens``, ``batch["seq_len"]``: sequence lengths, which
+    ``pack_padded_sequence`` wants on the CPU (and ``CTCLoss`` accepts there)."""
+    words = "".join(c if c.isalnum() else "_" for c in key.lower()).split("_")
+    return any(w in _LENGTH_WORDS for w in words)
+
+
+def _constant_key(node: cst.Subscript) -> str:
+    """``"key"`` for ``batch["x"]``, ``"index"`` for ``batch[0]``, else ""."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return ""
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.SimpleString):
+        return "key"
+    if isinstance(value, cst.Integer) or (
+        isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) and isinstance(value.expression, cst.Integer)
+    ):
+        return "index"
+    return ""
+
+
 def _is_leading_move(stmt: cst.CSTNode) -> bool:
     """``x = x.to(device)`` / ``x, y = x.cuda(), y.cuda()``."""
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
@@ -339,12 +469,17 @@ class _LoopWalker:
     """Walks a loop body in order: what was moved or re-bound, which names
     hold the model's output, where batch items meet the model or its output."""
 
-    def __init__(self, rule: InputsNotMoved, scope: str, items: Set[str]) -> None:
+    def __init__(self, rule: InputsNotMoved, scope: str, items: Set[str], batches: Set[str]) -> None:
         self.rule = rule
         self.facts = rule.facts
         self.scope = scope
         self.self_name = rule._self_name()
         self.items = items
+        #: whole batches, read by constant keys (``batch["input_ids"]``, ``batch[0]``)
+        self.batches = batches
+        #: names bound in the body to a batch tensor still where the loader
+        #: left it (``x = batch["x"]``, ``y = y.long()``)
+        self.aliases: Dict[str, _Root] = {}
         self.moved: Set[str] = set()
         self.outputs: Dict[str, Tuple[str, Placement]] = {}
         self.found: List[_Found] = []
@@ -384,23 +519,43 @@ class _LoopWalker:
         return None
 
     # -- batch items -----------------------------------------------------
-    def _item_of(self, node: cst.CSTNode) -> Optional[cst.Name]:
-        """The batch item an expression still is (``y``, ``y.view(-1)``, ``y[:, 0]``)."""
+    def _item_of(self, node: cst.CSTNode) -> Optional[Tuple[_Root, cst.CSTNode]]:
+        """The batch tensor an expression still is (``y``, ``y.view(-1)``,
+        ``y[:, 0]``, ``batch["labels"]``), and the node that names it."""
         while True:
             if isinstance(node, cst.Name):
-                return node if node.value in self.items and node.value not in self.moved else None
+                name = node.value
+                if name in self.moved:
+                    return None
+                if name in self.aliases:
+                    return self.aliases[name], node
+                return (_Root(name, "name", node, name), node) if name in self.items else None
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEEPS_DEVICE:
+                if node.func.attr.value == "type" and any("cuda" in code_of(a.value) for a in node.args):
+                    return None  # y.type(torch.cuda.LongTensor) moves
                 node = node.func.value
             elif isinstance(node, cst.Subscript):
-                node = node.value
+                base = node.value
+                if isinstance(base, cst.Name) and base.value in self.batches:
+                    if base.value in self.moved or base.value in self.aliases:
+                        return None
+                    kind = _constant_key(node)
+                    key = code_of(node)
+                    return (_Root(key, kind, node, base.value), node) if kind and key not in self.moved else None
+                node = base
             else:
                 return None
 
-    def _flag(self, name: cst.Name, model: str, placement: Placement, as_input: bool) -> None:
-        if name.value in self._reported:
+    def _flag(self, hit: Tuple[_Root, cst.CSTNode], model: str, placement: Placement, as_input: bool) -> None:
+        root, node = hit
+        if _is_lengths(root.key) or (isinstance(node, cst.Name) and _is_lengths(node.value)):
+            return  # sequence lengths stay on the CPU (pack_padded_sequence, CTCLoss)
+        # an index is moved where it is read: each read is its own finding
+        key = f"{root.key}@{id(root.node)}" if root.kind == "index" else root.key
+        if key in self._reported:
             return
-        self._reported.add(name.value)
-        self.found.append(_Found(name.value, name, model, placement, as_input))
+        self._reported.add(key)
+        self.found.append(_Found(root, node, model, placement, as_input))
 
     # -- statements ------------------------------------------------------
     def statement(self, stmt: cst.CSTNode) -> None:
@@ -427,28 +582,54 @@ class _LoopWalker:
         self._note_moves(small)
         self._expression(small)
         if isinstance(small, cst.Assign):
-            src = self._device_source(small.value)
-            for t in small.targets:
-                self._assign(t.target, src)
+            value = small.value
+            targets = [t.target for t in small.targets]
+            if (
+                len(targets) == 1
+                and isinstance(targets[0], (cst.Tuple, cst.List))
+                and isinstance(value, (cst.Tuple, cst.List))
+                and len(targets[0].elements) == len(value.elements)
+            ):
+                # x, y = batch["x"], batch["y"]: element by element
+                pairs = [(e.value, v.value) for e, v in zip(targets[0].elements, value.elements)]
+                hits = [(t, self._device_source(v), self._item_of(v)) for t, v in pairs]
+                for t, src, hit in hits:
+                    self._assign(t, src, hit)
+                return
+            src = self._device_source(value)
+            hit = self._item_of(value)
+            for t in targets:
+                self._assign(t, src, hit)
         elif isinstance(small, cst.AnnAssign):
-            self._assign(small.target, self._device_source(small.value) if small.value is not None else None)
+            value = small.value
+            self._assign(small.target, self._device_source(value) if value is not None else None, self._item_of(value) if value is not None else None)
         elif isinstance(small, cst.AugAssign):
             self._rebind(small.target)
 
-    def _assign(self, target: cst.BaseExpression, src: Optional[Tuple[str, Placement]]) -> None:
+    def _assign(self, target: cst.BaseExpression, src: Optional[Tuple[str, Placement]], hit: Optional[Tuple[_Root, cst.CSTNode]] = None) -> None:
         for name in _bound_names(target):
             if src is not None:
                 self.outputs[name] = src
             else:
                 self.outputs.pop(name, None)
-            if name in self.items:
+            if hit is not None and isinstance(target, cst.Name):
+                # still the loader's tensor under a new name (x = batch["x"], y = y.long())
+                self.aliases[name] = hit[0]
+                self.moved.discard(name)
+                continue
+            self.aliases.pop(name, None)
+            if name in self.items or name in self.batches:
                 self.moved.add(name)
         if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-            self.moved.add(target.value.value)  # batch["x"] = ...: moved in place
+            if target.value.value in self.batches and _constant_key(target):
+                self.moved.add(code_of(target))  # batch["x"] = ...: that key replaced
+            else:
+                self.moved.add(target.value.value)  # batch[k] = ...: moved in place
 
     def _rebind(self, target: cst.CSTNode) -> None:
         for name in _bound_names(target):
             self.moved.add(name)
+            self.aliases.pop(name, None)
             self.outputs.pop(name, None)
 
     def _note_moves(self, node: cst.CSTNode) -> None:
@@ -460,11 +641,15 @@ class _LoopWalker:
                 if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "pin_memory") and isinstance(func.value, cst.Name):
                     walker.moved.add(func.value.value)
                     return
-                names = [a.value.value for a in call.args if isinstance(a.value, cst.Name) and a.value.value in walker.items]
+                tracked = walker.items | walker.batches | set(walker.aliases)
+                names = [a.value.value for a in call.args if isinstance(a.value, cst.Name) and a.value.value in tracked]
                 if not names:
                     return
                 fname = (dotted_name(func) or "").lower()
-                others = " ".join(code_of(a.value) for a in call.args).lower()
+                # a device handed to the helper (``device``, ``args.gpu``, ``"cuda"``,
+                # ``device=...``), not any argument whose code mentions one
+                # (``criterion(model(x.to(device)), y)`` moves nothing of ``y``)
+                others = " ".join(_device_argument(a) for a in call.args).lower()
                 if any(w in fname for w in _MOVING_WORDS) or any(w in others for w in _MOVING_WORDS):
                     walker.moved.update(names)
 
@@ -491,11 +676,17 @@ class _LoopWalker:
                         for a in call.args:
                             if a.star:
                                 continue
-                            name = walker._item_of(a.value) if isinstance(a.value, cst.Name) else None
-                            if name is not None:
-                                walker._flag(name, ref, placement, True)
+                            value = a.value
+                            direct = isinstance(value, cst.Name) or (
+                                isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and value.value.value in walker.batches
+                            )
+                            hit = walker._item_of(value) if direct else None
+                            if hit is not None:
+                                walker._flag(hit, ref, placement, True)
                     return
                 # a call mixing the model's output with a batch item
+                if _only_reports(call):
+                    return
                 src = None
                 if isinstance(call.func, cst.Attribute):
                     src = walker._device_source(call.func.value)
@@ -508,9 +699,9 @@ class _LoopWalker:
                 if src is None:
                     return
                 for a in args:
-                    name = walker._item_of(a.value)
-                    if name is not None:
-                        walker._flag(name, src[0], src[1], False)
+                    hit = walker._item_of(a.value)
+                    if hit is not None:
+                        walker._flag(hit, src[0], src[1], False)
 
             def visit_Comparison(self, comp: cst.Comparison) -> None:
                 sides = [comp.left] + [t.comparator for t in comp.comparisons]
@@ -529,9 +720,9 @@ class _LoopWalker:
         if src is None:
             return
         for x in sides:
-            name = self._item_of(x)
-            if name is not None:
-                self._flag(name, src[0], src[1], False)
+            hit = self._item_of(x)
+            if hit is not None:
+                self._flag(hit, src[0], src[1], False)
 
 
 def _bound_names(target: cst.CSTNode) -> List[str]:
