@@ -391,7 +391,9 @@ class ScanSummary:
         """Whether a container element may be a module (a superset of the
         semantic pass's ``_element_class``): a call of a class of this file
         that may be a module or of a ``torch.nn`` class (method chains such as
-        ``.to(dev)`` peeled), or a container call holding one."""
+        ``.to(dev)`` peeled), a call of a function or method of this file
+        (``self._make_layer(i)``, which may return a module), or a container
+        call holding one."""
         t = type(node)
         if t is ast.Starred:
             return self.may_be_module(node.value)  # type: ignore[union-attr]
@@ -404,6 +406,8 @@ class ScanSummary:
                 return False
             if self.class_may_be_module(dotted):
                 return True
+            if dotted.rpartition(".")[2] in self.function_names and dotted.count(".") <= 1:
+                return True  # a helper of this file, which may return a module: self._make_layer(i)
             if dotted in _CONTAINER_CALLS:
                 return self._holds_module(node)  # type: ignore[arg-type]
             return any(q.startswith("torch.nn.") for q in self.resolve(dotted))

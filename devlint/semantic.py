@@ -723,6 +723,7 @@ class _FactsBuilder:
         # while its attributes are collected; function node id -> result
         self._self_call_owner: Optional[Tuple[str, str]] = None
         self._returns_tensor_cache: Dict[int, bool] = {}
+        self._returned_module_cache: Dict[int, str] = {}
         self._module_functions: Optional[Dict[str, cst.FunctionDef]] = None
 
     # -- imports -----------------------------------------------------------
@@ -1062,6 +1063,48 @@ class _FactsBuilder:
                 return None if decorators & {"property", "staticmethod", "classmethod"} else stmt
         return None
 
+    def returned_module_class(self, func: cst.BaseExpression) -> str:
+        """The module class a helper of this file returns when called through
+        ``func`` (``self._make_stage(w)``, ``make_block(d)``): every ``return``
+        gives a call of a module class, directly or through a local name
+        (``"torch.nn.Module"`` when the classes differ); ``""`` when unknown,
+        or when the helper registers what it builds itself
+        (``self.add_module(...)``, ``setattr(self, ...)``, ``self.x = ...``)."""
+        fn = self._called_function(func)
+        if fn is None:
+            return ""
+        key = id(fn)
+        if key in self._returned_module_cache:
+            return self._returned_module_cache[key]
+        self._returned_module_cache[key] = ""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        result = ""
+        if finder.returns and not finder.yields and not finder.registers:
+            local: Dict[str, str] = {}
+            for target, value in finder.assigns:
+                inner, _, _ = _strip_placement(value)
+                c = self.facts.class_of_call(inner.func) if isinstance(inner, cst.Call) else None
+                local[target] = c if c is not None and self.facts.is_module_class(c) else ""
+            classes = set()
+            for r in finder.returns:
+                inner, _, _ = _strip_placement(r) if r is not None else (None, None, None)
+                c: Optional[str] = None
+                if isinstance(inner, cst.Call):
+                    c = self.facts.class_of_call(inner.func)
+                    if c is not None and not self.facts.is_module_class(c):
+                        c = None
+                elif isinstance(inner, cst.Name):
+                    c = local.get(inner.value) or None
+                if c is None:
+                    classes = set()
+                    break
+                classes.add(c)
+            if classes:
+                result = classes.pop() if len(classes) == 1 else "torch.nn.Module"
+        self._returned_module_cache[key] = result
+        return result
+
     def _returns_tensor(self, fn: cst.FunctionDef) -> bool:
         """Every ``return`` of ``fn`` gives one tensor (``_is_tensor_expr``,
         with the function's own local tensor names): ``self.kernel =
@@ -1209,7 +1252,9 @@ class _FactsBuilder:
                 return ""
             c = self.facts.class_of_call(inner.func)
             if c is None or not self.facts.is_module_class(c):
-                return ""
+                c = self.returned_module_class(inner.func)  # [self._make_stage(w) for w in widths]
+                if not c:
+                    return ""
             classes.add(c)
         if len(classes) == 1:
             return classes.pop()
@@ -1267,6 +1312,16 @@ class _ReturnsAndAssigns(cst.CSTVisitor):
         self.returns: List[Optional[cst.BaseExpression]] = []
         self.assigns: List[Tuple[str, cst.BaseExpression]] = []
         self.yields = False
+        #: it registers modules itself: ``x.add_module(...)``,
+        #: ``x.register_module(...)``, ``setattr(...)`` or an attribute store
+        self.registers = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module")) or (
+            isinstance(func, cst.Name) and func.value == "setattr"
+        ):
+            self.registers = True
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -1287,10 +1342,14 @@ class _ReturnsAndAssigns(cst.CSTVisitor):
         for t in node.targets:
             if isinstance(t.target, cst.Name):
                 self.assigns.append((t.target.value, node.value))
+            elif isinstance(t.target, cst.Attribute):
+                self.registers = True
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
             self.assigns.append((node.target.value, node.value))
+        elif isinstance(node.target, cst.Attribute):
+            self.registers = True
 
 
 @dataclass
@@ -1505,6 +1564,9 @@ class _AttributeCollector(cst.CSTVisitor):
         if isinstance(inner, cst.Call):
             c = self.b.facts.class_of_call(inner.func)
             if c is not None and self.b.facts.is_module_class(c):
+                return c, None
+            c = self.b.returned_module_class(inner.func)  # self.layers.append(self._make_layer(i))
+            if c:
                 return c, None
         return "", None
 

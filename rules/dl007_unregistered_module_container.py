@@ -6,7 +6,10 @@ Flags submodules kept in a plain Python `list`, `tuple` or `dict` on an
 `self.heads = {"cls": nn.Linear(...), "box": nn.Linear(...)}`,
 `self.heads = list(nn.Linear(w, n) for w in widths)` (or `tuple(...)`), a
 list filled with `self.layers.append(nn.Linear(...))`, or a local list of
-modules assigned to `self.x`, outside `forward`.
+modules assigned to `self.x`, outside `forward`. An element may also come
+from a helper of the same file whose every `return` builds a module
+(`[self._make_stage(w) for w in widths]`, `layers.append(conv_bn(a, b))`),
+unless the helper registers it itself (`self.add_module(...)`).
 
 ## Why is this bad?
 `nn.Module` registers a submodule only when it is assigned directly or held

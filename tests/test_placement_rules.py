@@ -359,3 +359,51 @@ def test_facts_element_class_of_nn_containers_filled_later():
     assert attrs["mixed"].element_class == "torch.nn.Module"
     assert attrs["given"].element_class == ""
     assert attrs["heads"].element_class == "torch.nn.Linear"
+
+
+def test_facts_element_class_from_helpers_that_return_modules():
+    # a helper of the file whose every return builds a module gives the
+    # element class; one that registers what it builds, or returns something
+    # else on some path, gives none
+    facts = build_facts(
+        cst.parse_module(
+            textwrap.dedent(
+                """
+                import torch.nn as nn
+
+                def conv_bn(a, b):
+                    block = nn.Sequential(nn.Conv2d(a, b, 1), nn.BatchNorm2d(b))
+                    return block
+
+                class M(nn.Module):
+                    def __init__(self):
+                        super().__init__()
+                        self.stages = [self._stage(w) for w in (4, 8)]
+                        self.proj = [conv_bn(4, 8)]
+                        self.taps = [self._tap(i) for i in range(2)]
+                        self.maybe = [self._maybe(i) for i in range(2)]
+                        self.blocks = nn.ModuleList()
+                        self.blocks.append(self._stage(4))
+
+                    def _stage(self, w):
+                        return nn.Sequential(nn.Conv2d(w, w, 3), nn.ReLU())
+
+                    def _tap(self, i):
+                        m = nn.Linear(4, 4)
+                        self.add_module(f"tap{i}", m)
+                        return m
+
+                    def _maybe(self, i):
+                        if i:
+                            return nn.Linear(4, 4)
+                        return None
+                """
+            )
+        )
+    )
+    attrs = facts.classes["M"].attributes
+    assert (attrs["stages"].kind, attrs["stages"].element_class) == ("module_container", "torch.nn.Sequential")
+    assert (attrs["proj"].kind, attrs["proj"].element_class) == ("module_container", "torch.nn.Sequential")
+    assert attrs["taps"].kind == "other"
+    assert attrs["maybe"].kind == "other"
+    assert attrs["blocks"].element_class == "torch.nn.Sequential"
