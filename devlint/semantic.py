@@ -2225,6 +2225,9 @@ class ScriptScope:
     saved_files: List[str] = field(default_factory=list)
     #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
     buffers: List[str] = field(default_factory=list)
+    #: names tested against None here (``if args.gpu is not None``): an
+    #: index that may be None is no ``f"cuda:{i}"``
+    maybe_none: List[str] = field(default_factory=list)
     #: names bound to a library collator that builds CPU tensors
     #: (``collator = DataCollatorWithPadding(tokenizer)``)
     cpu_collators: List[str] = field(default_factory=list)
@@ -2446,14 +2449,18 @@ def device_candidates(facts: FileFacts, scope: str) -> List[str]:
         if sf is None:
             continue
         for p in sf.placements.values():
-            if p.known and p.device and not p.is_cpu():
+            if p.known and p.device and not p.is_cpu() and p.device not in sf.maybe_none:
                 cand = _as_map_location(p.device, p.how)
+                if p.conditional and cand is not None and cand[:1] in ("'", '"') and "cuda" in cand:
+                    continue  # if use_cuda: model.to("cuda") -- not where every run can load
                 if cand and cand not in out:
                     out.append(cand)
         for d in sf.device_names:
             if d not in out:
                 out.append(d)
         for r in sorted(sf.rank_names, key=_rank_preference):
+            if r in sf.maybe_none:
+                continue  # f"cuda:{args.gpu}" with args.gpu None names no device
             cand = _as_map_location(r, "cuda", index=True)
             if cand and cand not in out:
                 out.append(cand)
@@ -2619,6 +2626,17 @@ class _TrainingCollector(cst.CSTVisitor):
         if not p.conditional and self._under_condition():
             p = Placement(p.device, p.how, p.known, True)
         sf.placements[ref] = p
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # ``x is None`` / ``x is not None`` / ``x == None``
+        sides = [node.left] + [t.comparator for t in node.comparisons]
+        if not any(isinstance(s, cst.Name) and s.value == "None" for s in sides):
+            return
+        sf = self.scope
+        for side in sides:
+            name = dotted_name(side)
+            if name is not None and name != "None" and name not in sf.maybe_none:
+                sf.maybe_none.append(name)
 
     def _under_condition(self) -> bool:
         """The node being visited sits under an ``if`` or a conditional

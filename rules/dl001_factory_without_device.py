@@ -244,6 +244,7 @@ class RNN(nn.Module):
         #: the flows of the class being visited, by method; findings wait
         #: until the whole class has been seen (a flow may ask another)
         self._flows: Dict[str, _MethodFlow] = {}
+        self._flow_list: List[_MethodFlow] = []  # a method defined twice has two
         self._flows_class: Optional[ClassFacts] = None
 
     # -- per method: findings wait until the whole method has been seen ------
@@ -259,8 +260,9 @@ class RNN(nn.Module):
                 self_name=self.context.self_name, methods=cls.methods,
             )
             if self._flows_class is not cls:
-                self._flows, self._flows_class = {}, cls
-            self._flows[node.name.value] = self._method
+                self._flows, self._flow_list, self._flows_class = {}, [], cls
+            self._flows[node.name.value] = self._method  # the last definition is the one called
+            self._flow_list.append(self._method)
             for name, d in self._method.param_defs.items():
                 self._method.kinds[id(d.value)] = ("store", d)  # the parameter's own name
 
@@ -272,9 +274,10 @@ class RNN(nn.Module):
         cls = self.context.current_class
         if cls is None or cls is not self._flows_class:
             return
-        flows, self._flows, self._flows_class = self._flows, {}, None
+        flows, flow_list = self._flows, self._flow_list
+        self._flows, self._flow_list, self._flows_class = {}, [], None
         resolver = _Resolver(flows, cls, original_node)
-        for flow in flows.values():
+        for flow in flow_list:
             inside_moved = flow.calls_in_moved_values() if flow.pending else set()
             for call, defs, statement, message, fix, why in flow.pending:
                 if id(call) in inside_moved:

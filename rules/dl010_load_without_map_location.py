@@ -62,7 +62,11 @@ behaviour: the fix is unsafe. When the function clearly targets a device (a
 model moved with `.to(device)`, a `device` variable or parameter, a
 `local_rank`, `args.gpu` or the argument of `torch.cuda.set_device`), the
 unsafe fix loads onto it (`map_location=device`,
-`map_location=f"cuda:{local_rank}"`) instead of the CPU.
+`map_location=f"cuda:{local_rank}"`) instead of the CPU. An index the
+function tests against None (`if args.gpu is not None`) names no device
+(`f"cuda:{None}"`), and a literal GPU the model moves to only under a
+condition (`if use_cuda: model.to("cuda")`) is not where every run can load:
+neither is offered.
 """
 
 from __future__ import annotations
