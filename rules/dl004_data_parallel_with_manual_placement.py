@@ -229,7 +229,7 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
             return ""
         pinned = cls.pinned_devices()
         if any(is_explicit_device(d) for d in pinned.values()) or len(set(pinned.values())) >= 2:
-            parts = ", ".join(f"`{a}` on `{d}`" for a, d in _distinct(list(pinned.items())))
+            parts = ", ".join(f"`{a}` on `{_shown(d)}`" for a, d in _distinct(list(pinned.items())))
             return f"`{name}` puts {parts}"
         if depth > 1:
             for attr in cls.attributes.values():
@@ -239,6 +239,12 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
                     if why:
                         return why
         return ""
+
+
+def _shown(device: str) -> str:
+    """A device expression as the message shows it: ``.cuda(1)`` records
+    the bare index ``1``, which reads better as ``cuda:1``."""
+    return f"cuda:{device}" if device.isdigit() else device
 
 
 def _distinct(pairs: List[Tuple[str, str]], limit: int = 3) -> List[Tuple[str, str]]:

@@ -777,6 +777,8 @@ def _describe(where: Where) -> str:
             text = where.key.split(":", 1)[1]
         else:
             text = where.key
+        if text.isdigit():
+            text = f"cuda:{text}"  # .cuda(1) / .to(1): say which device the index names
         return f"`{text}`" + (" (where the inputs enter the model)" if where.arrival else "")
     return "an unknown device"
 

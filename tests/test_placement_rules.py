@@ -407,3 +407,24 @@ def test_facts_element_class_from_helpers_that_return_modules():
     assert attrs["taps"].kind == "other"
     assert attrs["maybe"].kind == "other"
     assert attrs["blocks"].element_class == "torch.nn.Sequential"
+
+
+def test_cuda_index_devices_are_named_as_cuda_devices_in_messages():
+    # .cuda(0) / .cuda(1) record a bare index; the messages say cuda:0 / cuda:1
+    src = """
+        import torch.nn as nn
+
+        class EncDec(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.encoder = nn.Linear(8, 8).cuda(0)
+                self.decoder = nn.Linear(8, 8).cuda(1)
+
+            def forward(self, x):
+                return self.decoder(self.encoder(x.cuda(0)))
+
+        model = nn.DataParallel(EncDec())
+    """
+    messages = {d.code: d.message for d in lint_source(_src(src), "t.py").diagnostics}
+    assert "is on `cuda:0` but `self.decoder` is on `cuda:1`" in messages["DL008"]
+    assert "`decoder` on `cuda:1`" in messages["DL004"] and "`encoder` on `cuda:0`" in messages["DL004"]
