@@ -592,11 +592,13 @@ def _annotation_code(param: cst.Param) -> Optional[str]:
 
 class _NameUses(cst.CSTVisitor):
     """Collects, for a function body: ``p.<attr>`` uses of names and
-    ``self.<m>(...)`` calls."""
+    ``self.<m>(...)`` calls (also ``ClassName.<m>(...)``, a static method
+    called through the class's own name)."""
 
-    def __init__(self, self_name: str, method_names: Set[str]) -> None:
+    def __init__(self, self_name: str, method_names: Set[str], class_name: Optional[str] = None) -> None:
         self.self_name = self_name
         self.method_names = method_names
+        self.class_name = class_name
         self.attr_uses: Dict[str, Set[str]] = {}
         self.self_calls: List[str] = []
         self.args_of_self_calls: Set[str] = set()
@@ -607,6 +609,10 @@ class _NameUses(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         attr = self_attribute(node.func, self.self_name)
+        if attr is None and self.class_name is not None:
+            attr = self_attribute(node.func, self.class_name)
+            if attr is not None and attr not in self.method_names:
+                attr = None
         if attr is not None and attr not in self.self_calls:
             self.self_calls.append(attr)
         if attr is not None and attr not in self.method_names:
@@ -620,7 +626,8 @@ class _NameUses(cst.CSTVisitor):
         return False
 
 
-def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset()) -> FunctionFacts:
+def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset(),
+                    class_name: Optional[str] = None) -> FunctionFacts:
     decorators = {dotted_name(d.decorator) for d in fn.decorators}
     is_static = "staticmethod" in decorators
     is_method = is_method and not is_static
@@ -628,7 +635,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     params += [p.name.value for p in fn.params.posonly_params]
     params += [p.name.value for p in fn.params.kwonly_params]
     self_name = params[0] if is_method and params else "self"
-    uses = _NameUses(self_name, set(method_names))
+    uses = _NameUses(self_name, set(method_names), class_name)
     walk(fn.body, uses)
     tensor_params: List[str] = []
     all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
@@ -850,7 +857,7 @@ class _FactsBuilder:
         method_names = {s.name.value for s in _body_of(node) if isinstance(s, cst.FunctionDef)}
         for stmt in _body_of(node):
             if isinstance(stmt, cst.FunctionDef):
-                fn = _function_facts(stmt, is_method=True, method_names=method_names)
+                fn = _function_facts(stmt, is_method=True, method_names=method_names, class_name=cls.name)
                 cls.methods[fn.name] = fn
                 if fn.name == "device":
                     cls.defines_device = True

@@ -44,8 +44,9 @@ Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
 `x.new_zeros(...)`, a factory whose result is immediately moved with
 `.to(...)`, `.cuda()` or `.type_as(...)`, a 0-dim `torch.tensor(2.0)` (a CPU
 scalar tensor mixes with CUDA tensors), a factory used as an index
-(`x[torch.arange(n)]`, indexing accepts CPU indices), factories in `__init__`
-and outside modules. A tensor assembled on the CPU (filled in place, combined
+(`x[torch.arange(n)]`, indexing accepts CPU indices), a factory turned into a
+Python value (`torch.rand(1).item() < p`, `.tolist()`, `.numel()`,
+`int(torch.randint(...))`), factories in `__init__` and outside modules. A tensor assembled on the CPU (filled in place, combined
 with other CPU tensors, collected in a Python list, taken to the CPU on
 purpose with `.cpu()`) is not flagged when every later use moves it, indexes
 with it, tests it (`mask.any()`, `mask is None`), reads its shape, reduces it
@@ -58,7 +59,8 @@ nor is a factory inside a computation over CPU tensors whose result is moved
 (`torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(dev)`,
 `torch.cat(offsets).to(dev)`).
 
-The flow is followed across the methods of the class: a helper's CPU result
+The flow is followed across the methods of the class (a static method called
+as `ClassName.helper(...)` counts as `self.helper(...)`): a helper's CPU result
 is fine when every forward-reachable call site keeps it to such uses (also
 through the caller's own return: a static grid moved by the caller's caller),
 a CPU value passed to another method is fine when that method's parameter
@@ -257,7 +259,7 @@ class RNN(nn.Module):
             self._method = _MethodFlow(
                 node, self.facts, tensor_attrs, fn.tensor_params if fn else (),
                 returns_placed=fn is not None and fn.result_placed_by_callers(),
-                self_name=self.context.self_name, methods=cls.methods,
+                self_name=self.context.self_name, methods=cls.methods, class_name=cls.name,
             )
             if self._flows_class is not cls:
                 self._flows, self._flow_list, self._flows_class = {}, [], cls
@@ -409,6 +411,10 @@ class RNN(nn.Module):
                 self._method.kinds[id(node.args[0].value)] = ("inspect", None)
         if self._method is not None and isinstance(func, cst.Attribute) and _is_self_call(node, self._method):
             self._self_call(node, func.attr.value)
+        if isinstance(func, cst.Attribute) and func.attr.value in _TO_PYTHON and not node.args:
+            self._mark_moved(func.value)  # torch.rand(1).item() < p: a Python number
+        elif isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(node.args) == 1:
+            self._mark_moved(node.args[0].value)  # int(torch.randint(0, n, (1,)))
         if isinstance(func, cst.Attribute) and func.attr.value in _MOVES and not is_dtype_cast(self.facts, node):
             self._mark_moved(func.value)
             root = _chain_root(func.value, self.facts, self._method)
@@ -566,6 +572,8 @@ _INSPECT_CALLS = frozenset({"size", "dim", "numel"})
 #: ``t.any()``, ``t.item()``: a Python value or a 0-dim tensor, which mixes
 #: with tensors on any device
 _REDUCE_ALL = frozenset({"any", "all", "item", "tolist", "sum", "mean", "max", "min", "prod"})
+#: tensor methods that return Python values (numbers, lists, sizes)
+_TO_PYTHON = frozenset({"item", "tolist", "numel", "size", "dim"})
 #: factories whose positional arguments are the shape
 _SHAPED = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 
@@ -591,7 +599,7 @@ def _is_self_call(node: cst.Call, flow: "_MethodFlow") -> bool:
     return (
         isinstance(func, cst.Attribute)
         and isinstance(func.value, cst.Name)
-        and func.value.value == flow.self_name
+        and func.value.value in (flow.self_name, flow.class_name)
         and func.attr.value in flow.methods
     )
 
@@ -826,7 +834,8 @@ class _MethodFlow:
     that the value in question is a CPU tensor."""
 
     def __init__(self, node: cst.FunctionDef, facts: FileFacts, tensor_attrs: Set[str], tensor_params: Sequence[str],
-                 returns_placed: bool = False, self_name: str = "self", methods: Sequence[str] = ()) -> None:
+                 returns_placed: bool = False, self_name: str = "self", methods: Sequence[str] = (),
+                 class_name: Optional[str] = None) -> None:
         self.node = node
         self.name = node.name.value
         self.facts = facts
@@ -835,6 +844,7 @@ class _MethodFlow:
         self.tensor_params = set(tensor_params)
         self.returns_placed = returns_placed
         self.self_name = self_name
+        self.class_name = class_name
         self.methods = set(methods)
         self.pending: List[Tuple[cst.Call, Optional[List[_Def]], Optional[cst.SimpleStatementLine], str, Optional[Fix], str]] = []
         #: the simple statement line being visited
