@@ -12,8 +12,9 @@ names bound to one of these in the loop without a move (`labels =
 batch["labels"]`, `masks = masks.squeeze(1).long()`).
 
 ## Why is this bad?
-A `DataLoader` yields CPU tensors (unless its `collate_fn` or
-`pin_memory_device` says otherwise). A module's `.to(device)` moves its
+A `DataLoader` yields CPU tensors (unless its `collate_fn` places them;
+`pin_memory=True` / `pin_memory_device=` only pin them in host memory for a
+faster copy). A module's `.to(device)` moves its
 parameters, never the data, so the first layer raises
 
 ```
@@ -74,6 +75,12 @@ and `CTCLoss` accepts them there), and a batch item shown or stored next to
 the output rather than combined with it (`print(y, out)`, `rows.append(...)`,
 `log.info(...)`). Only the batch tensors above count, and only when they
 reach the model or meet its output.
+
+Decided case: a loader built with `pin_memory_device=` stays silent, as the
+rule's specification asks: it states which device the batches are meant
+for. Its batches are still CPU tensors (pinned), so a loop that never moves
+them does fail; devlint trusts the stated intent there rather than guess
+where the move happens.
 
 ## Fix safety
 Safe: moving a tensor to the device its model already lives on is what the
