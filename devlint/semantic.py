@@ -1162,7 +1162,7 @@ class _FactsBuilder:
             return "tensor", "", "", ""
         if self._is_fixed_device(value, params):
             return "device", "", "", ""
-        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or _is_sequence_call(value):
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or is_sequence_call(value):
             elem = self._element_class(value)
             if elem:
                 return "module_container", "", "", elem
@@ -1403,7 +1403,7 @@ def _is_argument_device(value: cst.BaseExpression, params: Sequence[str]) -> boo
     return attr in ("device", "dev") or attr.endswith("_device")
 
 
-def _is_sequence_call(node: cst.BaseExpression) -> bool:
+def is_sequence_call(node: cst.BaseExpression) -> bool:
     """``list(<one iterable>)`` / ``tuple(<one iterable>)``: ``list(Block() for _ in range(n))``."""
     return (
         isinstance(node, cst.Call)

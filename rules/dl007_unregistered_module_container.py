@@ -90,7 +90,7 @@ import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import code_of, dotted_name, self_attribute, string_value
+from devlint.semantic import code_of, dotted_name, is_sequence_call, self_attribute, string_value
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
 #: names nn.ModuleDict.add_module refuses as keys: its own attributes
@@ -441,13 +441,7 @@ def _wrap(value: cst.BaseExpression, spelled: str) -> cst.Call:
         return cst.Call(func=func)
     if isinstance(value, cst.Call) and not value.args and dotted_name(value.func) in ("list", "dict", "tuple"):
         return cst.Call(func=func)
-    if (
-        isinstance(value, cst.Call)
-        and dotted_name(value.func) in ("list", "tuple")
-        and len(value.args) == 1
-        and value.args[0].keyword is None
-        and not value.args[0].star
-    ):
+    if is_sequence_call(value):
         # list(Block() for _ in range(n)) -> nn.ModuleList(Block() for _ in range(n))
         return cst.Call(func=func, args=[cst.Arg(value=value.args[0].value)])
     if isinstance(value, cst.Tuple):

@@ -10,7 +10,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 from click.testing import CliRunner
 
 from devlint.cli import main

@@ -18,7 +18,6 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-import devlint.rule
 from clirun import BUG, BUGGY_CALL, FIXED, FIXED_CALL, cli, devlint_command, run
 from conftest import FIXTURES
 from devlint.engine import fix_source

@@ -9,7 +9,6 @@ CI runs a modest number of examples. The long run (docs/reliability.md):
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import libcst as cst
 import pytest

@@ -8,14 +8,13 @@ import codecs
 import json
 import shutil
 import textwrap
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from conftest import FIXTURES
 from devlint.cli import main
-from devlint.notebook import mask_ipython, read_notebook, unmask
+from devlint.notebook import mask_ipython, unmask
 
 TUTORIAL = FIXTURES / "notebooks" / "transformer_tutorial.ipynb"
 FIXED_LINE = "        pos = torch.arange(0, length, device=src.device).unsqueeze(0).repeat(batch, 1)\n"

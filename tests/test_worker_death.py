@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import textwrap
 from pathlib import Path
 from typing import Dict, Optional
 
