@@ -420,6 +420,10 @@ class FileFacts:
     spawn_targets: List[str] = field(default_factory=list)
     #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]``
     sets_visible_devices: bool = False
+    #: functions of this file that return one of their parameters wrapped in
+    #: DataParallel/DDP, possibly under a condition (scope name, e.g.
+    #: ``maybe_parallel`` or ``Trainer.wrap`` -> :class:`WrapHelper`)
+    wrap_helpers: Dict[str, "WrapHelper"] = field(default_factory=dict)
 
     def scope_named(self, name: str) -> Optional["ScopeFacts"]:
         for scope in self.scopes:
@@ -3114,6 +3118,29 @@ class WrapEvent:
     output_device: str = ""
     branch: List[str] = field(default_factory=list)
     in_loop: bool = False
+    #: for a call of a wrap helper (``ScopeFacts.helper_wraps``): the callee
+    #: as written (``maybe_parallel``, ``self.wrap``) and which call of that
+    #: callee in the scope it is (0-based, in the order calls are left)
+    helper: str = ""
+    helper_call: int = -1
+
+
+@dataclass
+class WrapHelper:
+    """A function that returns its parameter ``param`` (``param_name``)
+    wrapped in ``wrapper``, on every path or only under a condition
+    (``if torch.cuda.device_count() > 1: model = nn.DataParallel(model)`` /
+    ``return model``). Functions that test whether the parameter is already
+    wrapped (``isinstance``, ``hasattr``, ``.module``) are not helpers:
+    calling them twice wraps once."""
+
+    param: int
+    param_name: str
+    wrapper: str
+    conditional: bool = False
+    #: (index, name) of the other parameters the wrap's condition reads: a
+    #: call passing ``False``/``None``/``0`` for one of them does not wrap
+    condition_params: List[Tuple[int, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -3187,6 +3214,9 @@ class ScopeFacts:
     sets_cuda_device: bool = False
     #: the function (may) return a model it wrapped (wrapper qualified name)
     returns_wrapper: str = ""
+    #: calls of this file's wrap helpers (``FileFacts.wrap_helpers``), as
+    #: wrap events of the argument the helper wraps (``index`` counts these)
+    helper_wraps: List[WrapEvent] = field(default_factory=list)
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -3279,6 +3309,15 @@ class _ScriptCollector(cst.CSTVisitor):
         self.pending_after: Dict[int, str] = {}
         self.wrap_index_of: Dict[int, int] = {}
         self.statement_kind: Dict[int, str] = {}
+        # for wrap helpers (filled into facts by ``_finish_wrap_helpers``):
+        # returns (scope, returned name, order, branch, wrap index or -1),
+        # ``if`` tests by (scope, branch point), scopes that test whether a
+        # parameter is already wrapped, calls that may be helper calls
+        self.returns: List[Tuple[int, str, int, List[str], int]] = []
+        self.if_tests: Dict[Tuple[int, int], cst.BaseExpression] = {}
+        self.guarded: Set[int] = set()
+        self.call_counts: Dict[Tuple[int, str], int] = {}
+        self.maybe_helper_calls: List[Tuple[int, str, int, cst.Call, WrapEvent]] = []
 
     # -- scopes ------------------------------------------------------------
     def _open(self, name: str, class_name: str, params: List[str]) -> ScopeFacts:
@@ -3340,6 +3379,7 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> None:
         self.try_ids.append(self._point())
+        self.if_tests[(self.scope.index, self.try_ids[-1])] = node.test
 
     def leave_If(self, node: cst.If) -> None:
         self.try_ids.pop()
@@ -3492,6 +3532,15 @@ class _ScriptCollector(cst.CSTVisitor):
                     self.scope.wraps_param = self.scope.params.index(name)
                     self.scope.wraps_param_with = wrapper
 
+    def leave_Return(self, original_node: cst.Return) -> None:
+        if original_node.value is None or len(self.stack) < 2:
+            return
+        inner, _ = strip_placements(original_node.value)
+        wrap_index = self.wrap_index_of.get(id(inner), -1)
+        name = dotted_name(inner) if wrap_index < 0 else ""
+        if wrap_index >= 0 or name:
+            self.returns.append((self.scope.index, name or "", self.order, self._branch(), wrap_index))
+
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
         return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
 
@@ -3533,6 +3582,9 @@ class _ScriptCollector(cst.CSTVisitor):
             self.pending_after[id(p[0])] = code_of(dev) if dev is not None else ("cuda" if p[1] == "cuda" else "")
         if self.facts.qualify(node.func) == "torch.cuda.set_device":
             self.scope.sets_cuda_device = True
+        if len(self.stack) > 1 and isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "hasattr") and node.args:
+            if dotted_name(node.args[0].value) in self.scope.params:
+                self.guarded.add(self.scope.index)
         if self.facts.qualify(node.func) in ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"):
             args = positional_args(node)
             name = dotted_name(args[0].value) if args else None
@@ -3576,6 +3628,7 @@ class _ScriptCollector(cst.CSTVisitor):
             self.wrap_index_of[id(node)] = ev.index
             scope.wraps.append(ev)
             return
+        self._count_call(node)
         p = placement_call(node)
         if p is not None:
             owner, method, dev = p
@@ -3589,7 +3642,115 @@ class _ScriptCollector(cst.CSTVisitor):
             )
             scope.placements.append(ev2)
 
+    def _count_call(self, node: cst.Call) -> None:
+        """Count the call per (scope, callee) as ``ScriptRule.calls_by_name``
+        does, and keep a call that may be one of a wrap helper (a plain
+        function, or a method through ``self``) for ``_finish_wrap_helpers``."""
+        callee = dotted_name(node.func)
+        if callee is None:
+            return
+        scope = self.scope
+        k = self.call_counts.get((scope.index, callee), 0)
+        self.call_counts[(scope.index, callee)] = k + 1
+        head, dot, rest = callee.partition(".")
+        if not node.args or (dot and ("." in rest or not (scope.class_name and scope.params and head == scope.params[0]))):
+            return
+        ev = WrapEvent(
+            index=-1, order=self._next(), wrapper="",
+            target=self.assign_target.get(id(node), ""),
+            statement_target=self.statement_targets[-1] if self.statement_targets else "",
+            branch=self._branch(), in_loop=self.loops > 0, helper=callee, helper_call=k,
+        )
+        self.maybe_helper_calls.append((scope.index, callee, k, node, ev))
+
+    def _param_wrapped(self, scope: ScopeFacts, ev: WrapEvent) -> int:
+        """Index of the parameter whose value ``ev`` wraps (through aliases
+        and placements), else -1."""
+        name, order, branch = ev.wrapped_name, ev.order, ev.branch
+        for _ in range(8):
+            if not name:
+                return -1
+            b = scope.last_binding(name, order, branch)
+            if b is None:
+                return -1
+            if b.kind == "param":
+                index = scope.params.index(b.target)
+                return -1 if index == 0 and scope.class_name else index
+            if b.kind not in ("alias", "place") or not b.source:
+                return -1
+            name, order, branch = b.source, b.order, b.branch
+        return -1
+
+    def _condition_params(self, scope: ScopeFacts, branch: Sequence[str], keep: str) -> List[Tuple[int, str]]:
+        names: Set[str] = set()
+        for item in branch:
+            test = self.if_tests.get((scope.index, int(item.partition(":")[0])))
+            if test is not None:
+                names.update(n.value for n in _names_in(test))
+        return [(i, p) for i, p in enumerate(scope.params) if p != keep and p in names]
+
+    def _finish_wrap_helpers(self) -> None:
+        """Fill ``facts.wrap_helpers`` and every scope's ``helper_wraps``."""
+        helpers = self.facts.wrap_helpers
+        for si, name, order, branch, wrap_index in self.returns:
+            scope = self.scopes[si]
+            if si in self.guarded or not scope.params:
+                continue
+            if wrap_index < 0:
+                b = scope.last_binding(name, order + 1, branch)
+                for _ in range(8):
+                    if b is None or b.kind != "alias" or not b.source:
+                        break
+                    b = scope.last_binding(b.source, b.order, b.branch)
+                if b is None or b.kind != "wrap":
+                    continue
+                wrap_index = b.wrap_index
+            ev = scope.wraps[wrap_index]
+            param = self._param_wrapped(scope, ev)
+            if param < 0:
+                continue
+            conditional = bool(ev.branch or branch)
+            old = helpers.get(scope.name)
+            if old is None or (old.conditional and not conditional):
+                cond = self._condition_params(scope, list(ev.branch) + list(branch), scope.params[param])
+                helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond)
+        if not helpers:
+            return
+        for si, callee, _k, node, ev in self.maybe_helper_calls:
+            scope = self.scopes[si]
+            name, shift = callee, 0
+            if "." in callee:
+                name, shift = f"{scope.class_name}.{callee.split('.', 1)[1]}", 1
+            helper = helpers.get(name)
+            if helper is None or any(a.star for a in node.args):
+                continue
+            args = positional_args(node)
+            index = helper.param - shift
+            arg = args[index] if 0 <= index < len(args) else keyword_arg(node, helper.param_name)
+            if arg is None:
+                continue
+            switches = [
+                args[i - shift] if 0 <= i - shift < len(args) else keyword_arg(node, p)
+                for i, p in helper.condition_params
+            ]
+            if any(a is not None and _is_off(a.value) for a in switches):
+                continue  # ``maybe_wrap(m, parallel=False)``
+            ev.index = len(scope.helper_wraps)
+            ev.wrapper = helper.wrapper
+            ev.wrapped = code_of(arg.value)
+            inner, ev.placed_inside = strip_placements(arg.value)
+            ev.wrapped_name = dotted_name(inner) or ""
+            if isinstance(inner, cst.Call) and not self.facts.is_wrapper(inner.func):
+                cls = self.facts.class_of_call(inner.func)
+                if cls is not None and self.facts.is_module_class(cls):
+                    ev.wrapped_class = cls
+                    ev.wrapped_args = _arg_names(inner)
+                ev.wrapped_device_map = _device_map(inner)
+            scope.helper_wraps.append(ev)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "module" and len(self.stack) > 1 and dotted_name(node.value) in self.scope.params:
+            self.guarded.add(self.scope.index)
         # ``args.local_rank`` read in the scope: usable as the rank
         if node.attr.value in _RANK_ATTRS and dotted_name(node.value) is not None:
             self._add_rank(code_of(node), 0)
@@ -3656,6 +3817,7 @@ class _ScriptCollector(cst.CSTVisitor):
                     scope.rank_names.append(name)
                     self._rank_priority[(scope.index, name)] = priority + 0.5
             scope.rank_names.sort(key=lambda n: self._rank_priority.get((scope.index, n), 3))
+        self._finish_wrap_helpers()
         # which module classes hold wrappers (set in a method or a helper)
         for scope in self.scopes:
             cls = self.facts.classes.get(scope.class_name)
@@ -3671,6 +3833,29 @@ class _ScriptCollector(cst.CSTVisitor):
                     helper = self.facts.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
                     if helper is not None and helper.wraps_param >= 0:
                         cls.inner_wrappers.setdefault(b.target[len(me):], helper.wraps_param_with)
+            # ``self.x = wrap(X())`` through a wrap helper of the file
+            for ev in scope.helper_wraps:
+                t = ev.statement_target
+                if t.startswith(me) and "." not in t[len(me):]:
+                    cls.inner_wrappers.setdefault(t[len(me):], ev.wrapper)
+
+
+def _is_off(node: cst.BaseExpression) -> bool:
+    """``False``, ``None``, ``0``: a switch turned off."""
+    return (isinstance(node, cst.Name) and node.value in ("False", "None")) or (
+        isinstance(node, cst.Integer) and node.value == "0"
+    )
+
+
+def _names_in(node: cst.CSTNode) -> List[cst.Name]:
+    found: List[cst.Name] = []
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    node.visit(_Names())
+    return found
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:

@@ -83,7 +83,7 @@ from devlint.rules._scripts import (
     contained_classes,
     wrapped_origin,
 )
-from devlint.semantic import ScopeFacts, always_before, keyword_arg, positional_args
+from devlint.semantic import BindEvent, ScopeFacts, WrapEvent, always_before, keyword_arg, positional_args
 
 _WHY_UNSAFE = "removing a wrapper drops a `module.` level from the state_dict keys"
 
@@ -245,7 +245,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         model (an unconditional wrap preferred)."""
         out: Dict[str, Tuple[str, str, bool]] = {}
         for scope in self.facts.scopes:
-            for ev in scope.wraps:
+            for ev in list(scope.wraps) + list(scope.helper_wraps):
                 origin = wrapped_origin(self.facts, scope, ev)
                 roots = list(origin.classes)
                 for _name, _scope, chain in origin.args:
@@ -291,12 +291,27 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 if replacements is not None:
                     replacements += self.class_read_fixes(cls.name, attrs)
                 self._emit(node, message, replacements, f"remove the inner {_short(ev.wrapper)} ({_WHY_UNSAFE})")
+            for ev in scope.helper_wraps:
+                attr = ev.statement_target[len(me):] if ev.statement_target.startswith(me) else ""
+                if attr not in cls.inner_wrappers or (ev.branch and outer_conditional):
+                    continue
+                helper = self.facts.scope_named(self._helper_name(scope, ev.helper))
+                if helper is not None and helper.class_name == cls.name and helper.wraps_param >= 0:
+                    continue  # reported at the wrapper inside that method
+                node = self._helper_node(scope, ev)
+                if node is None:
+                    continue
+                message = (
+                    f"`{me}{attr}` is wrapped in {_short(ev.wrapper)} by `{ev.helper}` inside `{cls.name}`, which is "
+                    f"itself wrapped in {_short(wrapper_out)} ({_where(where)}): the inner wrapper fails on the replicas"
+                )
+                self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper))
 
     # -- a wrapped model passed into a model that is wrapped ---------------------
     def _inner_in_scripts(self) -> None:
         for scope in self.facts.scopes:
-            for ev in scope.wraps:
-                if ev.wrapped_is_wrap and ev.index > 0:
+            for ev in list(scope.wraps) + list(scope.helper_wraps):
+                if ev.wrapped_is_wrap and ev.index > 0 and not ev.helper:
                     inner = scope.wraps[ev.index - 1]
                     node = self.wrap_nodes[(scope.index, inner.index)]
                     first = _first_arg(node)
@@ -309,6 +324,8 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                     self._emit(node, message, replacements, f"remove the inner {_short(inner.wrapper)} ({_WHY_UNSAFE})")
                 origin = wrapped_origin(self.facts, scope, ev)
                 for name, where, chain in origin.args:
+                    if chain and chain[-1].kind == "call":
+                        self._inner_helper_in_script(name, where, chain[-1], ev, origin)
                     if not chain or chain[-1].kind != "wrap":
                         continue
                     inner = where.wraps[chain[-1].wrap_index]
@@ -326,11 +343,21 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
     # -- the same model wrapped twice ------------------------------------------------
     def _double_wraps(self) -> None:
         for scope in self.facts.scopes:
-            for ev in scope.wraps:
+            for ev in list(scope.wraps) + list(scope.helper_wraps):
                 if not ev.wrapped_name:
                     continue
                 earlier = self._already_wrapped(scope, ev.wrapped_name, ev.order, ev.branch)
                 if earlier is None:
+                    continue
+                if ev.helper:
+                    # a function that wraps its argument, called on a wrapped model
+                    node = self._helper_node(scope, ev)
+                    if node is not None:
+                        message = (
+                            f"`{ev.wrapped_name}` is already wrapped ({earlier}) and `{ev.helper}` wraps it again "
+                            f"in {_short(ev.wrapper)}"
+                        )
+                        self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper))
                     continue
                 node = self.wrap_nodes[(scope.index, ev.index)]
                 message = (
@@ -340,37 +367,42 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 if replacements is not None and ev.target:
                     replacements += self.module_read_fixes(ev.target, scope, ev.index, depth=2)
                 self._emit(node, message, replacements, f"remove the second wrapper ({_WHY_UNSAFE})")
-            # a function that wraps its argument, called again on a wrapped model
-            counts: Dict[str, int] = {}
-            for b in scope.binds:
-                if b.kind != "call":
-                    continue
-                k = counts.get(b.call, 0)
-                counts[b.call] = k + 1
-                helper = self._wrapping_function(scope, b.call)
-                if helper is None or helper.wraps_param < 0:
-                    continue
-                for arg in b.args:
-                    earlier = self._already_wrapped(scope, arg, b.order, b.branch)
-                    if earlier is None:
-                        continue
-                    nodes = self.calls_by_name.get((scope.index, b.call), [])
-                    total = sum(1 for x in scope.binds if x.kind == "call" and x.call == b.call)
-                    if len(nodes) != total:
-                        break
-                    message = f"`{arg}` is already wrapped ({earlier}) and `{b.call}` wraps it again in {_short(helper.wraps_param_with)}"
-                    self._emit(
-                        nodes[k], message, None, "",
-                        no_fix=f"`{b.call}` may do more than wrap; drop the wrapping from one of the calls by hand",
-                    )
-                    break
+
+    # -- calls of the file's wrap helpers ---------------------------------------
+    @staticmethod
+    def _helper_name(scope: ScopeFacts, call: str) -> str:
+        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
+            return f"{scope.class_name}.{call.split('.', 1)[1]}"
+        return call
+
+    def _helper_node(self, scope: ScopeFacts, ev: WrapEvent) -> Optional[cst.Call]:
+        nodes = self.calls_by_name.get((scope.index, ev.helper), [])
+        return nodes[ev.helper_call] if 0 <= ev.helper_call < len(nodes) else None
+
+    def _inner_helper_in_script(self, name: str, where: ScopeFacts, bind: BindEvent, ev: WrapEvent, origin) -> None:
+        """``enc = maybe_parallel(Encoder())`` built into a model wrapped by ``ev``."""
+        inner = None
+        for h in where.helper_wraps:
+            if h.target == bind.target and h.helper == bind.call and h.order < bind.order:
+                inner = h
+        if inner is None:
+            return
+        node = self._helper_node(where, inner)
+        if node is None:
+            return
+        model = origin.classes[0] if origin.classes else (ev.wrapped_class or ev.wrapped_name)
+        message = (
+            f"`{name}` is wrapped in {_short(inner.wrapper)} by `{inner.helper}` and then built into `{model}`, "
+            f"which is wrapped in {_short(ev.wrapper)}: the inner wrapper fails on the replicas"
+        )
+        self._emit(node, message, None, "", no_fix=_helper_no_fix(inner.helper))
 
     def _wrapping_function(self, scope: ScopeFacts, call: str) -> Optional[ScopeFacts]:
         name = call
         if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
             name = f"{scope.class_name}.{call.split('.', 1)[1]}"
         helper = self.facts.scope_named(name)
-        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper):
+        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper or name in self.facts.wrap_helpers):
             return helper
         return None
 
@@ -388,7 +420,9 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         if last.kind == "call":
             helper = self._wrapping_function(scope, last.call)
             if helper is not None:
-                return f"by `{last.call}`, which returns it wrapped in {_short(helper.wraps_param_with or helper.returns_wrapper)}"
+                known = self.facts.wrap_helpers.get(helper.name)
+                wrapper = helper.wraps_param_with or helper.returns_wrapper or (known.wrapper if known else "")
+                return f"by `{last.call}`, which returns it wrapped in {_short(wrapper)}"
         return None
 
 
@@ -398,6 +432,10 @@ def _where(scope_name: str) -> str:
 
 def _short(wrapper: str) -> str:
     return WRAPPER_SHORT.get(wrapper, wrapper)
+
+
+def _helper_no_fix(helper: str) -> str:
+    return f"`{helper}` may do more than wrap; drop the wrapping from one of the calls by hand"
 
 
 def _first_arg(call: cst.Call) -> Optional[cst.BaseExpression]:
