@@ -3687,7 +3687,8 @@ class _ScriptCollector(cst.CSTVisitor):
             test = self.if_tests.get((scope.index, int(item.partition(":")[0])))
             if test is not None:
                 names.update(n.value for n in _names_in(test))
-        return [(i, p) for i, p in enumerate(scope.params) if p != keep and p in names]
+        first = 1 if scope.class_name else 0  # ``self.multi_gpu`` is no switch of the caller's
+        return [(i, p) for i, p in enumerate(scope.params) if i >= first and p != keep and p in names]
 
     def _finish_wrap_helpers(self) -> None:
         """Fill ``facts.wrap_helpers`` and every scope's ``helper_wraps``."""

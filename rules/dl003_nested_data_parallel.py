@@ -13,6 +13,13 @@ another one:
   `model = DP(model)` with no re-binding in between, or a function that wraps
   its argument called on a model it already wrapped.
 
+A function of this file that returns its argument wrapped counts as a wrap of
+that argument wherever it is called: inside a model
+(`self.backbone = maybe_parallel(Backbone())`), around a model, or twice on
+one path. That holds when it wraps under a condition too
+(`if torch.cuda.device_count() > 1: model = nn.DataParallel(model)` then
+`return model`): on a multi-GPU machine the condition holds.
+
 ## Why is this bad?
 The outer wrapper replicates the model, inner wrapper included, onto every
 GPU and runs each replica on its own device. The inner `DataParallel` still
@@ -56,15 +63,20 @@ unwrapped model; `DataParallel` on one branch and `DistributedDataParallel`
 on another (`if args.n_gpu > 1: ...` / `if args.local_rank != -1: ...`);
 `model = model.module` before wrapping again; wrappers in different functions
 applied to different models; a model class with an inner wrapper that this
-file never wraps.
+file never wraps. A wrapping function is not a wrap of its argument when it
+first checks whether the argument is already wrapped (`isinstance(m,
+nn.DataParallel)`, `hasattr(m, "module")`, `m.module`), when it wraps a model
+it builds rather than its argument, or when the caller turns off a switch its
+condition reads (`maybe_wrap(m, parallel=False)`).
 
 ## Fix safety
 Unsafe. The fix removes the inner wrapper (for a double wrap: the second
 one) and rewrites the reads that went through it (`self.encoder.module` ->
 `self.encoder`, `model.module.module` -> `model.module`). The `state_dict`
 keys lose one `module.` level, so checkpoints saved before the fix need that
-prefix stripped to load. A second call of a wrapping function is reported
-without a fix (the function may do more than wrap).
+prefix stripped to load. A call of a wrapping function (a second one, or one
+inside a model) is reported without a fix (the function may do more than
+wrap, and it is still needed for the wrap that stays).
 """
 
 from __future__ import annotations
@@ -379,12 +391,19 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         nodes = self.calls_by_name.get((scope.index, ev.helper), [])
         return nodes[ev.helper_call] if 0 <= ev.helper_call < len(nodes) else None
 
+    @staticmethod
+    def _helper_event(scope: ScopeFacts, bind: BindEvent) -> Optional[WrapEvent]:
+        """The helper wrap behind ``x = helper(...)``, None when that call
+        does not wrap."""
+        found = None
+        for h in scope.helper_wraps:
+            if h.target == bind.target and h.helper == bind.call and h.order < bind.order:
+                found = h
+        return found
+
     def _inner_helper_in_script(self, name: str, where: ScopeFacts, bind: BindEvent, ev: WrapEvent, origin) -> None:
         """``enc = maybe_parallel(Encoder())`` built into a model wrapped by ``ev``."""
-        inner = None
-        for h in where.helper_wraps:
-            if h.target == bind.target and h.helper == bind.call and h.order < bind.order:
-                inner = h
+        inner = self._helper_event(where, bind)
         if inner is None:
             return
         node = self._helper_node(where, inner)
@@ -421,6 +440,8 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             helper = self._wrapping_function(scope, last.call)
             if helper is not None:
                 known = self.facts.wrap_helpers.get(helper.name)
+                if known is not None and self._helper_event(scope, last) is None:
+                    return None  # a wrap helper switched off (``maybe_wrap(m, parallel=False)``)
                 wrapper = helper.wraps_param_with or helper.returns_wrapper or (known.wrapper if known else "")
                 return f"by `{last.call}`, which returns it wrapped in {_short(wrapper)}"
         return None

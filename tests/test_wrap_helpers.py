@@ -1,0 +1,168 @@
+"""DL003 through a wrap helper of the file (``FileFacts.wrap_helpers``): a
+function that returns its argument wrapped in DataParallel/DDP, on every path
+or under a condition, is a wrap of that argument wherever it is called."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import libcst
+
+from devlint.engine import fix_source, lint_source
+from devlint.semantic import build_facts
+
+CODES = ["DL003", "DL004", "DL005", "DL012"]
+
+HEAD = """
+import torch
+from torch import nn
+
+class Backbone(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x):
+        return self.conv(x)
+"""
+
+
+def findings(body: str, helper: str = ""):
+    src = HEAD + textwrap.dedent(helper) + textwrap.dedent(body)
+    result = lint_source(src, "script.py", codes=CODES)
+    assert not result.internal_errors, result.internal_errors
+    return [(d.code, d.message) for d in result.diagnostics]
+
+
+CONDITIONAL = """
+def spread(model):
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    return model
+"""
+
+UNCONDITIONAL = """
+def spread(m):
+    return nn.DataParallel(m)
+"""
+
+DETECTOR = """
+class Detector(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = spread(Backbone())
+        self.head = nn.Conv2d(8, 4, 1)
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+"""
+
+
+def test_inner_wrap_through_a_helper_with_the_outer_wrap_through_it_too():
+    for helper in (CONDITIONAL, UNCONDITIONAL):
+        found = findings(DETECTOR + "\ndef build():\n    model = Detector().cuda()\n    return spread(model)\n", helper)
+        assert [c for c, _ in found] == ["DL003"]
+        assert "`self.backbone` is wrapped in DataParallel by `spread` inside `Detector`" in found[0][1]
+
+
+def test_inner_wrap_through_a_helper_with_a_direct_outer_wrap():
+    body = DETECTOR + "\nmodel = nn.DataParallel(Detector())\n"
+    assert [c for c, _ in findings(body, CONDITIONAL)] == ["DL003"]
+
+
+def test_helper_applied_twice():
+    body = "\ndef build():\n    model = spread(Backbone())\n    model = spread(model)\n    return model\n"
+    for helper in (CONDITIONAL, UNCONDITIONAL):
+        [(code, message)] = findings(body, helper)
+        assert message.startswith("`model` is already wrapped (by `spread`")
+
+
+def test_helper_applied_once_and_an_unwrapped_inner_model_stay_silent():
+    body = DETECTOR + "\ndef build():\n    return Detector().cuda()\n\nmodel = spread(Backbone())\n"
+    assert findings(body, CONDITIONAL) == []
+
+
+def test_helper_with_the_argument_by_keyword_and_placed():
+    helper = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    def ddp(rank, module):
+        module = module.to(rank)
+        return DDP(module, device_ids=[rank])
+    """
+    body = "\ndef run(rank):\n    model = ddp(rank, module=Backbone())\n    model = ddp(rank, model.cuda())\n"
+    [(code, message)] = findings(body, helper)
+    assert "`ddp` wraps it again in DistributedDataParallel" in message
+
+
+def test_a_switch_turned_off_by_the_caller_does_not_wrap():
+    helper = """
+    def wrap(model, parallel=True):
+        if parallel:
+            model = nn.DataParallel(model)
+        return model
+    """
+    off = DETECTOR.replace("spread(Backbone())", "wrap(Backbone(), parallel=False)")
+    assert findings(off + "\nmodel = wrap(Detector())\n", helper) == []
+    on = DETECTOR.replace("spread(Backbone())", "wrap(Backbone(), True)")
+    assert [c for c, _ in findings(on + "\nmodel = wrap(Detector())\n", helper)] == ["DL003"]
+
+
+def test_a_helper_that_checks_for_a_wrapper_is_not_a_wrap():
+    for guard in ("isinstance(model, nn.DataParallel)", "hasattr(model, 'module')"):
+        helper = f"""
+        def spread(model):
+            if {guard}:
+                return model
+            return nn.DataParallel(model)
+        """
+        body = "\ndef build():\n    model = spread(Backbone())\n    return spread(model)\n"
+        assert findings(body, helper) == []
+
+
+def test_a_helper_wrapping_something_else_is_not_a_wrap_of_its_argument():
+    helper = """
+    def spread(cfg):
+        net = Backbone()
+        return nn.DataParallel(net)
+    """
+    body = DETECTOR.replace("spread(Backbone())", "spread(None)") + "\ndef build():\n    m = spread(1)\n    return spread(m)\n"
+    assert findings(body, helper) == []
+
+
+def test_unwrapped_before_the_helper_wraps_again():
+    body = "\ndef build():\n    model = spread(Backbone())\n    model = model.module\n    return spread(model)\n"
+    assert findings(body, CONDITIONAL) == []
+
+
+def test_helper_calls_are_not_fixed():
+    src = HEAD + CONDITIONAL + "\nmodel = spread(Backbone())\nmodel = spread(model)\n"
+    result = fix_source(src, "script.py", codes=CODES, unsafe=True)
+    assert result.fixed_text == src
+
+
+def test_wrap_helper_facts_are_plain():
+    src = HEAD + CONDITIONAL + DETECTOR + "\nmodel = spread(Detector())\n"
+    facts = build_facts(libcst.parse_module(src))
+    json.dumps(facts.to_dict())
+    helper = facts.wrap_helpers["spread"]
+    assert (helper.param, helper.param_name, helper.wrapper, helper.conditional) == (0, "model", "torch.nn.DataParallel", True)
+    [inner] = facts.scope_named("Detector.__init__").helper_wraps
+    assert (inner.helper, inner.statement_target, inner.wrapped_class) == ("spread", "self.backbone", "Backbone")
+    assert facts.classes["Detector"].inner_wrappers == {"backbone": "torch.nn.DataParallel"}
+    [outer] = facts.scopes[0].helper_wraps
+    assert (outer.target, outer.wrapped_class, outer.helper_call) == ("model", "Detector", 0)
+
+
+def test_a_switched_off_helper_call_is_no_earlier_wrap():
+    helper = """
+    def wrap(model, parallel=True):
+        if parallel:
+            model = nn.DataParallel(model)
+        return model
+    """
+    off = "\ndef build():\n    model = wrap(Backbone(), parallel=False)\n    return nn.DataParallel(model)\n"
+    assert findings(off, helper) == []
+    on = "\ndef build():\n    model = wrap(Backbone())\n    return nn.DataParallel(model)\n"
+    assert [c for c, _ in findings(on, helper)] == ["DL003"]
