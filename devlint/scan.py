@@ -260,6 +260,18 @@ class ScanSummary:
             if self.in_forward(call.cls, call.method):
                 yield call
 
+    def calls_in_forward_functions(self) -> Iterator[CallSite]:
+        """Calls outside classes, when some ``forward``-reachable method calls
+        a function of the file by name: a superset of the calls in
+        :attr:`devlint.semantic.FileFacts.forward_functions`."""
+        if not self.function_names:
+            return
+        if not any(c.attr is None and c.func in self.function_names for c in self.calls_in_forward()):
+            return
+        for call in self.calls:
+            if call.cls is None:
+                yield call
+
     def forward_attribute_reads(self) -> FrozenSet[str]:
         """Every attribute name that code run by some ``forward`` may use: a
         superset of every class's ``ClassFacts.forward_reads``. Methods link

@@ -408,6 +408,10 @@ class FileFacts:
     module_device_lists: Dict[str, List[str]] = field(default_factory=dict)
     #: every name assigned at module level (so a rule knows what a method can see)
     module_assigned: List[str] = field(default_factory=list)
+    #: functions defined at module level that code run by some module's
+    #: ``forward`` calls by name, directly or through one another
+    #: (``mask = causal_mask(n)`` in ``forward``)
+    forward_functions: Dict[str, FunctionFacts] = field(default_factory=dict)
     #: training-script facts per scope name (``<module>``, ``main``,
     #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
     #: device names, loaded checkpoints (see :class:`ScriptScope`)
@@ -630,6 +634,23 @@ class _NameUses(cst.CSTVisitor):
         return False
 
 
+class _NamesCalled(cst.CSTVisitor):
+    def __init__(self, names: Dict[str, cst.FunctionDef]) -> None:
+        self.names = names
+        self.found: List[str] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in self.names and node.func.value not in self.found:
+            self.found.append(node.func.value)
+
+
+def _names_called(fn: cst.FunctionDef, names: Dict[str, cst.FunctionDef]) -> List[str]:
+    """The functions of ``names`` that ``fn`` calls by name."""
+    v = _NamesCalled(names)
+    walk(fn.body, v)
+    return v.found
+
+
 def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset(),
                     class_name: Optional[str] = None) -> FunctionFacts:
     decorators = {dotted_name(d.decorator) for d in fn.decorators}
@@ -784,10 +805,30 @@ class _FactsBuilder:
                 self._finish_module_class(cls)
         self._finish_forward_uses()
         self._finish_anchors()
+        self._finish_forward_functions()
         # the script facts cost a full walk of the tree: collected on first
         # use (only the wrapping rules and serialisation ask for them)
         object.__setattr__(self.facts, "_script_module", self.module)
         return self.facts
+
+    def _finish_forward_functions(self) -> None:
+        """``FileFacts.forward_functions``."""
+        functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        if not functions:
+            return
+        todo: List[str] = []
+        for cls in self.facts.classes.values():
+            if not cls.is_module or cls.name not in self._class_nodes:
+                continue
+            for stmt in _body_of(self._class_nodes[cls.name]):
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value in cls.forward_reachable:
+                    todo.extend(_names_called(stmt, functions))
+        while todo:
+            name = todo.pop()
+            if name in self.facts.forward_functions:
+                continue
+            self.facts.forward_functions[name] = _function_facts(functions[name], is_method=False)
+            todo.extend(_names_called(functions[name], functions))
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
         for stmt in body:

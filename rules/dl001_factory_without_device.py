@@ -4,7 +4,8 @@
 Flags a torch tensor factory (`torch.arange`, `zeros`, `ones`, `empty`, `full`,
 `rand*`, `eye`, `linspace`, `logspace`, `tensor`, `as_tensor`,
 `tril_indices`, ...) called without `device=` inside `forward` of an
-`nn.Module`, or inside a method that `forward` calls.
+`nn.Module`, inside a method that `forward` calls, or inside a module-level
+function of the same file that such code calls (`mask = causal_mask(n)`).
 
 ## Why is this bad?
 A factory without `device=` creates its tensor on the CPU (or the default
@@ -46,11 +47,13 @@ Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
 scalar tensor mixes with CUDA tensors), a factory used as an index
 (`x[torch.arange(n)]`, indexing accepts CPU indices), a factory turned into a
 Python value (`torch.rand(1).item() < p`, `.tolist()`, `.numel()`,
-`int(torch.randint(...))`), factories in `__init__` and outside modules. A tensor assembled on the CPU (filled in place, combined
+`int(torch.randint(...))`), factories in `__init__`, and functions no
+module's forward calls. A tensor assembled on the CPU (filled in place, combined
 with other CPU tensors, collected in a Python list, taken to the CPU on
 purpose with `.cpu()`) is not flagged when every later use moves it, indexes
 with it, tests it (`mask.any()`, `mask is None`), reads its shape, reduces it
 to a 0-dim tensor (`t.sum()`), copies device values into it (`t[1:] = x`),
+masks it with a comparison to a number (`t[t < 0] = 0`),
 reads it as a number (`torch.arange(start, end)` over the rows of a CPU
 tensor) or feeds another such use, until a re-binding to its moved copy in
 the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
@@ -64,7 +67,10 @@ as `ClassName.helper(...)` counts as `self.helper(...)`): a helper's CPU result
 is fine when every forward-reachable call site keeps it to such uses (also
 through the caller's own return: a static grid moved by the caller's caller),
 a CPU value passed to another method is fine when that method's parameter
-is, and a module attribute assigned in `forward` (`self.state = ...`) is
+is (the same holds for module-level functions forward calls: a
+`square_subsequent_mask(n)` moved where forward uses it is fine; its use in
+`__init__` to build a buffer does not count), and a module attribute
+assigned in `forward` (`self.state = ...`) is
 followed into every method of the class; a method forward does not reach that
 reads it counts as an escape. Reads from outside the class are not seen.
 
@@ -83,6 +89,7 @@ runs on. When no tensor or held parameter is in reach the finding has no fix.
 
 from __future__ import annotations
 
+import itertools
 from typing import Dict, FrozenSet, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
@@ -223,7 +230,7 @@ class RNN(nn.Module):
     def candidate(cls, scan) -> bool:
         # a call that may name a torch factory, without device=/out=/**kw,
         # in a method that may run from forward
-        for call in scan.calls_in_forward():
+        for call in itertools.chain(scan.calls_in_forward(), scan.calls_in_forward_functions()):
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs:
                 continue
             if call.moved:  # torch.arange(n).to(x.device), x[torch.arange(n)]
@@ -244,10 +251,13 @@ class RNN(nn.Module):
         self._moved: Set[int] = set()
         self._method: Optional[_MethodFlow] = None
         #: the flows of the class being visited, by method; findings wait
-        #: until the whole class has been seen (a flow may ask another)
+        #: until the whole file has been seen (a flow may ask another)
         self._flows: Dict[str, _MethodFlow] = {}
-        self._flow_list: List[_MethodFlow] = []  # a method defined twice has two
         self._flows_class: Optional[ClassFacts] = None
+        #: every flow of the file (a method defined twice has two), and the
+        #: flows of module-level functions forward calls, by name
+        self._all_flows: List[_MethodFlow] = []
+        self._functions: Dict[str, _MethodFlow] = {}
 
     # -- per method: findings wait until the whole method has been seen ------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -262,11 +272,37 @@ class RNN(nn.Module):
                 self_name=self.context.self_name, methods=cls.methods, class_name=cls.name,
             )
             if self._flows_class is not cls:
-                self._flows, self._flow_list, self._flows_class = {}, [], cls
+                self._flows, self._flows_class = {}, cls
             self._flows[node.name.value] = self._method  # the last definition is the one called
-            self._flow_list.append(self._method)
-            for name, d in self._method.param_defs.items():
-                self._method.kinds[id(d.value)] = ("store", d)  # the parameter's own name
+            self._method.group, self._method.cls = self._flows, cls
+            self._start(self._method)
+        elif (
+            self.context.current_class is None
+            and len(self.context.function_stack) == 1
+            and node.name.value in self.facts.forward_functions
+            and not self.context.class_stack
+        ):
+            # a module-level function that forward calls (mask = causal_mask(n))
+            fn = self.facts.forward_functions[node.name.value]
+            self._method = _MethodFlow(
+                node, self.facts, set(), fn.tensor_params, self_name="", methods=(),
+                functions=self.facts.forward_functions,
+            )
+            self._method.key = "@" + node.name.value
+            self._functions[node.name.value] = self._method
+            self._start(self._method)
+
+    def _start(self, flow: "_MethodFlow") -> None:
+        if flow.group is not None and not flow.functions:
+            flow.functions = set(self.facts.forward_functions)
+        self._all_flows.append(flow)
+        for d in flow.param_defs.values():
+            flow.kinds[id(d.value)] = ("store", d)  # the parameter's own name
+
+    def _active(self) -> bool:
+        """Inside code forward runs: a forward-reachable method, or a
+        module-level function forward calls."""
+        return self.context.in_forward or (self._method is not None and self._method.group is None)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         if self._method is not None and self._method.node is original_node:
@@ -276,10 +312,18 @@ class RNN(nn.Module):
         cls = self.context.current_class
         if cls is None or cls is not self._flows_class:
             return
-        flows, flow_list = self._flows, self._flow_list
-        self._flows, self._flow_list, self._flows_class = {}, [], None
-        resolver = _Resolver(flows, cls, original_node)
-        for flow in flow_list:
+        for flow in self._flows.values():
+            flow.class_node = original_node
+        for flow in self._all_flows:
+            if flow.cls is cls:
+                flow.class_node = original_node
+        self._flows, self._flows_class = {}, None
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        if not self._all_flows:
+            return
+        resolver = _Resolver(self._all_flows, self._functions)
+        for flow in self._all_flows:
             inside_moved = flow.calls_in_moved_values() if flow.pending else set()
             for call, defs, statement, message, fix, why in flow.pending:
                 if id(call) in inside_moved:
@@ -391,7 +435,7 @@ class RNN(nn.Module):
 
     def visit_Call(self, node: cst.Call) -> None:
         ctx = self.context
-        if not ctx.in_forward:
+        if not self._active():
             return
         func = node.func
         if self._method is not None:
@@ -409,8 +453,9 @@ class RNN(nn.Module):
                 isinstance(func, cst.Name) and func.value in ("len", "bool", "int", "float")
             ):
                 self._method.kinds[id(node.args[0].value)] = ("inspect", None)
-        if self._method is not None and isinstance(func, cst.Attribute) and _is_self_call(node, self._method):
-            self._self_call(node, func.attr.value)
+        callee = _callee_key(node, self._method) if self._method is not None else None
+        if callee is not None:
+            self._self_call(node, callee)
         if isinstance(func, cst.Attribute) and func.attr.value in _TO_PYTHON and not node.args:
             self._mark_moved(func.value)  # torch.rand(1).item() < p: a Python number
         elif isinstance(func, cst.Name) and func.value in ("int", "float", "bool") and len(node.args) == 1:
@@ -451,9 +496,14 @@ class RNN(nn.Module):
             return  # t = x.cpu() * torch.tensor([1, m, m]): CPU on purpose, device= would break it
         if fn == "as_tensor" and len(positional_args(node)) >= 3:
             return  # as_tensor(data, dtype, device)
-        method = ctx.current_method.name.value if ctx.current_method else "forward"
+        method = self._method.node.name.value if self._method is not None else "forward"
         message = self.message.format(fn=fn, method=method)
-        anchor, why = ctx.device_anchor()
+        if self._method is not None and self._method.group is None:
+            params = self._method.tensor_params_in_order
+            anchor, why = (f"{params[0]}.device", "") if params else (
+                None, "no tensor argument to take the device from")
+        else:
+            anchor, why = ctx.device_anchor()
         cls = ctx.current_class
         if cls is not None and len(set(cls.pinned_devices().values())) > 1:
             # model-parallel: the right device is the stage's, not the input's
@@ -480,7 +530,10 @@ class RNN(nn.Module):
             flow.sites.append(_Site(method, "arg", target=flow.arg_of.get(id(node))))
         elif kind is not None:
             flow.sites.append(_Site(method, kind[0]))
-        elif flow.assign_value is node and flow.current:
+        elif flow.current and flow.assign_value is not None and (
+            flow.assign_value is node or _chain_root(flow.assign_value, self.facts, flow) is node
+        ):
+            # v = self.m(...) / v = mask_fn(n).unsqueeze(0).expand(b, -1, -1)
             flow.sites.append(_Site(method, "bind", defs=list(flow.current)))
         else:
             flow.sites.append(_Site(method, "other"))
@@ -531,13 +584,15 @@ class RNN(nn.Module):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         # x[torch.arange(n)]: indexing accepts CPU index tensors on any device
-        if not self.context.in_forward:
+        if not self._active():
             return
         for el in node.slice:
             if isinstance(el.slice, cst.Index):
                 value = el.slice.value
                 if isinstance(value, cst.Call):
                     self._moved.add(id(value))
+                if isinstance(value, cst.Comparison) and all(_is_number(c.comparator) for c in value.comparisons):
+                    value = value.left  # t[t < 0] = 0: a mask of t compared with a number
                 root = _chain_root(value, self.facts, self._method)
                 if root is not None and self._method is not None:
                     self._method.kinds[id(root)] = ("index", None)
@@ -582,6 +637,15 @@ def _is_empty_shape(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.List, cst.Tuple)) and not node.elements
 
 
+def _is_number(node: cst.BaseExpression) -> bool:
+    """A literal number, a negated one, or ``len(...)``."""
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len"
+
+
 def _zero_sized(args: Sequence[cst.Arg]) -> bool:
     """A literal size of 0 among a shaped factory's sizes: ``torch.empty(0)``,
     ``torch.zeros([0, d])``."""
@@ -594,14 +658,22 @@ def _zero_sized(args: Sequence[cst.Arg]) -> bool:
     return any(isinstance(v, cst.Integer) and v.evaluated_value == 0 for v in sizes)
 
 
-def _is_self_call(node: cst.Call, flow: "_MethodFlow") -> bool:
+def _callee_key(node: cst.Call, flow: "_MethodFlow") -> Optional[str]:
+    """For a call of the class's own method (``self.m(...)``,
+    ``ClassName.m(...)``) its name; for a module-level function forward calls
+    (``causal_mask(n)``) "@" and its name; else None."""
     func = node.func
-    return (
+    if (
         isinstance(func, cst.Attribute)
         and isinstance(func.value, cst.Name)
         and func.value.value in (flow.self_name, flow.class_name)
+        and func.value.value
         and func.attr.value in flow.methods
-    )
+    ):
+        return func.attr.value
+    if isinstance(func, cst.Name) and func.value in flow.functions:
+        return "@" + func.value
+    return None
 
 
 class _CpuCalls(cst.CSTVisitor):
@@ -642,7 +714,7 @@ def _chain_root(node: cst.BaseExpression, facts: FileFacts,
     while True:
         if isinstance(node, cst.Name):
             return node
-        if flow is not None and isinstance(node, cst.Call) and _is_self_call(node, flow):
+        if flow is not None and isinstance(node, cst.Call) and _callee_key(node, flow) is not None:
             return node
         if flow is not None and flow.attribute_name(node) is not None:
             return node
@@ -835,7 +907,7 @@ class _MethodFlow:
 
     def __init__(self, node: cst.FunctionDef, facts: FileFacts, tensor_attrs: Set[str], tensor_params: Sequence[str],
                  returns_placed: bool = False, self_name: str = "self", methods: Sequence[str] = (),
-                 class_name: Optional[str] = None) -> None:
+                 class_name: Optional[str] = None, functions: Sequence[str] = ()) -> None:
         self.node = node
         self.name = node.name.value
         self.facts = facts
@@ -846,6 +918,16 @@ class _MethodFlow:
         self.self_name = self_name
         self.class_name = class_name
         self.methods = set(methods)
+        #: module-level functions forward calls (``causal_mask(n)``)
+        self.functions = set(functions)
+        #: how calls name this flow's function: the method's name, or
+        #: "@name" for a module-level function
+        self.key = node.name.value
+        #: the flows of the class's methods by name (None: a module-level function)
+        self.group: Optional[Dict[str, "_MethodFlow"]] = None
+        self.cls: Optional[ClassFacts] = None
+        self.class_node: Optional[cst.ClassDef] = None
+        self.tensor_params_in_order = list(tensor_params)
         self.pending: List[Tuple[cst.Call, Optional[List[_Def]], Optional[cst.SimpleStatementLine], str, Optional[Fix], str]] = []
         #: the simple statement line being visited
         self.statement: Optional[cst.SimpleStatementLine] = None
@@ -1076,6 +1158,12 @@ class _MethodFlow:
             return a[0] or b[0], a[1] or b[1]
         if isinstance(node, cst.UnaryOperation):
             return self._operands(node.expression, out, skip)
+        if isinstance(node, cst.Comparison):  # t < n, a >= b: a tensor on the operands' device
+            t, u = self._operands(node.left, out, skip)
+            for c in node.comparisons:
+                a, b = self._operands(c.comparator, out, skip)
+                t, u = t or a, u or b
+            return t, u
         return False, True
 
     def _operands_of_data(self, node: cst.BaseExpression, out: List[cst.Name], skip: Set[str]) -> Tuple[bool, bool]:
@@ -1108,7 +1196,10 @@ class _MethodFlow:
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        candidates = (set(self.by_name) - self.params) | set(self._assumed_params)
+        # a parameter that does not hold a tensor and is re-bound in the body
+        # (chunks = torch.tensor(chunks)) is followed like a local
+        rebound = {n for n in self.by_name if n in self.params and n not in self.tensor_params}
+        candidates = (set(self.by_name) - self.params) | rebound | set(self._assumed_params)
         scalars = set(candidates) - set(self._assumed_params)
         changed = True
         while changed:
@@ -1220,7 +1311,7 @@ class _MethodFlow:
             root = key in roots
             ok = self._born_def(d) if root else True
             if d.returned:
-                ok = ok and (self.returns_placed or resolver.result_contained(self.name))
+                ok = ok and (self.returns_placed or resolver.result_contained(self))
                 contained[key] = ok
                 return ok
             if d.name.startswith(".") and ok:
@@ -1245,11 +1336,11 @@ class _MethodFlow:
                 seen += 1
                 if kind in ("index", "move", "inspect"):
                     continue
-                if kind == "return" and (self.returns_placed or resolver.result_contained(self.name)):
+                if kind == "return" and (self.returns_placed or resolver.result_contained(self)):
                     continue
                 if kind == "update" and target is not None and (target.basic or self._born_def(target)):
                     continue
-                if kind == "arg" and node_id in self.arg_of and resolver.param_contained(*self.arg_of[node_id]):
+                if kind == "arg" and node_id in self.arg_of and resolver.param_contained(self, *self.arg_of[node_id]):
                     continue
                 into = flows.get(node_id)
                 if into is not None and into is not d and is_contained(into):
@@ -1270,9 +1361,9 @@ class _MethodFlow:
         if site.kind in ("move", "index", "inspect"):
             return True
         if site.kind == "return":
-            return self.returns_placed or resolver.result_contained(self.name)
+            return self.returns_placed or resolver.result_contained(self)
         if site.kind == "arg" and site.target is not None:
-            return resolver.param_contained(*site.target)
+            return resolver.param_contained(self, *site.target)
         if site.kind == "bind":
             return self.contained(site.defs, resolver, assume=True)
         return False
@@ -1337,74 +1428,90 @@ class _AttributeReads(cst.CSTVisitor):
 
 
 class _Resolver:
-    """Answers, once a class has been seen, the questions a method's flow
-    asks about the others: is the result of ``self.m(...)`` contained at
-    every forward-reachable call site, is a value passed as parameter ``p``
-    of ``m`` contained there. A question met again while it is being
+    """Answers, once the file has been seen, the questions a flow asks about
+    the others: is the result of a method (of the same class) or of a
+    module-level function contained at every forward-reachable call site, is
+    a value passed as one of its parameters contained there, is a module
+    attribute kept to harmless uses. A question met again while it is being
     answered (recursion) is answered "no"."""
 
-    def __init__(self, flows: Dict[str, _MethodFlow], cls: ClassFacts, node: Optional[cst.ClassDef] = None) -> None:
+    def __init__(self, flows: List[_MethodFlow], functions: Dict[str, _MethodFlow]) -> None:
         self.flows = flows
-        self.cls = cls
-        self.node = node
-        self._results: Dict[str, bool] = {}
-        self._params: Dict[Tuple[str, str], bool] = {}
-        self._outside: Optional[Set[str]] = None
+        self.functions = functions
+        self._results: Dict[Tuple[int, str], bool] = {}
+        self._params: Dict[Tuple[int, str, str], bool] = {}
+        self._outside: Dict[int, Set[str]] = {}
 
-    def attribute_contained(self, name: str, owner: _MethodFlow) -> bool:
-        """The loads of a module attribute outside the method that stores
-        it: none in methods forward does not reach, and in the others only
-        uses that keep a CPU tensor to itself. Reads from outside the class
-        are not seen."""
-        if self._outside is None:
-            reads = _AttributeReads()
-            for stmt in _class_body(self.node):
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in self.flows:
-                    walk(stmt, reads)
-            self._outside = reads.names
-        if name[1:] in self._outside:
-            return False
-        for flow in self.flows.values():
-            if flow is owner:
-                continue
-            for _, node_id, kind, _ in flow.loads.get(name, ()):
-                if kind in ("index", "move", "inspect"):
-                    continue
-                if kind == "return" and (flow.returns_placed or self.result_contained(flow.name)):
-                    continue
-                if kind == "arg" and node_id in flow.arg_of and self.param_contained(*flow.arg_of[node_id]):
-                    continue
-                return False
-        return True
+    def _callers(self, flow: _MethodFlow) -> List[_MethodFlow]:
+        if flow.group is None:
+            return self.flows  # a module-level function: called from anywhere in the file
+        return [f for f in self.flows if f.group is flow.group]
 
-    def result_contained(self, method: str) -> bool:
-        if method in self._results:
-            return self._results[method]
-        self._results[method] = False
-        sites = [(f, s) for f in self.flows.values() for s in f.sites if s.method == method]
+    def _callee(self, flow: _MethodFlow, key: str) -> Optional[_MethodFlow]:
+        if key.startswith("@"):
+            return self.functions.get(key[1:])
+        return flow.group.get(key) if flow.group is not None else None
+
+    def result_contained(self, flow: _MethodFlow) -> bool:
+        memo = (id(flow.group), flow.key)
+        if memo in self._results:
+            return self._results[memo]
+        self._results[memo] = False
+        sites = [(f, s) for f in self._callers(flow) for s in f.sites if s.method == flow.key]
         ok = bool(sites) and all(f.site_contained(s, self) for f, s in sites)
-        self._results[method] = ok
+        self._results[memo] = ok
         return ok
 
-    def param_contained(self, method: str, key: Union[int, str]) -> bool:
-        flow = self.flows.get(method)
+    def param_contained(self, asker: _MethodFlow, callee_key: str, key: Union[int, str]) -> bool:
+        flow = self._callee(asker, callee_key)
         if flow is None:
             return False
         if isinstance(key, int):
-            facts = self.cls.methods.get(method)
-            index = key + (0 if facts is not None and facts.is_static else 1)
+            facts = flow.cls.methods.get(callee_key) if flow.cls is not None else None
+            offset = 0 if flow.group is None or (facts is not None and facts.is_static) else 1
+            index = key + offset
             if index >= len(flow.positional):
                 return False
             name = flow.positional[index]
         else:
             name = key
-        memo = (method, name)
+        memo = (id(flow.group), callee_key, name)
         if memo in self._params:
             return self._params[memo]
         self._params[memo] = False
         ok = flow.param_contained(name, self)
         self._params[memo] = ok
         return ok
+
+    def attribute_contained(self, name: str, owner: _MethodFlow) -> bool:
+        """The loads of a module attribute outside the method that stores
+        it: none in methods forward does not reach, and in the others only
+        uses that keep a CPU tensor to itself. Reads from outside the class
+        are not seen."""
+        group = owner.group
+        if group is None:
+            return False
+        outside = self._outside.get(id(group))
+        if outside is None:
+            reads = _AttributeReads()
+            for stmt in _class_body(owner.class_node):
+                if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in group:
+                    walk(stmt, reads)
+            outside = self._outside[id(group)] = reads.names
+        if name[1:] in outside:
+            return False
+        for flow in self._callers(owner):
+            if flow is owner:
+                continue
+            for _, node_id, kind, _ in flow.loads.get(name, ()):
+                if kind in ("index", "move", "inspect"):
+                    continue
+                if kind == "return" and (flow.returns_placed or self.result_contained(flow)):
+                    continue
+                if kind == "arg" and node_id in flow.arg_of and self.param_contained(flow, *flow.arg_of[node_id]):
+                    continue
+                return False
+        return True
 
 
 def _inc(counter: Dict[str, int], key: str) -> None:
