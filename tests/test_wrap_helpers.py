@@ -96,13 +96,17 @@ def test_helper_with_the_argument_by_keyword_and_placed():
     assert "`ddp` wraps it again in DistributedDataParallel" in message
 
 
-def test_a_switch_turned_off_by_the_caller_does_not_wrap():
-    helper = """
+#: a helper that wraps unless the caller turns it off
+SWITCHED_HELPER = """
     def wrap(model, parallel=True):
         if parallel:
             model = nn.DataParallel(model)
         return model
     """
+
+
+def test_a_switch_turned_off_by_the_caller_does_not_wrap():
+    helper = SWITCHED_HELPER
     off = DETECTOR.replace("spread(Backbone())", "wrap(Backbone(), parallel=False)")
     assert findings(off + "\nmodel = wrap(Detector())\n", helper) == []
     on = DETECTOR.replace("spread(Backbone())", "wrap(Backbone(), True)")
@@ -156,12 +160,7 @@ def test_wrap_helper_facts_are_plain():
 
 
 def test_a_switched_off_helper_call_is_no_earlier_wrap():
-    helper = """
-    def wrap(model, parallel=True):
-        if parallel:
-            model = nn.DataParallel(model)
-        return model
-    """
+    helper = SWITCHED_HELPER
     off = "\ndef build():\n    model = wrap(Backbone(), parallel=False)\n    return nn.DataParallel(model)\n"
     assert findings(off, helper) == []
     on = "\ndef build():\n    model = wrap(Backbone())\n    return nn.DataParallel(model)\n"
