@@ -820,7 +820,7 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if not cls.is_module or cls.name not in self._class_nodes:
                 continue
-            for stmt in _body_of(self._class_nodes[cls.name]):
+            for stmt in body_of(self._class_nodes[cls.name]):
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value in cls.forward_reachable:
                     todo.extend(_names_called(stmt, functions))
         while todo:
@@ -845,7 +845,7 @@ class _FactsBuilder:
                     self._class(stmt)
             elif isinstance(stmt, cst.FunctionDef):
                 # imports inside functions are common in scripts (``def main(): import torch``)
-                self._walk_statements(_body_of(stmt), top_level=False)
+                self._walk_statements(body_of(stmt), top_level=False)
             elif isinstance(stmt, (cst.If, cst.Try, cst.With, cst.For, cst.While, cst.TryStar)):
                 for block in _blocks_of(stmt):
                     self._walk_statements(block, top_level)
@@ -899,8 +899,8 @@ class _FactsBuilder:
         cls = ClassFacts(name=node.name.value, line=0, bases=bases)
         self.facts.classes[cls.name] = cls
         self._class_nodes[cls.name] = node
-        method_names = {s.name.value for s in _body_of(node) if isinstance(s, cst.FunctionDef)}
-        for stmt in _body_of(node):
+        method_names = {s.name.value for s in body_of(node) if isinstance(s, cst.FunctionDef)}
+        for stmt in body_of(node):
             if isinstance(stmt, cst.FunctionDef):
                 fn = _function_facts(stmt, is_method=True, method_names=method_names, class_name=cls.name)
                 cls.methods[fn.name] = fn
@@ -961,7 +961,7 @@ class _FactsBuilder:
         self._finish_caller_uses(cls)
         # attributes
         node = self._class_nodes[cls.name]
-        for stmt in _body_of(node):
+        for stmt in body_of(node):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value != "forward":
                 self._method_attributes(cls, stmt)
             elif isinstance(stmt, cst.FunctionDef):
@@ -982,7 +982,7 @@ class _FactsBuilder:
         called = {c for m in cls.forward_reachable for c in cls.methods[m].self_calls if c in cls.methods}
         if not called:
             return
-        nodes = {s.name.value: s for s in _body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
+        nodes = {s.name.value: s for s in body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
         for caller in cls.forward_reachable:
             fn = nodes.get(caller)
             if fn is None or not (set(cls.methods[caller].self_calls) & called):
@@ -1003,7 +1003,7 @@ class _FactsBuilder:
         for base in reversed(cls.bases):
             if base in self.facts.classes and base in self._class_nodes:
                 out.update(self._effective_methods(self.facts.classes[base], seen))
-        for stmt in _body_of(self._class_nodes[cls.name]):
+        for stmt in body_of(self._class_nodes[cls.name]):
             if isinstance(stmt, cst.FunctionDef):
                 out[stmt.name.value] = (cls, stmt)
         return out
@@ -1109,7 +1109,7 @@ class _FactsBuilder:
             return None
         if func.value.value != owner[1] or owner[0] not in self._class_nodes:
             return None
-        for stmt in _body_of(self._class_nodes[owner[0]]):
+        for stmt in body_of(self._class_nodes[owner[0]]):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.attr.value:
                 decorators = {dotted_name(d.decorator) for d in stmt.decorators}
                 return None if decorators & {"property", "staticmethod", "classmethod"} else stmt
@@ -1828,6 +1828,15 @@ _MOVE_CHAIN = frozenset(
 )
 
 
+def self_attribute_loads(fn: cst.FunctionDef) -> Set[str]:
+    """Every ``self.<x>`` a method reads (``self``: its first parameter);
+    targets of assignments are not reads."""
+    params = fn.params.params
+    uses = _SelfAttributeUses(params[0].name.value if params else "self")
+    walk(fn.body, uses)
+    return uses.loaded
+
+
 class _SelfAttributeUses(cst.CSTVisitor):
     """``self.<x>`` reads and writes in one method body. ``reads`` leaves out
     reads where the device does not matter (see ``ClassFacts.forward_reads``);
@@ -2123,7 +2132,7 @@ def _uses_name(node: cst.CSTNode, name: str) -> bool:
     return bool(found)
 
 
-def _body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+def body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
     body = getattr(node, "body", None)
     if isinstance(body, (cst.IndentedBlock,)):
         return body.body
@@ -2133,20 +2142,20 @@ def _body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
 
 
 def _blocks_of(node: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
-    blocks = [_body_of(node)]
+    blocks = [body_of(node)]
     if isinstance(node, (cst.Try, cst.TryStar)):
-        blocks += [_body_of(h) for h in node.handlers]
+        blocks += [body_of(h) for h in node.handlers]
         if node.orelse is not None:
-            blocks.append(_body_of(node.orelse))
+            blocks.append(body_of(node.orelse))
         if node.finalbody is not None:
-            blocks.append(_body_of(node.finalbody))
+            blocks.append(body_of(node.finalbody))
     elif isinstance(node, (cst.If,)):
         orelse = node.orelse
         while orelse is not None:
-            blocks.append(_body_of(orelse))
+            blocks.append(body_of(orelse))
             orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
     elif isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
-        blocks.append(_body_of(node.orelse))
+        blocks.append(body_of(node.orelse))
     return blocks
 
 

@@ -100,10 +100,12 @@ from devlint.semantic import (
     DEVICE_FACTORIES,
     ClassFacts,
     FileFacts,
+    body_of,
     has_star_kwargs,
     is_dtype_cast,
     keyword_arg,
     positional_args,
+    self_attribute_loads,
 )
 from devlint.scan import CHAIN_METHODS, MOVE_METHODS
 from devlint.walk import walk
@@ -909,7 +911,6 @@ class _MethodFlow:
                  returns_placed: bool = False, self_name: str = "self", methods: Sequence[str] = (),
                  class_name: Optional[str] = None, functions: Sequence[str] = ()) -> None:
         self.node = node
-        self.name = node.name.value
         self.facts = facts
         self.imports = set(facts.imports)
         self.tensor_attrs = tensor_attrs
@@ -1396,37 +1397,6 @@ class _MethodFlow:
         return False
 
 
-def _class_body(node: Optional[cst.ClassDef]) -> Sequence[cst.CSTNode]:
-    if node is None or not isinstance(node.body, cst.IndentedBlock):
-        return ()
-    return node.body.body
-
-
-class _AttributeReads(cst.CSTVisitor):
-    """Names of ``<first parameter>.<attr>`` read (not only assigned) in a
-    method: every use but the target of a plain assignment."""
-
-    def __init__(self) -> None:
-        self.names: Set[str] = set()
-        self._stores: Set[int] = set()
-        self._self: List[str] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        params = node.params.params
-        self._self.append(params[0].name.value if params else "self")
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._self.pop()
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._stores.add(id(node.target))
-
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        if id(node) not in self._stores and isinstance(node.value, cst.Name) and self._self \
-                and node.value.value == self._self[-1]:
-            self.names.add(node.attr.value)
-
-
 class _Resolver:
     """Answers, once the file has been seen, the questions a flow asks about
     the others: is the result of a method (of the same class) or of a
@@ -1493,11 +1463,10 @@ class _Resolver:
             return False
         outside = self._outside.get(id(group))
         if outside is None:
-            reads = _AttributeReads()
-            for stmt in _class_body(owner.class_node):
+            outside = self._outside[id(group)] = set()
+            for stmt in body_of(owner.class_node) if owner.class_node is not None else ():
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in group:
-                    walk(stmt, reads)
-            outside = self._outside[id(group)] = reads.names
+                    outside |= self_attribute_loads(stmt)
         if name[1:] in outside:
             return False
         for flow in self._callers(owner):
@@ -1512,10 +1481,6 @@ class _Resolver:
                     continue
                 return False
         return True
-
-
-def _inc(counter: Dict[str, int], key: str) -> None:
-    counter[key] = counter.get(key, 0) + 1
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:
