@@ -2363,6 +2363,32 @@ def placement_of(facts: FileFacts, value: cst.BaseExpression) -> Optional[Placem
     return None
 
 
+#: methods that return their receiver on the device it is on: ``nn.Module.eval()``/
+#: ``train()``/``requires_grad_()`` return the module itself; dtype casts keep the device
+_KEEPS_PLACEMENT = frozenset({"eval", "train", "half", "float", "double", "bfloat16", "requires_grad_", "share_memory"})
+
+
+#: calls whose result lives where their argument does
+_SAME_DEVICE_COPIES = frozenset({"copy.deepcopy", "torch.compile"})
+
+
+def moved_part(facts: FileFacts, value: cst.BaseExpression) -> cst.BaseExpression:
+    """``value`` without the calls chained after a move that keep the device:
+    ``Net().cuda().eval()`` -> ``Net().cuda()``, ``m.to(device).to(torch.half)``
+    -> ``m.to(device)``."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and not any(a.star for a in value.args)
+        and (
+            value.func.attr.value in _KEEPS_PLACEMENT
+            or (value.func.attr.value == "to" and placement_of(facts, value) is None)
+        )
+    ):
+        value = value.func.value
+    return value
+
+
 def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
     """(the iterable under ``enumerate(tqdm(loader))``, whether an enumerate
     was among the wrappers: ``tqdm(enumerate(loader))`` yields pairs too)."""
@@ -2712,9 +2738,10 @@ class _TrainingCollector(cst.CSTVisitor):
         return False
 
     def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
-        p = placement_of(self.facts, value)
+        moved = moved_part(self.facts, value)
+        p = placement_of(self.facts, moved)
         if p is not None:
-            receiver = value.func.value  # type: ignore[attr-defined]
+            receiver = moved.func.value  # type: ignore[attr-defined]
             if isinstance(receiver, cst.Call) and self.facts.is_wrapper(receiver.func) is not None:
                 self._bind_placement(sf, ref, receiver)  # nn.DataParallel(model).to(device): wrapped, then moved
             self._place(sf, ref, p)
@@ -2737,6 +2764,15 @@ class _TrainingCollector(cst.CSTVisitor):
                 if ip is not None:
                     self._place(sf, ref, ip)
             return
+        if isinstance(moved, cst.Call) and self.facts.qualify(moved.func) in _SAME_DEVICE_COPIES:
+            # ema = copy.deepcopy(model), fast = torch.compile(model): the copy
+            # (or the compiled module sharing the parameters) is where the model is
+            args = positional_args(moved)
+            src = ref_of(args[0].value, self.self_names[-1]) if args else None
+            found = self._target_scope(src).placements.get(src) if src is not None else None
+            if found is not None:
+                sf.placements[ref] = found
+                return
         if ref in sf.placements and not _mentions_name(value, ref.rsplit(".", 1)[-1]):
             # rebound to something new (``model = Net()``): no longer placed
             del sf.placements[ref]
@@ -2816,7 +2852,7 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         # model.to(device) / model.cuda() as a statement: nn.Module.to moves in place
-        value = node.value
+        value = moved_part(self.facts, node.value)
         p = placement_of(self.facts, value)
         if p is not None and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             ref = ref_of(value.func.value, self.self_names[-1])

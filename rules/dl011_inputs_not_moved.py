@@ -105,6 +105,7 @@ from devlint.semantic import (
     looks_like_loader,
     loader_loop,
     lookup_scoped,
+    placement_of,
     ref_of,
 )
 from devlint.rules._scripts import cuda_index
@@ -537,7 +538,15 @@ class _LoopWalker:
                 if name in self.aliases:
                     return self.aliases[name], node
                 return (_Root(name, "name", node, name), node) if name in self.items else None
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEEPS_DEVICE:
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "to"
+                and not any(a.star for a in node.args)
+                and placement_of(self.facts, node) is None
+            ):
+                node = node.func.value  # x.to(torch.float32), x.to(memory_format=...): no device move
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEEPS_DEVICE:
                 if node.func.attr.value == "type" and any("cuda" in code_of(a.value) for a in node.args):
                     return None  # y.type(torch.cuda.LongTensor) moves
                 node = node.func.value
@@ -646,6 +655,8 @@ class _LoopWalker:
             def visit_Call(self, call: cst.Call) -> None:
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "pin_memory") and isinstance(func.value, cst.Name):
+                    if func.attr.value == "to" and not any(a.star for a in call.args) and placement_of(walker.facts, call) is None:
+                        return  # x.to(torch.float32): a dtype, not a device
                     walker.moved.add(func.value.value)
                     return
                 tracked = walker.items | walker.batches | set(walker.aliases)
@@ -683,11 +694,8 @@ class _LoopWalker:
                         for a in call.args:
                             if a.star:
                                 continue
-                            value = a.value
-                            direct = isinstance(value, cst.Name) or (
-                                isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and value.value.value in walker.batches
-                            )
-                            hit = walker._item_of(value) if direct else None
+                            # x, batch["x"], x[:, :-1], x.view(-1, 784), x.half(): still the loader's tensor
+                            hit = walker._item_of(a.value)
                             if hit is not None:
                                 walker._flag(hit, ref, placement, True)
                     return
