@@ -2293,6 +2293,12 @@ class ScriptScope:
     #: (``collator = DataCollatorWithPadding(tokenizer)``)
     cpu_collators: List[str] = field(default_factory=list)
     calls: List[CallSite] = field(default_factory=list)
+    #: device names and whether every binding here names the CPU
+    #: (``device = "cpu"``, ``device = torch.device("cpu")``)
+    cpu_devices: Dict[str, bool] = field(default_factory=dict)
+    #: plain names this scope binds (assignments, loop and ``with`` targets),
+    #: less those it declares ``global``/``nonlocal``
+    bound: List[str] = field(default_factory=list)
 
 
 class ScopeStack:
@@ -2389,6 +2395,23 @@ def moved_part(facts: FileFacts, value: cst.BaseExpression) -> cst.BaseExpressio
     return value
 
 
+def _load_device(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
+    """The device ``torch.load(f, map_location=<device>)`` loads onto, when it
+    names one other than the CPU (not a dict, a function or ``**kwargs``)."""
+    if not (isinstance(value, cst.Call) and is_torch_load(facts, value.func)):
+        return None
+    args = positional_args(value)
+    loc = keyword_arg(value, "map_location")
+    node = loc.value if loc is not None else (args[1].value if len(args) > 1 else None)
+    if node is None or _is_cpu_device(facts, node):
+        return None
+    if isinstance(node, (cst.SimpleString, cst.FormattedString)) or dotted_name(node) is not None:
+        return code_of(node)
+    if isinstance(node, cst.Call) and facts.qualify(node.func) == "torch.device":
+        return code_of(node)
+    return None
+
+
 def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
     """(the iterable under ``enumerate(tqdm(loader))``, whether an enumerate
     was among the wrappers: ``tqdm(enumerate(loader))`` yields pairs too)."""
@@ -2418,6 +2441,35 @@ def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optiona
         cs = facts.script_scopes.get(s.class_scope)
         if cs is not None:
             found = getattr(cs, table).get(ref)
+    if found is None and s.kind == "function" and "." not in ref:
+        found = _lookup_enclosing(facts, s, ref, table)
+    return found
+
+
+def _lookup_enclosing(facts: FileFacts, s: ScriptScope, ref: str, table: str) -> Optional[object]:
+    """A name a function reads without binding it (``model`` in an
+    ``evaluate()`` defined beside ``model = Net().to(device)``): its fact in
+    the enclosing functions, then at module level. A placement whose device
+    the function shadows has no spelling there."""
+    inner = s
+    parts = s.name.split(".")
+    while True:
+        if ref in inner.params or ref in inner.bound:
+            return None
+        parts = parts[:-1]
+        outer = facts.script_scopes.get(".".join(parts)) if parts else facts.script_scopes.get(MODULE_SCOPE)
+        if outer is None:
+            return None
+        if outer.kind == "class":
+            continue  # a class body does not enclose its methods
+        found = getattr(outer, table).get(ref)
+        if found is not None or outer.kind == "module":
+            break
+        inner = outer
+    if isinstance(found, Placement) and found.known and found.device:
+        head = found.device.split(".")[0].split("(")[0].split("[")[0]
+        if head in s.params or head in s.bound:
+            return Placement(found.device, found.how, False, found.conditional)
     return found
 
 
@@ -2519,6 +2571,18 @@ def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "s
     return LoaderLoop(first, items, False, batches, loader_of)
 
 
+def next_loader(facts: FileFacts, scope: str, node: cst.BaseExpression, self_name: str = "self") -> Optional[str]:
+    """The data loader ``next(node)`` takes a batch from, when its batches are
+    not placed on a device by the loader itself: ``next(iter(loader))``, or
+    ``next(it)`` with ``it = iter(loader)`` (or a name like ``loader_iter``)."""
+    if isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and facts.qualify_dotted("iter") is None:
+        if len(node.args) != 1 or node.args[0].star or node.args[0].keyword is not None:
+            return None
+        node = node.args[0].value
+    ref, enumerated = _loader_ref(facts, scope, node, self_name)
+    return None if enumerated else ref
+
+
 def device_candidates(facts: FileFacts, scope: str) -> List[str]:
     """Expressions naming the device this scope targets, best first:
     where its models were moved, names holding a device, then CUDA indices
@@ -2591,6 +2655,8 @@ class _TrainingCollector(cst.CSTVisitor):
         self.parents: List[cst.CSTNode] = []
         # scope -> loaded name -> every use so far restores an RNG
         self.rng_candidates: Dict[str, Dict[str, bool]] = {}
+        # scope -> names it declares global/nonlocal
+        self._declared: Dict[str, Set[str]] = {}
 
     # -- scopes --------------------------------------------------------------
     @property
@@ -2654,6 +2720,7 @@ class _TrainingCollector(cst.CSTVisitor):
     def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
         last = name.rsplit(".", 1)[-1].lower()
         if _is_device_name(last):
+            sf.cpu_devices[name] = sf.cpu_devices.get(name, True) and value is not None and _is_cpu_device(self.facts, value)
             if value is not None and _is_index_value(self.facts, value):
                 if name not in sf.rank_names:
                     sf.rank_names.append(name)
@@ -2684,6 +2751,7 @@ class _TrainingCollector(cst.CSTVisitor):
                     self._bind(e.value, value, True)
             return
         sf = self._target_scope(ref)
+        self._note_bound(ref)
         self._note_name(sf, ref, value if not whole else None)
         if not whole:
             self._bind_placement(sf, ref, value)
@@ -2764,6 +2832,11 @@ class _TrainingCollector(cst.CSTVisitor):
                 if ip is not None:
                     self._place(sf, ref, ip)
             return
+        loaded_to = _load_device(self.facts, moved)
+        if loaded_to is not None:
+            # model = torch.load(path, map_location=device): on that device
+            self._place(sf, ref, Placement(loaded_to, "to"))
+            return
         if isinstance(moved, cst.Call) and self.facts.qualify(moved.func) in _SAME_DEVICE_COPIES:
             # ema = copy.deepcopy(model), fast = torch.compile(model): the copy
             # (or the compiled module sharing the parameters) is where the model is
@@ -2804,11 +2877,13 @@ class _TrainingCollector(cst.CSTVisitor):
                     if a.keyword is None or a.keyword.value not in _NON_PLACING_LOADER_ARGS
                 ) or any(a.star for a in value.args)
                 ds = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
+                if isinstance(ds, cst.Call) and "dataset" in (dotted_name(ds.func) or "").rsplit(".", 1)[-1].lower():
+                    places = places or self._holds_placed(sf, ds)  # DataLoader(TensorDataset(X, Y)), X on the GPU
                 ds_ref = ref_of(ds, self.self_names[-1]) if ds is not None else None
                 if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
                     places = places or self._target_scope(ds_ref).loaders[ds_ref].places_on_device
         if not is_dl:
-            places = _mentions_placing(value)
+            places = _mentions_placing(value) or self._holds_placed(sf, value)
             if not looks_like_loader(ref) and ref not in sf.loaders:
                 # remember datasets built with a device (TensorDataset(x.cuda()))
                 dotted = dotted_name(value.func) if isinstance(value, cst.Call) else None
@@ -2817,6 +2892,23 @@ class _TrainingCollector(cst.CSTVisitor):
         old = sf.loaders.get(ref)
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def _holds_placed(self, sf: ScriptScope, value: cst.BaseExpression) -> bool:
+        """``TensorDataset(X, Y)`` with ``X`` moved to a device here or at module
+        level (``X = X.to(device)``, ``X = torch.load(p, map_location=device)``):
+        its items come out on that device."""
+        if not isinstance(value, cst.Call):
+            return False
+        for a in value.args:
+            if a.keyword is not None or a.star or not isinstance(a.value, cst.Name):
+                continue
+            name = a.value.value
+            p = sf.placements.get(name)
+            if p is None and name not in sf.bound:
+                p = self.scopes[MODULE_SCOPE].placements.get(name)
+            if p is not None and not p.is_cpu() and not p.conditional:
+                return True
+        return False
 
     def _cpu_collator(self, sf: ScriptScope, node: cst.BaseExpression) -> bool:
         """``collate_fn=`` a library collator that builds CPU tensors, or a
@@ -2836,6 +2928,36 @@ class _TrainingCollector(cst.CSTVisitor):
         if isinstance(inner, cst.Call) and is_torch_load(self.facts, inner.func):
             sf.loaded[ref] = True
             self.rng_candidates.setdefault(sf.name, {})[ref] = True
+
+    def _note_bound(self, ref: str) -> None:
+        sf = self.scope
+        if "." not in ref and ref not in sf.bound and ref not in self._declared.get(sf.name, ()):
+            sf.bound.append(ref)
+
+    def _note_bound_target(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self._note_bound(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._note_bound_target(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self._note_bound_target(target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._note_bound_target(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._note_bound_target(node.asname.name)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._note_bound_target(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self._declared.setdefault(self.scope.name, set()).update(n.name.value for n in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self._declared.setdefault(self.scope.name, set()).update(n.name.value for n in node.names)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
@@ -2909,6 +3031,33 @@ def _is_device_name(last: str) -> bool:
     return last in ("device", "dev") or (
         last.endswith("_device") and last.count("_") == 1 and not last.startswith(("num_", "n_", "is_", "use_", "on_"))
     )
+
+
+def _is_cpu_device(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.device":
+        args = positional_args(value)
+        return len(args) == 1 and string_value(args[0].value) == "cpu"
+    return string_value(value) == "cpu"
+
+
+def placed_on_cpu(facts: FileFacts, scope: str, p: Placement) -> bool:
+    """The placement names the CPU: ``.to("cpu")``, or ``.to(device)`` with
+    every binding of ``device`` a CPU device (here, or at module level for a
+    name the function neither binds nor takes)."""
+    if p.is_cpu():
+        return True
+    if p.how != "to" or not p.device.isidentifier():
+        return False
+    facts.ensure_training_facts()
+    s = facts.script_scopes.get(scope)
+    if s is None:
+        return False
+    if p.device in s.cpu_devices:
+        return s.cpu_devices[p.device]
+    if scope == MODULE_SCOPE or p.device in s.params:
+        return False
+    return facts.script_scopes[MODULE_SCOPE].cpu_devices.get(p.device, False)
 
 
 def _is_index_value(facts: FileFacts, value: cst.BaseExpression) -> bool:
