@@ -2657,6 +2657,11 @@ class _TrainingCollector(cst.CSTVisitor):
         self.rng_candidates: Dict[str, Dict[str, bool]] = {}
         # scope -> names it declares global/nonlocal
         self._declared: Dict[str, Set[str]] = {}
+        # method scope -> (class scope, self.<x>, local device name) placed
+        # with a device only the method can name
+        self._unnamed: Dict[str, List[Tuple[str, str, str]]] = {}
+        # method scope -> local name -> self.<x> it is stored in (self.device = device)
+        self._kept: Dict[str, Dict[str, str]] = {}
 
     # -- scopes --------------------------------------------------------------
     @property
@@ -2705,6 +2710,13 @@ class _TrainingCollector(cst.CSTVisitor):
                 sf.loaders.setdefault(p, LoaderFacts("param"))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        me = self.scope.name
+        kept = self._kept.get(me, {})
+        for class_scope, ref, head in self._unnamed.get(me, []):
+            p = self.scopes[class_scope].placements.get(ref)
+            if p is not None and not p.known and head in kept and p.device.split(".")[0].split("(")[0] == head:
+                # self.model = model.to(device); self.device = device: other methods say self.device
+                self.scopes[class_scope].placements[ref] = Placement(kept[head] + p.device[len(head):], p.how, True, p.conditional)
         self.stack.pop()
         self.self_names.pop()
         self.class_of.pop()
@@ -2752,6 +2764,10 @@ class _TrainingCollector(cst.CSTVisitor):
             return
         sf = self._target_scope(ref)
         self._note_bound(ref)
+        if ref.startswith("self.") and not whole and sf is not self.scope:
+            kept = _device_kept(self.facts, value)
+            if kept is not None and kept in self.scope.params + self.scope.bound:
+                self._kept.setdefault(self.scope.name, {}).setdefault(kept, ref)
         self._note_name(sf, ref, value if not whole else None)
         if not whole:
             self._bind_placement(sf, ref, value)
@@ -2776,6 +2792,8 @@ class _TrainingCollector(cst.CSTVisitor):
             literal = p.device[:1] in ("'", '"') or p.device.isdigit()
             if not literal and head != self.self_names[-1] and (local or head not in self.scopes[MODULE_SCOPE].device_names):
                 p = Placement(p.device, p.how, False, p.conditional)
+                # ... unless the method keeps it: self.device = device
+                self._unnamed.setdefault(me.name, []).append((sf.name, ref, head))
             elif head == self.self_names[-1] and head != "self":
                 p = Placement("self" + p.device[len(head):], p.how, p.known, p.conditional)
         if not p.conditional and self._under_condition():
@@ -3033,6 +3051,17 @@ def _is_device_name(last: str) -> bool:
     )
 
 
+def _device_kept(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
+    """``device`` for ``device`` or ``torch.device(device)``: the value is the
+    device that name holds."""
+    if isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.device":
+        args = positional_args(value)
+        if len(args) != 1 or len(value.args) != 1:
+            return None
+        value = args[0].value
+    return value.value if isinstance(value, cst.Name) else None
+
+
 def _is_cpu_device(facts: FileFacts, value: cst.BaseExpression) -> bool:
     """``"cpu"`` or ``torch.device("cpu")``."""
     if isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.device":
@@ -3175,7 +3204,28 @@ def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     if isinstance(parent, cst.Assign) and node is not name and parent.value is node:
         # ckpt = ckpt["state_dict"]
         return all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in parent.targets)
-    return False
+    return _rekeys(name, parents)
+
+
+def _rekeys(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
+    """``state = {k.replace("module.", ""): v for k, v in state.items()}``: the
+    loaded dict re-keyed into the same name, its values passed through."""
+    if len(parents) < 5:
+        return False
+    attr, call, comp_for, comp, assign = parents[-1], parents[-2], parents[-3], parents[-4], parents[-5]
+    if not (
+        isinstance(attr, cst.Attribute) and attr.value is name and attr.attr.value == "items"
+        and isinstance(call, cst.Call) and call.func is attr and not call.args
+        and isinstance(comp_for, cst.CompFor) and comp_for.iter is call and comp_for.inner_for_in is None
+        and isinstance(comp, cst.DictComp) and comp.for_in is comp_for
+        and isinstance(assign, cst.Assign) and assign.value is comp
+    ):
+        return False
+    target = comp_for.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name)):
+        return False
+    passes_values = isinstance(comp.value, cst.Name) and comp.value.value == target.elements[1].value.value
+    return passes_values and all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in assign.targets)
 
 
 _RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
