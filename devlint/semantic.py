@@ -2494,6 +2494,8 @@ def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name:
     placed on a device by the loader itself (through ``pbar = tqdm(loader)``:
     the loader), and whether an ``enumerate`` bound with it adds an index."""
     base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
+    if isinstance(base, cst.Call) and base is it:
+        return _inline_loader(facts, scope, base), False
     ref = ref_of(base, self_name)
     if ref is None:
         return None, False
@@ -2512,6 +2514,44 @@ def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name:
     elif not looks_like_loader(ref):
         return None, False
     return ref, enumerated
+
+
+def _inline_loader(facts: FileFacts, scope: str, call: cst.Call) -> Optional[str]:
+    """``for x, y in DataLoader(ds, batch_size=64)``: the loader's spelling when
+    the call builds a ``DataLoader`` that leaves its batches on the CPU (no
+    ``collate_fn`` of its own, no ``pin_memory_device``, no dataset or
+    argument that mentions a device)."""
+    cls = facts.class_of_call(call.func)
+    if cls not in DATA_LOADERS:
+        return None
+    for a in call.args:
+        if a.star:
+            return None
+        kw = a.keyword.value if a.keyword is not None else None
+        if kw == "pin_memory_device" or (kw == "collate_fn" and not is_cpu_collator(facts, a.value)):
+            return None
+        if (kw is None or kw not in _NON_PLACING_LOADER_ARGS) and _mentions_placing(a.value):
+            return None
+        if kw is None and isinstance(a.value, cst.Call) and _holds_placed_names(facts.script_scopes, scope, a.value):
+            return None  # DataLoader(TensorDataset(X, Y)) with X on the GPU
+    return code_of(call.func)
+
+
+def _holds_placed_names(scopes: Dict[str, ScriptScope], scope: str, call: cst.Call) -> bool:
+    """A positional argument of ``call`` is a name moved to a device (not the
+    CPU, not under a condition) in ``scope`` or, unbound there, at module level."""
+    s = scopes.get(scope)
+    module = scopes.get(MODULE_SCOPE)
+    for a in call.args:
+        if a.keyword is not None or a.star or not isinstance(a.value, cst.Name):
+            continue
+        name = a.value.value
+        p = s.placements.get(name) if s is not None else None
+        if p is None and module is not None and (s is None or name not in s.bound):
+            p = module.placements.get(name)
+        if p is not None and not p.is_cpu() and not p.conditional:
+            return True
+    return False
 
 
 def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
@@ -2731,8 +2771,11 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
         last = name.rsplit(".", 1)[-1].lower()
+        if value is not None and _is_cpu_device(self.facts, value):
+            sf.cpu_devices[name] = sf.cpu_devices.get(name, True)
+        elif name in sf.cpu_devices or _is_device_name(last):
+            sf.cpu_devices[name] = False
         if _is_device_name(last):
-            sf.cpu_devices[name] = sf.cpu_devices.get(name, True) and value is not None and _is_cpu_device(self.facts, value)
             if value is not None and _is_index_value(self.facts, value):
                 if name not in sf.rank_names:
                     sf.rank_names.append(name)
@@ -2915,18 +2958,7 @@ class _TrainingCollector(cst.CSTVisitor):
         """``TensorDataset(X, Y)`` with ``X`` moved to a device here or at module
         level (``X = X.to(device)``, ``X = torch.load(p, map_location=device)``):
         its items come out on that device."""
-        if not isinstance(value, cst.Call):
-            return False
-        for a in value.args:
-            if a.keyword is not None or a.star or not isinstance(a.value, cst.Name):
-                continue
-            name = a.value.value
-            p = sf.placements.get(name)
-            if p is None and name not in sf.bound:
-                p = self.scopes[MODULE_SCOPE].placements.get(name)
-            if p is not None and not p.is_cpu() and not p.conditional:
-                return True
-        return False
+        return isinstance(value, cst.Call) and _holds_placed_names(self.scopes, sf.name, value)
 
     def _cpu_collator(self, sf: ScriptScope, node: cst.BaseExpression) -> bool:
         """``collate_fn=`` a library collator that builds CPU tensors, or a

@@ -55,14 +55,19 @@ or through a name whose every use is a `load_state_dict(...)` argument,
 a `"key" in ckpt` test or `ckpt = ckpt["state_dict"]`): `load_state_dict`
 copies each tensor onto the device of the parameter it fills (optimizers too),
 so only the transient copy moves. `load_state_dict(..., assign=True)` keeps
-the loaded tensors and is not counted.
+the loaded tensors and is not counted. A state dict re-keyed into the same
+name first (`state = {k.replace("module.", ""): v for k, v in state.items()}`)
+still only feeds `load_state_dict`. It is safe too where the loaded object is
+moved at once (`torch.load(p).to(device)`, `torch.load(p).cuda()`): it ends
+on that device either way.
 
 Elsewhere the loaded tensors are used as they are, and where they land is
 behaviour: the fix is unsafe. When the function clearly targets a device (a
 model moved with `.to(device)`, a `device` variable or parameter, a
 `local_rank`, `args.gpu` or the argument of `torch.cuda.set_device`), the
 unsafe fix loads onto it (`map_location=device`,
-`map_location=f"cuda:{local_rank}"`) instead of the CPU. An index the
+`map_location=f"cuda:{local_rank}"`) instead of the CPU; at module level
+only a device the script has bound before the load counts. An index the
 function tests against None (`if args.gpu is not None`) names no device
 (`f"cuda:{None}"`), and a literal GPU the model moves to only under a
 condition (`if use_cuda: model.to("cuda")`) is not where every run can load:

@@ -6,10 +6,19 @@ tensors to a model moved with `.to(device)`/`.cuda()` without moving the
 tensors: inputs passed to the model, and targets that meet the model's output
 (`criterion(out, y)`, `pred == y`, `out.eq(y)`). Batch tensors are the names
 the loop unpacks (`for x, y in loader`, `for (xs, ys), (xt, _) in zip(a, b)`,
-`for i, batch in enumerate(pbar)` with `pbar = tqdm(loader)`), the fields of
-a whole batch read by a constant key (`batch["input_ids"]`, `batch[0]`), and
-names bound to one of these in the loop without a move (`labels =
-batch["labels"]`, `masks = masks.squeeze(1).long()`).
+`for i, batch in enumerate(pbar)` with `pbar = tqdm(loader)`,
+`for x, y in DataLoader(ds)`), or that a loop takes with `next()` from an
+iterator over a loader (`it = iter(loader)`; `while True: x, y = next(it)`,
+also inside a `try` that restarts the iterator), the fields of a whole batch
+read by a constant key (`batch["input_ids"]`, `batch[0]`) or as attributes
+(`data.x`, `data.edge_index` of a PyG `Batch`), and names bound to one of
+these in the loop without a move (`labels = batch["labels"]`, `masks =
+masks.squeeze(1).long()`, `x0 = x0 * 2 - 1`, `noise = torch.randn_like(x0)`).
+The model may be moved in a chain (`teacher.to(device).eval()`,
+`model.half().cuda().eval()`), be a copy of a moved model
+(`ema = copy.deepcopy(model)`, `torch.compile(model)`), be loaded onto a
+device (`torch.load(path, map_location=device)`), or be a module-level model
+that a helper function reads as a global.
 
 ## Why is this bad?
 A `DataLoader` yields CPU tensors (unless its `collate_fn` places them;
@@ -46,7 +55,10 @@ when the batch is unpacked there) with the device expression the model was
 moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`); a field is moved in
 place (`batch["input_ids"] = batch["input_ids"].to(device)`), except one read
 by an index, which is moved where it is read (`model(batch[0].to(device))`:
-a tuple batch takes no item assignment). A model that reached
+a tuple batch takes no item assignment); `x.to(device)` written as a
+statement, whose moved copy was thrown away, becomes `x = x.to(device)`; a
+batch object read by attributes is moved whole (`data = data.to(device)`).
+A model that reached
 the function as an argument takes its device from the call site (a `device`
 argument passed alongside it); when that device has no name in the function
 the finding has no fix; so has a finding whose model moves to a literal GPU
@@ -58,14 +70,23 @@ Not flagged: a tensor moved anywhere before its use (`x = x.to(device)`,
 device by name (`to_device(batch, device)`, `prepare(batch, device=dev)`),
 `batch = {k: v.to(device) ...}`, `batch.to(device)`, `batch[k] = ...`,
 `inputs = batch["x"].to(device)`, any re-binding of the name to a new
-value; `y = y.long()` or `y = y.view(-1)` is none: the tensor stays where
-it was), a model never moved or moved to `"cpu"`,
+value; `y = y.long()`, `y = y.view(-1)`, `x = x.to(torch.float32)`,
+`x = x.to(memory_format=torch.channels_last)` or `x = x / 255` is none: the
+tensor stays where it was), a model never moved or moved to the CPU
+(`"cpu"`, or a name every binding of which is `"cpu"` or
+`torch.device("cpu")`), a model only cast (`model.to(torch.float16)`,
+`model.to(memory_format=torch.channels_last)`), a helper function whose
+`model` is its own parameter or local rather than the moved global,
+a whole batch moved as a statement (`data.to(device)`: a PyG `Data` and a
+`BatchEncoding` move in place),
 inputs of a `DataParallel` model or a `DistributedDataParallel` model given
 `device_ids` (the wrapper moves its inputs; targets still need moving), a
 loader built with `pin_memory_device=` or a `collate_fn=` of its own (a
 library collator that stacks on the CPU, `default_collate`,
 `default_data_collator` or a `transformers` `DataCollator*`, does not count),
-from a dataset built with a device, or wrapped by something that places
+from a dataset built with a device or from tensors already moved
+(`TensorDataset(X, Y)` with `X = torch.load(p, map_location=device)` or
+`X = X.to(device)`), or wrapped by something that places
 batches (`accelerator.prepare`, a `DeviceDataLoader(dl, device)`); a loop
 variable that is the whole batch passed as it is (`model(batch)`,
 `model(**batch)`: it may be a dict or a list, which `.to()` cannot move), a
@@ -82,10 +103,22 @@ for. Its batches are still CPU tensors (pinned), so a loop that never moves
 them does fail; devlint trusts the stated intent there rather than guess
 where the move happens.
 
+Decided case: `x.to(device)` alone on a line is reported for a tensor the
+loop unpacked (`Tensor.to` returns a copy), not for a whole batch, which may
+be a PyG `Data` or a `BatchEncoding` whose `.to()` moves in place.
+
+Not covered: comprehensions over a loader (`[model(x) for x, _ in loader]`),
+a loader whose `collate_fn` is a function of the script's own (it may place
+the batch; devlint does not read its body), and tensors built in the loop
+without a loader (`torch.as_tensor(obs)` in an RL loop, `torch.randn(...)`
+in a benchmark).
+
 ## Fix safety
 Safe: moving a tensor to the device its model already lives on is what the
 model's first layer needs; on a CPU-only machine `device` is the CPU and the
-move is a no-op.
+move is a no-op. Unsafe: moving a batch object read by attributes
+(`data = data.to(device)`): a PyG `Batch` or a `BatchEncoding` has a `.to()`,
+a namedtuple of tensors does not.
 """
 
 from __future__ import annotations
@@ -430,6 +463,9 @@ class Trainer:
         device = f"`{p.device}`" if p.device else "the GPU"
         template = self.message if found.as_input else self.target_message
         message = template.format(item=found.item, loader=loader, model=found.model, device=device)
+        if isinstance(found.node, cst.Name) and found.node.value != found.root.key:
+            # noise = torch.randn_like(x0): "`x0` (as `noise`) from `loader` ..."
+            message = message.replace(f"`{found.item}` from", f"`{found.item}` (as `{found.node.value}`) from", 1)
         if found.discarded is not None:
             message += f"; `{code_of(found.discarded.value)}` returns a moved copy, and it is thrown away"
         if not p.known:
