@@ -2286,6 +2286,10 @@ class ScriptScope:
     saved_files: List[str] = field(default_factory=list)
     #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
     buffers: List[str] = field(default_factory=list)
+    #: expressions holding the bytes of a file or a download read here
+    #: (``data = f.read()``, ``raw = path.read_bytes()``; ``resp.content``
+    #: for ``resp = requests.get(url)``): a checkpoint, not a hand-over
+    file_bytes: List[str] = field(default_factory=list)
     #: names tested against None here (``if args.gpu is not None``): an
     #: index that may be None is no ``f"cuda:{i}"``
     maybe_none: List[str] = field(default_factory=list)
@@ -2668,8 +2672,16 @@ class _TrainingCollector(cst.CSTVisitor):
                         sf.cpu_collators.append(ref)
                 elif ref in sf.cpu_collators:
                     sf.cpu_collators.remove(ref)
-            if is_memory_buffer(self.facts, value) and ref not in sf.buffers:
+            if is_memory_buffer(self.facts, value, sf) and ref not in sf.buffers:
                 sf.buffers.append(ref)
+            if is_file_bytes(self.facts, value, sf) and ref not in sf.file_bytes:
+                sf.file_bytes.append(ref)
+            elif (
+                isinstance(value, cst.Call)
+                and (self.facts.qualify(value.func) or "").split(".")[0] in _HTTP_CLIENTS
+                and f"{ref}.content" not in sf.file_bytes
+            ):
+                sf.file_bytes.append(f"{ref}.content")  # resp = requests.get(url): resp.content is a download
         self._bind_loader(sf, ref, value)
 
     def _place(self, sf: ScriptScope, ref: str, p: Placement) -> None:
@@ -2928,9 +2940,47 @@ def _mentions_placing(node: cst.CSTNode) -> bool:
     return any(w in code for w in _PLACING_WORDS)
 
 
-def is_memory_buffer(facts: FileFacts, node: cst.CSTNode) -> bool:
-    """``io.BytesIO(...)``: bytes held in memory, not a file on disk."""
-    return isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")
+#: methods whose result, called without a positional argument, is the whole
+#: contents of a file or of an object in a bucket (``f.read()``,
+#: ``Path.read_bytes()``, ``obj["Body"].read()``, ``blob.download_as_bytes()``).
+#: A member read by name (``zipfile.ZipFile.read(name)``,
+#: ``archive.read_bytes(name)``) is not one: that is a container format
+#: restoring what it packed, like an in-memory hand-over.
+_FILE_READS = frozenset({"read", "read_bytes", "readall", "download_as_bytes", "download_as_string"})
+
+#: HTTP client modules whose responses' ``.content`` is a downloaded file
+_HTTP_CLIENTS = frozenset({"requests", "httpx"})
+
+
+def is_file_bytes(facts: FileFacts, node: cst.CSTNode, scope: Optional[ScriptScope] = None) -> bool:
+    """Bytes just read from a file or a download: ``f.read()``,
+    ``path.read_bytes()``, ``requests.get(url).content``, or a name of
+    ``scope`` bound to one. A read of an in-memory buffer of ``scope``
+    (``buf.read()`` after ``torch.save(obj, buf)``) and an archive member
+    read by name (``archive.read(name)``) are not."""
+    if scope is not None and code_of(node) in scope.file_bytes:
+        return True
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _FILE_READS
+        and not positional_args(node)
+    ):
+        receiver = code_of(node.func.value)
+        return scope is None or (receiver not in scope.buffers and receiver not in scope.saved_files)
+    if isinstance(node, cst.Attribute) and node.attr.value == "content" and isinstance(node.value, cst.Call):
+        return (facts.qualify(node.value.func) or "").split(".")[0] in _HTTP_CLIENTS
+    return False
+
+
+def is_memory_buffer(facts: FileFacts, node: cst.CSTNode, scope: Optional[ScriptScope] = None) -> bool:
+    """``io.BytesIO(data)``: bytes held in memory, not a file on disk; but
+    not ``io.BytesIO(f.read())``, whose bytes are a file's
+    (:func:`is_file_bytes`)."""
+    if not (isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")):
+        return False
+    args = positional_args(node)
+    return not (args and is_file_bytes(facts, args[0].value, scope))
 
 
 #: the qualified names of ``torch.load``
