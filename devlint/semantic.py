@@ -3636,10 +3636,22 @@ class _ScriptCollector(cst.CSTVisitor):
         if original_node.value is None or len(self.stack) < 2:
             return
         inner, _ = strip_placements(original_node.value)
+        if isinstance(inner, cst.IfExp):
+            # ``return DataParallel(m) if multi_gpu else m``: each arm is a
+            # return under the expression's test
+            point = self._point()
+            self.if_tests[(self.scope.index, point)] = inner.test
+            for arm, value in ((0, inner.body), (1, inner.orelse)):
+                self._note_return(value, self._branch() + [f"{point}:{arm}"])
+            return
+        self._note_return(inner, self._branch())
+
+    def _note_return(self, value: cst.BaseExpression, branch: List[str]) -> None:
+        inner, _ = strip_placements(value)
         wrap_index = self.wrap_index_of.get(id(inner), -1)
         name = dotted_name(inner) if wrap_index < 0 else ""
         if wrap_index >= 0 or name:
-            self.returns.append((self.scope.index, name or "", self.order, self._branch(), wrap_index))
+            self.returns.append((self.scope.index, name or "", self.order, branch, wrap_index))
 
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
         return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)

@@ -18,7 +18,8 @@ that argument wherever it is called: inside a model
 (`self.backbone = maybe_parallel(Backbone())`), around a model, or twice on
 one path. That holds when it wraps under a condition too
 (`if torch.cuda.device_count() > 1: model = nn.DataParallel(model)` then
-`return model`): on a multi-GPU machine the condition holds.
+`return model`, or `return nn.DataParallel(model) if multi_gpu else model`):
+on a multi-GPU machine the condition holds.
 
 ## Why is this bad?
 The outer wrapper replicates the model, inner wrapper included, onto every
