@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Container, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -434,6 +434,11 @@ class FileFacts:
             if scope.name == name:
                 return scope
         return None
+
+    def callee_scope(self, scope: "ScopeFacts", call: str) -> Optional["ScopeFacts"]:
+        """The function of this file that ``call`` (a callee as written) runs
+        when called from ``scope``, or None: see :func:`callee_name`."""
+        return self.scope_named(callee_name(scope, call, {s.name for s in self.scopes}))
 
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
@@ -3831,10 +3836,8 @@ class _ScriptCollector(cst.CSTVisitor):
             return
         for si, callee, _k, node, ev in self.maybe_helper_calls:
             scope = self.scopes[si]
-            name, shift = callee, 0
-            if "." in callee:
-                name, shift = f"{scope.class_name}.{callee.split('.', 1)[1]}", 1
-            helper = helpers.get(name)
+            shift = 1 if "." in callee else 0  # ``self.wrap(m)``: ``self`` is the first parameter
+            helper = helpers.get(callee_name(scope, callee, helpers))
             if helper is None or any(a.star for a in node.args):
                 continue
             args = positional_args(node)
@@ -3951,6 +3954,21 @@ class _ScriptCollector(cst.CSTVisitor):
                 t = ev.statement_target
                 if t.startswith(me) and "." not in t[len(me):]:
                     cls.inner_wrappers.setdefault(t[len(me):], ev.wrapper)
+
+
+def callee_name(scope: "ScopeFacts", call: str, defined: Container[str]) -> str:
+    """The scope name of the function a call in ``scope`` runs: a method
+    through the instance (``self.wrap(...)`` in ``Trainer.fit``:
+    ``Trainer.wrap``), a function defined inside the calling one (``wrap(m)``
+    in ``main``, with ``main.wrap`` in ``defined``), else the callee as
+    written."""
+    if "." in call:
+        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
+            return f"{scope.class_name}.{call.split('.', 1)[1]}"
+        return call
+    if scope.name != "<module>" and f"{scope.name}.{call}" in defined:
+        return f"{scope.name}.{call}"
+    return call
 
 
 def _is_off(node: cst.BaseExpression) -> bool:

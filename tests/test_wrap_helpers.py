@@ -199,3 +199,21 @@ def test_a_conditional_expression_returning_something_else_is_no_helper():
     facts = build_facts(libcst.parse_module(HEAD + textwrap.dedent(helper)))
     facts.ensure_script_facts()
     assert "pick" not in facts.wrap_helpers
+
+
+def test_a_helper_defined_inside_the_calling_function():
+    body = """
+    def main(rank):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def wrap(m):
+            return DDP(m.to(rank), device_ids=[rank])
+
+        model = wrap(Backbone())
+        model = wrap(model)
+        return model
+    """
+    [(code, message)] = findings(body)
+    assert code == "DL003" and "`wrap` wraps it again in DistributedDataParallel" in message
+    once = body.replace("        model = wrap(model)\n", "")
+    assert findings(once) == []
