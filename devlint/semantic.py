@@ -422,7 +422,8 @@ class FileFacts:
     #: functions started once per process by ``mp.spawn(fn, ...)`` (their
     #: first parameter is the process index)
     spawn_targets: List[str] = field(default_factory=list)
-    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]``
+    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]`` a value that is
+    #: not a constant (``str(rank)``: each process its own GPU)
     sets_visible_devices: bool = False
     #: functions of this file that return one of their parameters wrapped in
     #: DataParallel/DDP, possibly under a condition (scope name, e.g.
@@ -3567,7 +3568,11 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
-            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES":
+            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES" and not (
+                string_value(node.value) is not None or isinstance(node.value, cst.Integer)
+            ):
+                # ``= str(rank)``: each process sees its own GPU as cuda:0; a
+                # constant (``= "0,1,2,3"``) gives every process the same GPUs
                 self.facts.sets_visible_devices = True
         target = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
         self.statement_targets.append(target or "")
