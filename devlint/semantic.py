@@ -4018,11 +4018,40 @@ def _env_read(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+#: ``device_map=`` strings with which accelerate spreads a model over devices
+_SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+
 def _device_map(call: cst.Call) -> str:
+    """The ``device_map=`` of a call when it may split the model over
+    devices, else "". A map onto one device (``"cuda:0"``, ``0``,
+    ``torch.device(...)``, ``{"": local_rank}``, a dict whose values are all
+    the same, a ``device``/``local_rank`` variable) places the whole model
+    like ``.to()``: the QLoRA-under-DDP recipe
+    (``device_map={"": PartialState().process_index}``) is one process, one GPU."""
     dm = keyword_arg(call, "device_map")
     if dm is None or (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
         return ""
-    return code_of(dm.value)
+    value = dm.value
+    text = string_value(value)
+    if text is not None:
+        return code_of(value) if text in _SPREADING_DEVICE_MAPS else ""
+    if isinstance(value, cst.Integer) or (isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device")):
+        return ""
+    if isinstance(value, cst.FormattedString):
+        head = value.parts[0] if value.parts else None
+        text = head.value if isinstance(head, cst.FormattedStringText) else ""
+        return "" if text.startswith(("cuda", "cpu", "mps", "xpu", "npu")) else code_of(value)
+    if isinstance(value, cst.Dict):
+        targets = {code_of(e.value) for e in value.elements if isinstance(e, cst.DictElement)}
+        keys = [string_value(e.key) for e in value.elements if isinstance(e, cst.DictElement)]
+        if len(targets) == 1 and len(keys) == len(value.elements) and (keys == [""] or None not in keys):
+            return ""
+        return code_of(value)
+    last = (dotted_name(value) or "").rsplit(".", 1)[-1].lower()
+    if last and (_is_device_name(last) or last in _RANK_NAMES or last in ("process_index", "local_process_index")):
+        return ""
+    return code_of(value)
 
 
 def _target_names(node: cst.BaseExpression) -> List[str]:
