@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Container, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -422,7 +422,8 @@ class FileFacts:
     #: functions started once per process by ``mp.spawn(fn, ...)`` (their
     #: first parameter is the process index)
     spawn_targets: List[str] = field(default_factory=list)
-    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]``
+    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]`` a value that is
+    #: not a constant (``str(rank)``: each process its own GPU)
     sets_visible_devices: bool = False
     #: functions of this file that return one of their parameters wrapped in
     #: DataParallel/DDP, possibly under a condition (scope name, e.g.
@@ -434,6 +435,11 @@ class FileFacts:
             if scope.name == name:
                 return scope
         return None
+
+    def callee_scope(self, scope: "ScopeFacts", call: str) -> Optional["ScopeFacts"]:
+        """The function of this file that ``call`` (a callee as written) runs
+        when called from ``scope``, or None: see :func:`callee_name`."""
+        return self.scope_named(callee_name(scope, call, {s.name for s in self.scopes}))
 
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
@@ -2286,6 +2292,10 @@ class ScriptScope:
     saved_files: List[str] = field(default_factory=list)
     #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
     buffers: List[str] = field(default_factory=list)
+    #: expressions holding the bytes of a file or a download read here
+    #: (``data = f.read()``, ``raw = path.read_bytes()``; ``resp.content``
+    #: for ``resp = requests.get(url)``): a checkpoint, not a hand-over
+    file_bytes: List[str] = field(default_factory=list)
     #: names tested against None here (``if args.gpu is not None``): an
     #: index that may be None is no ``f"cuda:{i}"``
     maybe_none: List[str] = field(default_factory=list)
@@ -2821,8 +2831,16 @@ class _TrainingCollector(cst.CSTVisitor):
                         sf.cpu_collators.append(ref)
                 elif ref in sf.cpu_collators:
                     sf.cpu_collators.remove(ref)
-            if is_memory_buffer(self.facts, value) and ref not in sf.buffers:
+            if is_memory_buffer(self.facts, value, sf) and ref not in sf.buffers:
                 sf.buffers.append(ref)
+            if is_file_bytes(self.facts, value, sf) and ref not in sf.file_bytes:
+                sf.file_bytes.append(ref)
+            elif (
+                isinstance(value, cst.Call)
+                and (self.facts.qualify(value.func) or "").split(".")[0] in _HTTP_CLIENTS
+                and f"{ref}.content" not in sf.file_bytes
+            ):
+                sf.file_bytes.append(f"{ref}.content")  # resp = requests.get(url): resp.content is a download
         self._bind_loader(sf, ref, value)
 
     def _place(self, sf: ScriptScope, ref: str, p: Placement) -> None:
@@ -3174,9 +3192,47 @@ def _mentions_placing(node: cst.CSTNode) -> bool:
     return any(w in code for w in _PLACING_WORDS)
 
 
-def is_memory_buffer(facts: FileFacts, node: cst.CSTNode) -> bool:
-    """``io.BytesIO(...)``: bytes held in memory, not a file on disk."""
-    return isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")
+#: methods whose result, called without a positional argument, is the whole
+#: contents of a file or of an object in a bucket (``f.read()``,
+#: ``Path.read_bytes()``, ``obj["Body"].read()``, ``blob.download_as_bytes()``).
+#: A member read by name (``zipfile.ZipFile.read(name)``,
+#: ``archive.read_bytes(name)``) is not one: that is a container format
+#: restoring what it packed, like an in-memory hand-over.
+_FILE_READS = frozenset({"read", "read_bytes", "readall", "download_as_bytes", "download_as_string"})
+
+#: HTTP client modules whose responses' ``.content`` is a downloaded file
+_HTTP_CLIENTS = frozenset({"requests", "httpx"})
+
+
+def is_file_bytes(facts: FileFacts, node: cst.CSTNode, scope: Optional[ScriptScope] = None) -> bool:
+    """Bytes just read from a file or a download: ``f.read()``,
+    ``path.read_bytes()``, ``requests.get(url).content``, or a name of
+    ``scope`` bound to one. A read of an in-memory buffer of ``scope``
+    (``buf.read()`` after ``torch.save(obj, buf)``) and an archive member
+    read by name (``archive.read(name)``) are not."""
+    if scope is not None and code_of(node) in scope.file_bytes:
+        return True
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _FILE_READS
+        and not positional_args(node)
+    ):
+        receiver = code_of(node.func.value)
+        return scope is None or (receiver not in scope.buffers and receiver not in scope.saved_files)
+    if isinstance(node, cst.Attribute) and node.attr.value == "content" and isinstance(node.value, cst.Call):
+        return (facts.qualify(node.value.func) or "").split(".")[0] in _HTTP_CLIENTS
+    return False
+
+
+def is_memory_buffer(facts: FileFacts, node: cst.CSTNode, scope: Optional[ScriptScope] = None) -> bool:
+    """``io.BytesIO(data)``: bytes held in memory, not a file on disk; but
+    not ``io.BytesIO(f.read())``, whose bytes are a file's
+    (:func:`is_file_bytes`)."""
+    if not (isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")):
+        return False
+    args = positional_args(node)
+    return not (args and is_file_bytes(facts, args[0].value, scope))
 
 
 #: the qualified names of ``torch.load``
@@ -3779,7 +3835,11 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
-            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES":
+            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES" and not (
+                string_value(node.value) is not None or isinstance(node.value, cst.Integer)
+            ):
+                # ``= str(rank)``: each process sees its own GPU as cuda:0; a
+                # constant (``= "0,1,2,3"``) gives every process the same GPUs
                 self.facts.sets_visible_devices = True
         target = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
         self.statement_targets.append(target or "")
@@ -3853,10 +3913,22 @@ class _ScriptCollector(cst.CSTVisitor):
         if original_node.value is None or len(self.stack) < 2:
             return
         inner, _ = strip_placements(original_node.value)
+        if isinstance(inner, cst.IfExp):
+            # ``return DataParallel(m) if multi_gpu else m``: each arm is a
+            # return under the expression's test
+            point = self._point()
+            self.if_tests[(self.scope.index, point)] = inner.test
+            for arm, value in ((0, inner.body), (1, inner.orelse)):
+                self._note_return(value, self._branch() + [f"{point}:{arm}"])
+            return
+        self._note_return(inner, self._branch())
+
+    def _note_return(self, value: cst.BaseExpression, branch: List[str]) -> None:
+        inner, _ = strip_placements(value)
         wrap_index = self.wrap_index_of.get(id(inner), -1)
         name = dotted_name(inner) if wrap_index < 0 else ""
         if wrap_index >= 0 or name:
-            self.returns.append((self.scope.index, name or "", self.order, self._branch(), wrap_index))
+            self.returns.append((self.scope.index, name or "", self.order, branch, wrap_index))
 
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
         return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
@@ -4036,10 +4108,8 @@ class _ScriptCollector(cst.CSTVisitor):
             return
         for si, callee, _k, node, ev in self.maybe_helper_calls:
             scope = self.scopes[si]
-            name, shift = callee, 0
-            if "." in callee:
-                name, shift = f"{scope.class_name}.{callee.split('.', 1)[1]}", 1
-            helper = helpers.get(name)
+            shift = 1 if "." in callee else 0  # ``self.wrap(m)``: ``self`` is the first parameter
+            helper = helpers.get(callee_name(scope, callee, helpers))
             if helper is None or any(a.star for a in node.args):
                 continue
             args = positional_args(node)
@@ -4158,6 +4228,21 @@ class _ScriptCollector(cst.CSTVisitor):
                     cls.inner_wrappers.setdefault(t[len(me):], ev.wrapper)
 
 
+def callee_name(scope: "ScopeFacts", call: str, defined: Container[str]) -> str:
+    """The scope name of the function a call in ``scope`` runs: a method
+    through the instance (``self.wrap(...)`` in ``Trainer.fit``:
+    ``Trainer.wrap``), a function defined inside the calling one (``wrap(m)``
+    in ``main``, with ``main.wrap`` in ``defined``), else the callee as
+    written."""
+    if "." in call:
+        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
+            return f"{scope.class_name}.{call.split('.', 1)[1]}"
+        return call
+    if scope.name != "<module>" and f"{scope.name}.{call}" in defined:
+        return f"{scope.name}.{call}"
+    return call
+
+
 def _is_off(node: cst.BaseExpression) -> bool:
     """``False``, ``None``, ``0``: a switch turned off."""
     return (isinstance(node, cst.Name) and node.value in ("False", "None")) or (
@@ -4200,11 +4285,40 @@ def _env_read(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+#: ``device_map=`` strings with which accelerate spreads a model over devices
+_SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+
 def _device_map(call: cst.Call) -> str:
+    """The ``device_map=`` of a call when it may split the model over
+    devices, else "". A map onto one device (``"cuda:0"``, ``0``,
+    ``torch.device(...)``, ``{"": local_rank}``, a dict whose values are all
+    the same, a ``device``/``local_rank`` variable) places the whole model
+    like ``.to()``: the QLoRA-under-DDP recipe
+    (``device_map={"": PartialState().process_index}``) is one process, one GPU."""
     dm = keyword_arg(call, "device_map")
     if dm is None or (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
         return ""
-    return code_of(dm.value)
+    value = dm.value
+    text = string_value(value)
+    if text is not None:
+        return code_of(value) if text in _SPREADING_DEVICE_MAPS else ""
+    if isinstance(value, cst.Integer) or (isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device")):
+        return ""
+    if isinstance(value, cst.FormattedString):
+        head = value.parts[0] if value.parts else None
+        text = head.value if isinstance(head, cst.FormattedStringText) else ""
+        return "" if text.startswith(("cuda", "cpu", "mps", "xpu", "npu")) else code_of(value)
+    if isinstance(value, cst.Dict):
+        targets = {code_of(e.value) for e in value.elements if isinstance(e, cst.DictElement)}
+        keys = [string_value(e.key) for e in value.elements if isinstance(e, cst.DictElement)]
+        if len(targets) == 1 and len(keys) == len(value.elements) and (keys == [""] or None not in keys):
+            return ""
+        return code_of(value)
+    last = (dotted_name(value) or "").rsplit(".", 1)[-1].lower()
+    if last and (_is_device_name(last) or last in _RANK_NAMES or last in ("process_index", "local_process_index")):
+        return ""
+    return code_of(value)
 
 
 def _target_names(node: cst.BaseExpression) -> List[str]:

@@ -33,11 +33,16 @@ in-process round trip (`torch.save(obj, buf)` then `torch.load(buf)` in the
 same function: the devices are the ones this process has), and bytes held in
 memory (`torch.load(io.BytesIO(data))`, or a name bound to one): that is how
 code hands tensors to itself or a peer (pickling a storage, RPC, an export
-archive), and keeping their devices is the point. Checkpoints come from
-files; those are what this rule is about. Also not flagged: a load fed to
-the `load_state_dict` of an LR scheduler or a GradScaler (a name containing
-`scheduler` or `scaler`: their states hold Python numbers, no tensors), and a
-loaded object whose every use restores a random number generator
+archive member read by name, `archive.read(name)`), and keeping their
+devices is the point. Checkpoints come from files; those are what this rule
+is about, including a file read whole into memory first: bytes from
+`f.read()`, `Path(p).read_bytes()`, an S3 object's `obj["Body"].read()`,
+`blob.download_as_bytes()` or `requests.get(url).content` are flagged.
+
+Also not flagged: a load fed to the `load_state_dict` of an LR scheduler or
+a GradScaler (a name containing `scheduler` or `scaler`: their states hold
+Python numbers, no tensors), and a loaded object whose every use restores a
+random number generator
 (`torch.set_rng_state(state["cpu"])`, `torch.cuda.set_rng_state_all(...)`,
 `random.setstate(...)`): RNG states are CPU byte tensors wherever they were
 saved.
@@ -262,7 +267,7 @@ def embeddings(path, device):
         if file_arg is not None and scope is not None and code_of(file_arg) in scope.saved_files:
             return  # torch.save(obj, buf) ... torch.load(buf): an in-process round trip
         if file_arg is not None and (
-            is_memory_buffer(self.facts, file_arg) or (scope is not None and code_of(file_arg) in scope.buffers)
+            is_memory_buffer(self.facts, file_arg, scope) or (scope is not None and code_of(file_arg) in scope.buffers)
         ):
             return  # bytes handed over in memory (pickling, RPC, archives): their devices are meant
         safe = id(node) in self._feeds_state_dict
