@@ -517,10 +517,13 @@ class Trainer:
         call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
         root = found.root
         if root.kind == "index" or loop_node is None:
+            # an index where the batch is read (a = batch[0] moves every use of a);
+            # in a comprehension, the use itself
+            at = root.node if root.kind == "index" else found.node
             moved = cst.parse_expression(f"_.{call}")
-            moved = moved.with_changes(func=moved.func.with_changes(value=found.node))  # type: ignore[attr-defined]
+            moved = moved.with_changes(func=moved.func.with_changes(value=at))  # type: ignore[attr-defined]
             safety = FixSafety.UNSAFE if root.kind == "attr" else FixSafety.SAFE  # a field may be no tensor
-            self.report(found.node, message, fix=self.replace(found.node, moved, f"move `{found.item}` with `.{call}` where it is read", safety))
+            self.report(found.node, message, fix=self.replace(at, moved, f"move `{found.item}` with `.{call}` where it is read", safety))
             return
         if found.discarded is not None:
             # x.to(device) -> x = x.to(device), keeping the user's own call
