@@ -372,6 +372,9 @@ class ScanSummary:
     def _holds_module(self, node: ast.AST) -> bool:
         t = type(node)
         if t is ast.Call:
+            # dict(rgb=Branch(), depth=Branch()): the keyword values are the elements
+            if not node.args and node.keywords and (_dotted(node.func) or "") == "dict":  # type: ignore[union-attr]
+                return any(self.may_be_module(k.value) for k in node.keywords)  # type: ignore[union-attr]
             args = node.args or [k.value for k in node.keywords]  # type: ignore[union-attr]
             return bool(args) and (_is_container(args[0]) or type(args[0]) is ast.GeneratorExp) and self._holds_module(args[0])
         if t is ast.Dict:

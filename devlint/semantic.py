@@ -598,6 +598,20 @@ def _annotation_code(param: cst.Param) -> Optional[str]:
     return code_of(param.annotation.annotation).replace(" ", "")
 
 
+#: generic collections: ``List[Tensor]`` holds tensors but has no ``.device``
+_COLLECTION_ANNOTATIONS = frozenset(
+    {"list", "tuple", "sequence", "mutablesequence", "dict", "mapping", "mutablemapping", "iterable",
+     "iterator", "collection", "set", "frozenset", "deque", "generator", "ordereddict", "defaultdict"}
+)
+
+
+def _is_collection_annotation(ann: str) -> bool:
+    """``List[torch.Tensor]``, ``tuple[Tensor, ...]``, ``Dict[str, Tensor]``:
+    a container of tensors, not a tensor."""
+    outer = ann.split("[", 1)[0].rsplit(".", 1)[-1].lower()
+    return "[" in ann and outer in _COLLECTION_ANNOTATIONS
+
+
 class _NameUses(cst.CSTVisitor):
     """Collects, for a function body: ``p.<attr>`` uses of names and
     ``self.<m>(...)`` calls (also ``ClassName.<m>(...)``, a static method
@@ -670,7 +684,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         name = p.name.value
         ann = _annotation_code(p)
         if ann is not None:
-            if "Tensor" in ann and "Optional" not in ann and "None" not in ann:
+            if "Tensor" in ann and "Optional" not in ann and "None" not in ann and not _is_collection_annotation(ann):
                 tensor_params.append(name)
             continue
         if any(h in name.lower() for h in _DEVICE_NAME_HINTS):
@@ -1207,7 +1221,8 @@ class _FactsBuilder:
             return "tensor", "", "", ""
         if self._is_fixed_device(value, params):
             return "device", "", "", ""
-        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or is_sequence_call(value):
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or is_sequence_call(value) \
+                or is_keyword_dict_call(value):
             elem = self._element_class(value)
             if elem:
                 return "module_container", "", "", elem
@@ -1258,6 +1273,8 @@ class _FactsBuilder:
             return self._is_tensor_expr(node.value, local_tensors)
         if isinstance(node, cst.Name):
             return node.value in local_tensors
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and local_tensors:
+            return f"{node.value.value}.{node.attr.value}" in local_tensors  # self.betas, assigned a tensor above
         return False
 
     def is_scalar_tensor(self, node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
@@ -1295,6 +1312,8 @@ class _FactsBuilder:
             elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
         elif isinstance(node, cst.DictComp):
             elements = [node.value]
+        elif is_keyword_dict_call(node):
+            elements = [a.value for a in node.args]  # dict(rgb=Branch(), depth=Branch())
         elif isinstance(node, cst.Call) and dotted_name(node.func) in ("list", "tuple", "dict"):
             return self._element_class(node.args[0].value) if node.args else ""
         classes = set()
@@ -1323,6 +1342,8 @@ class _FactsBuilder:
             elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
             if len(elements) != len(node.elements):
                 return False
+        elif is_keyword_dict_call(node):
+            elements = [a.value for a in node.args]
         else:
             return False
         for e in elements:
@@ -1459,6 +1480,17 @@ def is_sequence_call(node: cst.BaseExpression) -> bool:
     )
 
 
+def is_keyword_dict_call(node: cst.BaseExpression) -> bool:
+    """``dict(rgb=a, depth=b)``: a dict display spelled as a call, every
+    argument a keyword (its name is the key)."""
+    return (
+        isinstance(node, cst.Call)
+        and dotted_name(node.func) == "dict"
+        and bool(node.args)
+        and all(a.keyword is not None and not a.star for a in node.args)
+    )
+
+
 def _is_empty_nn_container(node: cst.BaseExpression) -> bool:
     """``nn.ModuleList()``, ``nn.ModuleDict({})``, ``nn.ModuleList([])``
     (placement stripped): a torch.nn container created with no modules."""
@@ -1480,6 +1512,8 @@ def _is_string_key(node: cst.BaseExpression) -> bool:
 
 
 def _dict_has_str_keys(node: cst.BaseExpression) -> bool:
+    if is_keyword_dict_call(node):
+        return True  # dict(rgb=..., depth=...): the keys are the argument names
     if isinstance(node, cst.Dict):
         return all(isinstance(e, cst.DictElement) and _is_string_key(e.key) for e in node.elements)
     if isinstance(node, cst.DictComp):
@@ -1590,6 +1624,13 @@ class _AttributeCollector(cst.CSTVisitor):
             record.container = local.container
             self.pending.append((record, local))
         self.cls.assignments.append(record)
+        # later code of the method reads self.<name> as the tensor it holds
+        # (alphas = 1.0 - self.betas): followed like a local tensor name (not
+        # a parameter: self.w2 = self.w stores the Parameter, which registers)
+        if kind in ("tensor", "buffer"):
+            self.local_tensors.add(f"{self.self_name}.{name}")
+        else:
+            self.local_tensors.discard(f"{self.self_name}.{name}")
         if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
             return  # __init__ says what the attribute is
         self.cls.attributes[name] = record

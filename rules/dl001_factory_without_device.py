@@ -628,9 +628,10 @@ _INSPECT_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda"})
 _INSPECT_CALLS = frozenset({"size", "dim", "numel"})
 #: ``t.any()``, ``t.item()``: a Python value or a 0-dim tensor, which mixes
 #: with tensors on any device
-_REDUCE_ALL = frozenset({"any", "all", "item", "tolist", "sum", "mean", "max", "min", "prod"})
-#: tensor methods that return Python values (numbers, lists, sizes)
-_TO_PYTHON = frozenset({"item", "tolist", "numel", "size", "dim"})
+_REDUCE_ALL = frozenset({"any", "all", "item", "tolist", "numpy", "sum", "mean", "max", "min", "prod"})
+#: tensor methods that return Python values (numbers, lists, sizes, NumPy
+#: arrays: ``.numpy()`` needs a CPU tensor, so one built for it is CPU on purpose)
+_TO_PYTHON = frozenset({"item", "tolist", "numpy", "numel", "size", "dim"})
 #: factories whose positional arguments are the shape
 _SHAPED = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 
@@ -723,6 +724,8 @@ def _chain_root(node: cst.BaseExpression, facts: FileFacts,
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
             node.func.attr.value in _CHAIN or is_dtype_cast(facts, node)
         ):
+            if isinstance(node.func.value, cst.Name) and node.func.value.value in facts.imports:
+                return None  # torch.exp(...): a function of its arguments, not a method of a local
             node = node.func.value
         elif isinstance(node, cst.Subscript):
             node = node.value

@@ -428,6 +428,8 @@ def _dict_key_problem(value: cst.BaseExpression, str_keys: bool) -> str:
     keys: Sequence[cst.BaseExpression] = ()
     if isinstance(value, cst.Dict):
         keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
+    elif isinstance(value, cst.Call):
+        keys = [cst.SimpleString(repr(a.keyword.value)) for a in value.args if a.keyword is not None]  # dict(rgb=...)
     for key in keys:
         s = string_value(key)
         if s is not None and ("." in s or not s or s in _MODULE_DICT_ATTRIBUTES):
