@@ -58,6 +58,9 @@ class CallSite(NamedTuple):
     #: the first positional argument: "empty" (``[]``, ``()``), "container"
     #: (a list/tuple display or comprehension), "name", "other", or ""
     first_arg: str = ""
+    #: the first positional argument is "attribute" (``x.a``: ``a``) or
+    #: "call" (``f(...)``: ``f``): that name, else ""
+    first_name: str = ""
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -301,6 +304,21 @@ class ScanSummary:
             if store[1] != "forward":
                 yield store
 
+    def may_hold_sequence(self, cls: Optional[str], attr: str) -> bool:
+        """Whether ``self.<attr>`` of ``cls`` may hold a list or tuple (a
+        superset of ``AttributeFacts.sequence``): some store of it outside
+        ``forward`` is a display, a comprehension, ``list()``/``tuple()`` or a
+        name."""
+        for c, _, name, value in self.stores_outside_forward():
+            if c != cls or name != attr:
+                continue
+            t = type(value)
+            if t in (ast.List, ast.Tuple, ast.ListComp, ast.Name) or (
+                t is ast.Call and (_dotted(value.func) or "") in ("list", "tuple")  # type: ignore[attr-defined]
+            ):
+                return True
+        return False
+
     def may_be_tensor(self, node: Optional[ast.AST], cls: str, method: str) -> bool:
         """Whether ``node`` may be what ``SemanticBuilder._is_tensor_expr``
         calls a tensor, or a container of them (a superset): it must reach,
@@ -534,14 +552,21 @@ class _Scanner:
                             continue
                         break
                 first = node.args[0] if node.args else None
+                first_name = ""
                 if first is None:
                     first_arg = ""
                 elif type(first) in (ListNode, TupleNode):
                     first_arg = "container" if first.elts else "empty"
                 elif type(first) in (ListComp, GeneratorExp):
                     first_arg = "container"
+                elif type(first) is Name:
+                    first_arg = "name"
+                elif type(first) is Attribute and type(first.value) is Name:  # type: ignore[attr-defined]
+                    first_arg, first_name = "attribute", first.attr  # type: ignore[attr-defined]  # torch.tensor(self.ratios)
+                elif type(first) is Call and type(first.func) is Name:  # type: ignore[attr-defined]
+                    first_arg, first_name = "call", first.func.id  # type: ignore[attr-defined]  # torch.tensor(get_slopes(n))
                 else:
-                    first_arg = "name" if type(first) is Name else "other"
+                    first_arg = "other"
                 if attr is not None:
                     root, shape, receiver_attr = _owner_shape(func.value) if type(func.value) is not Call else (None, "call", "")
                     receiver = (root, shape)
@@ -562,6 +587,7 @@ class _Scanner:
                         receiver_attr,
                         id(node) in moved,
                         first_arg,
+                        first_name,
                     )
                 )
             elif t is Attribute:

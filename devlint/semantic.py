@@ -291,6 +291,11 @@ class AttributeFacts:
     #: ``torch.nn`` module with no parameters, buffers or train/eval
     #: behaviour (a loss without ``weight=``/``pos_weight=``, ``nn.ReLU()``)
     stateless_elements: bool = False
+    #: holds a list or tuple: a display or comprehension (``(0.5, 1.0, 2.0)``,
+    #: ``list(ratios)``) or an argument whose default is one
+    #: (``self.ratios = ratios`` with ``ratios=(0.5, 1.0, 2.0)``), so
+    #: ``torch.tensor(self.ratios)`` has dimensions
+    sequence: bool = False
 
 
 @dataclass
@@ -312,6 +317,10 @@ class FunctionFacts:
     #: used as an index: ``t[self.m(...)]``, ``i = self.m(...); t[i.view(-1)]``)
     #: or "other"; empty when no forward-reachable code calls it
     caller_uses: List[str] = field(default_factory=list)
+    #: (module-level functions forward calls) every ``return`` gives a list
+    #: or tuple display or comprehension: ``torch.tensor(get_slopes(n))`` has
+    #: dimensions
+    returns_sequence: bool = False
 
     def result_placed_by_callers(self) -> bool:
         """Every forward-reachable call site moves the result or only indexes
@@ -842,6 +851,7 @@ class _FactsBuilder:
             if name in self.facts.forward_functions:
                 continue
             self.facts.forward_functions[name] = _function_facts(functions[name], is_method=False)
+            self.facts.forward_functions[name].returns_sequence = _returns_sequence(functions[name])
             todo.extend(_names_called(functions[name], functions))
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
@@ -1101,6 +1111,10 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
+        collector.sequence_params = {
+            p.name.value for p in fn.params.params + fn.params.kwonly_params
+            if p.default is not None and _is_sequence_value(p.default)
+        }
         self._self_call_owner = (cls.name, self_name)
         try:
             walk(fn.body, collector)
@@ -1480,6 +1494,30 @@ def is_sequence_call(node: cst.BaseExpression) -> bool:
     )
 
 
+def _is_sequence_value(node: cst.BaseExpression) -> bool:
+    """A non-empty list/tuple display, a list comprehension, or
+    ``list(...)``/``tuple(...)`` of one iterable."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return bool(node.elements)
+    return isinstance(node, cst.ListComp) or is_sequence_call(node)
+
+
+def _returns_sequence(fn: cst.FunctionDef) -> bool:
+    """Every ``return`` of ``fn`` gives a list or tuple: a display or
+    comprehension, or a local name every assignment of which is one."""
+    finder = _ReturnsAndAssigns()
+    walk(fn.body, finder)
+    if finder.yields or not finder.returns:
+        return False
+    local: Dict[str, bool] = {}
+    for target, value in finder.assigns:
+        local[target] = local.get(target, True) and _is_sequence_value(value)
+    return all(
+        r is not None and (_is_sequence_value(r) or (isinstance(r, cst.Name) and local.get(r.value, False)))
+        for r in finder.returns
+    )
+
+
 def is_keyword_dict_call(node: cst.BaseExpression) -> bool:
     """``dict(rgb=a, depth=b)``: a dict display spelled as a call, every
     argument a keyword (its name is the key)."""
@@ -1559,6 +1597,8 @@ class _AttributeCollector(cst.CSTVisitor):
         self.attr_element_locals: Dict[str, Set[str]] = {}
         # loop variable -> the index variable beside it (``for i, blk in enumerate(...)``)
         self.loop_index: Dict[str, str] = {}
+        # parameters whose default is a list or tuple display
+        self.sequence_params: Set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -1616,6 +1656,9 @@ class _AttributeCollector(cst.CSTVisitor):
             record.scalar = self.b.is_scalar_tensor(value, self.scalar_names)
         if kind == "module_container":
             record.stateless_elements = self.b.stateless_elements(value)
+        record.sequence = _is_sequence_value(value) or (
+            isinstance(value, cst.Name) and value.value in self.sequence_params
+        )
         record.container = _container_type(value)
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)

@@ -7,7 +7,9 @@ or a method it calls, reads it. A tensor here is a torch factory result
 (`torch.zeros`, `torch.tensor(...)`, `torch.FloatTensor([d])`), `torch.from_numpy(...)`,
 a torch function or a method chain on one (`torch.sqrt(...)`, `torch.arange(n).float()`),
 arithmetic on one, a local variable holding one (`pe = torch.zeros(...)`,
-then `self.pe = pe.unsqueeze(0)`), the result of a function or method of the
+then `self.pe = pe.unsqueeze(0)`), an attribute assigned one earlier in the
+same method (`self.betas = torch.linspace(...)`, then
+`self.alphas_cumprod = torch.cumprod(1 - self.betas, 0)`), the result of a function or method of the
 same file whose every `return` gives such a tensor
 (`self.window = gaussian_window(11, 1.5)`, `self.kernel = self._make_kernel()`),
 or a list, tuple or dict of tensors.
@@ -58,7 +60,8 @@ tensor and register that) and read them back by name; devlint reports those
 without a fix.
 
 Not flagged: tensors registered with `register_buffer`, `nn.Parameter` or
-`nn.Buffer`; tensors used only outside `forward`; reads that move the tensor
+`nn.Buffer`; a Parameter stored again under another name (`self.w2 =
+self.w`: assigning a Parameter registers it); tensors used only outside `forward`; reads that move the tensor
 on the spot (`self.pe.to(x.device)`, `.type_as(x)`, `x.new_tensor(self.t)`),
 only look at its shape or dtype, or use it as an index (`x[:, self.perm]`:
 indexing accepts a CPU index tensor on any device); attributes that `forward` itself assigns (a

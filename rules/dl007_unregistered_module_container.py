@@ -3,7 +3,8 @@
 ## What it does
 Flags submodules kept in a plain Python `list`, `tuple` or `dict` on an
 `nn.Module`: `self.blocks = [Block() for _ in range(n)]`,
-`self.heads = {"cls": nn.Linear(...), "box": nn.Linear(...)}`,
+`self.heads = {"cls": nn.Linear(...), "box": nn.Linear(...)}` (or
+`dict(cls=nn.Linear(...), box=nn.Linear(...))`),
 `self.heads = list(nn.Linear(w, n) for w in widths)` (or `tuple(...)`), a
 list filled with `self.layers.append(nn.Linear(...))`, or a local list of
 modules assigned to `self.x`, outside `forward`. An element may also come
