@@ -530,6 +530,14 @@ class _Scanner:
                 for a in node.args:
                     if type(a) is Call:
                         elements.add(id(a))
+                if method is not None and type(func) is Name and func.id in ("setattr", "getattr"):  # type: ignore[attr-defined]
+                    # setattr(self, f"scale_{i}", t) / getattr(self, f"scale_{i}"): as semantic names them
+                    dynamic = _dynamic_attribute(node)
+                    if dynamic is not None and func.id == "getattr" and used is not None:  # type: ignore[attr-defined]
+                        used.add(dynamic)
+                    elif dynamic is not None and len(node.args) == 3 and type(node.args[0]) is Name \
+                            and node.args[0].id in s.method_self.get((cls, method), ()):  # type: ignore[attr-defined,arg-type]
+                        s.attribute_stores.append((cls, method, dynamic, node.args[2]))  # type: ignore[arg-type]
                 if method is not None and node.args and attr in _ADD_METHODS:
                     owner = _container_name(func.value)
                     if owner:
@@ -701,6 +709,26 @@ CHAIN_METHODS = frozenset(
      "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
      "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
 )
+
+
+def _dynamic_attribute(call: ast.Call) -> Optional[str]:
+    """The attribute ``setattr(x, <name>, v)`` / ``getattr(x, <name>)`` names,
+    as ``semantic.dynamic_self_attribute`` spells it (``f"scale_{i}"`` ->
+    ``scale_{}``), else None."""
+    if len(call.args) < 2 or call.keywords or any(type(a) is ast.Starred for a in call.args):
+        return None
+    name = call.args[1]
+    if type(name) is ast.Constant and type(name.value) is str:  # type: ignore[attr-defined]
+        return name.value  # type: ignore[attr-defined]
+    if type(name) is ast.JoinedStr:
+        parts = []
+        for part in name.values:  # type: ignore[attr-defined]
+            if type(part) is ast.Constant and type(part.value) is str:  # type: ignore[attr-defined]
+                parts.append(part.value)  # type: ignore[attr-defined]
+            else:
+                parts.append("{}")
+        return "".join(parts)
+    return None
 
 
 def _to_moves(call: ast.Call, imports: Dict[str, List[str]]) -> bool:

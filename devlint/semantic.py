@@ -186,6 +186,33 @@ def self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
     return None
 
 
+def dynamic_self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """The attribute name that ``setattr(self, <name>, v)`` sets or
+    ``getattr(self, <name>[, default])`` reads: the string for a literal
+    name, the literal parts with ``{}`` for each replacement of an f-string
+    (``f"scale_{i}"`` -> ``scale_{}``: the same family of attributes whatever
+    ``i``), else None."""
+    if not isinstance(node, cst.Call) or dotted_name(node.func) not in ("setattr", "getattr"):
+        return None
+    if len(node.args) < 2 or any(a.star or a.keyword is not None for a in node.args):
+        return None
+    if dotted_name(node.args[0].value) != self_name:
+        return None
+    name = node.args[1].value
+    s = string_value(name)
+    if s is not None:
+        return s
+    if isinstance(name, cst.FormattedString):
+        parts = []
+        for part in name.parts:
+            if isinstance(part, cst.FormattedStringText):
+                parts.append(part.value)
+            else:
+                parts.append("{}")
+        return "".join(parts)
+    return None
+
+
 def loop_over_attribute(node: cst.For, self_name: str = "self") -> Optional[Tuple[str, str, Optional[str]]]:
     """(loop variable, attribute, index variable) for ``for b in self.blocks``
     or ``for i, b in enumerate(self.blocks)``, else None."""
@@ -1626,8 +1653,9 @@ class _AttributeCollector(cst.CSTVisitor):
         elif isinstance(it, cst.Name) and it.value in self.local_lists:
             self.list_loop_vars[var.value] = it.value
 
-    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode) -> None:
-        name = self_attribute(target, self.self_name)
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode,
+                name: Optional[str] = None) -> None:
+        name = name or self_attribute(target, self.self_name)
         if name is None:
             if isinstance(target, cst.Name):
                 self._bind_local(target.value, value)
@@ -1790,6 +1818,10 @@ class _AttributeCollector(cst.CSTVisitor):
                 self._mark_registered(a.value)
         if dotted_name(func) == "setattr" and len(node.args) == 3 and dotted_name(node.args[0].value) == self.self_name:
             self._mark_registered(node.args[2].value)
+            # setattr(self, f"scale_{i}", torch.ones(c)): an attribute like self.x = ...
+            name = dynamic_self_attribute(node, self.self_name)
+            if name is not None:
+                self._record(node, node.args[2].value, node, name=name)
             return
         if not isinstance(func, cst.Attribute):
             return
@@ -1970,7 +2002,7 @@ class _SelfAttributeUses(cst.CSTVisitor):
     def _quiet_chain(self, node: cst.BaseExpression) -> None:
         # self.pe[:, :n].float().to(x.device): the read of self.pe is moved
         while True:
-            if self_attribute(node, self.self_name) is not None:
+            if self_attribute(node, self.self_name) is not None or dynamic_self_attribute(node, self.self_name):
                 self._quiet.add(id(node))
                 return
             if isinstance(node, cst.Subscript):
@@ -1982,6 +2014,13 @@ class _SelfAttributeUses(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Name) and func.value == "getattr":
+            # getattr(self, f"scale_{i}"): a read of the attributes setattr made
+            name = dynamic_self_attribute(node, self.self_name)
+            if name is not None:
+                self.loaded.add(name)
+                if id(node) not in self._quiet:
+                    self.reads.add(name)
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
             if attr in _MOVE_METHODS and not _is_dtype_only(node):
