@@ -43,7 +43,8 @@ class CallSite(NamedTuple):
     receiver: Tuple[Optional[str], str] = (None, "")
     #: the device argument: ``device=`` if given, else (for ``.to``) the first
     #: positional one, as (kind, detail): ("str", value), ("int", ""),
-    #: ("call", dotted callee), ("name", id), ("attr", "root.attr"), ("other", "")
+    #: ("call", dotted callee), ("name", id), ("attr", "root.attr"),
+    #: ("fstr", leading literal text: ``"cuda:"`` for ``f"cuda:{i}"``), ("other", "")
     device_arg: Optional[Tuple[str, str]] = None
     #: the call is a direct element of a list/tuple/set display, the element
     #: of a comprehension or a positional argument of another call (where
@@ -811,6 +812,9 @@ def _value_shape(node: ast.AST) -> Tuple[str, str]:
         return "attr", f"{node.value.id}.{node.attr}"
     if isinstance(node, ast.IfExp):
         return "other", "ifexp"
+    if isinstance(node, ast.JoinedStr):
+        head = node.values[0] if node.values else None
+        return "fstr", head.value if isinstance(head, ast.Constant) and isinstance(head.value, str) else ""
     return "other", ""
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Container, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -458,7 +458,8 @@ class FileFacts:
     #: functions started once per process by ``mp.spawn(fn, ...)`` (their
     #: first parameter is the process index)
     spawn_targets: List[str] = field(default_factory=list)
-    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]``
+    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]`` a value that is
+    #: not a constant (``str(rank)``: each process its own GPU)
     sets_visible_devices: bool = False
     #: functions of this file that return one of their parameters wrapped in
     #: DataParallel/DDP, possibly under a condition (scope name, e.g.
@@ -470,6 +471,11 @@ class FileFacts:
             if scope.name == name:
                 return scope
         return None
+
+    def callee_scope(self, scope: "ScopeFacts", call: str) -> Optional["ScopeFacts"]:
+        """The function of this file that ``call`` (a callee as written) runs
+        when called from ``scope``, or None: see :func:`callee_name`."""
+        return self.scope_named(callee_name(scope, call, {s.name for s in self.scopes}))
 
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
@@ -2409,6 +2415,10 @@ class ScriptScope:
     saved_files: List[str] = field(default_factory=list)
     #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
     buffers: List[str] = field(default_factory=list)
+    #: expressions holding the bytes of a file or a download read here
+    #: (``data = f.read()``, ``raw = path.read_bytes()``; ``resp.content``
+    #: for ``resp = requests.get(url)``): a checkpoint, not a hand-over
+    file_bytes: List[str] = field(default_factory=list)
     #: names tested against None here (``if args.gpu is not None``): an
     #: index that may be None is no ``f"cuda:{i}"``
     maybe_none: List[str] = field(default_factory=list)
@@ -2416,6 +2426,12 @@ class ScriptScope:
     #: (``collator = DataCollatorWithPadding(tokenizer)``)
     cpu_collators: List[str] = field(default_factory=list)
     calls: List[CallSite] = field(default_factory=list)
+    #: device names and whether every binding here names the CPU
+    #: (``device = "cpu"``, ``device = torch.device("cpu")``)
+    cpu_devices: Dict[str, bool] = field(default_factory=dict)
+    #: plain names this scope binds (assignments, loop and ``with`` targets),
+    #: less those it declares ``global``/``nonlocal``
+    bound: List[str] = field(default_factory=list)
 
 
 class ScopeStack:
@@ -2486,6 +2502,49 @@ def placement_of(facts: FileFacts, value: cst.BaseExpression) -> Optional[Placem
     return None
 
 
+#: methods that return their receiver on the device it is on: ``nn.Module.eval()``/
+#: ``train()``/``requires_grad_()`` return the module itself; dtype casts keep the device
+_KEEPS_PLACEMENT = frozenset({"eval", "train", "half", "float", "double", "bfloat16", "requires_grad_", "share_memory"})
+
+
+#: calls whose result lives where their argument does
+_SAME_DEVICE_COPIES = frozenset({"copy.deepcopy", "torch.compile"})
+
+
+def moved_part(facts: FileFacts, value: cst.BaseExpression) -> cst.BaseExpression:
+    """``value`` without the calls chained after a move that keep the device:
+    ``Net().cuda().eval()`` -> ``Net().cuda()``, ``m.to(device).to(torch.half)``
+    -> ``m.to(device)``."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and not any(a.star for a in value.args)
+        and (
+            value.func.attr.value in _KEEPS_PLACEMENT
+            or (value.func.attr.value == "to" and placement_of(facts, value) is None)
+        )
+    ):
+        value = value.func.value
+    return value
+
+
+def _load_device(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
+    """The device ``torch.load(f, map_location=<device>)`` loads onto, when it
+    names one other than the CPU (not a dict, a function or ``**kwargs``)."""
+    if not (isinstance(value, cst.Call) and is_torch_load(facts, value.func)):
+        return None
+    args = positional_args(value)
+    loc = keyword_arg(value, "map_location")
+    node = loc.value if loc is not None else (args[1].value if len(args) > 1 else None)
+    if node is None or _is_cpu_device(facts, node):
+        return None
+    if isinstance(node, (cst.SimpleString, cst.FormattedString)) or dotted_name(node) is not None:
+        return code_of(node)
+    if isinstance(node, cst.Call) and facts.qualify(node.func) == "torch.device":
+        return code_of(node)
+    return None
+
+
 def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
     """(the iterable under ``enumerate(tqdm(loader))``, whether an enumerate
     was among the wrappers: ``tqdm(enumerate(loader))`` yields pairs too)."""
@@ -2515,6 +2574,35 @@ def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optiona
         cs = facts.script_scopes.get(s.class_scope)
         if cs is not None:
             found = getattr(cs, table).get(ref)
+    if found is None and s.kind == "function" and "." not in ref:
+        found = _lookup_enclosing(facts, s, ref, table)
+    return found
+
+
+def _lookup_enclosing(facts: FileFacts, s: ScriptScope, ref: str, table: str) -> Optional[object]:
+    """A name a function reads without binding it (``model`` in an
+    ``evaluate()`` defined beside ``model = Net().to(device)``): its fact in
+    the enclosing functions, then at module level. A placement whose device
+    the function shadows has no spelling there."""
+    inner = s
+    parts = s.name.split(".")
+    while True:
+        if ref in inner.params or ref in inner.bound:
+            return None
+        parts = parts[:-1]
+        outer = facts.script_scopes.get(".".join(parts)) if parts else facts.script_scopes.get(MODULE_SCOPE)
+        if outer is None:
+            return None
+        if outer.kind == "class":
+            continue  # a class body does not enclose its methods
+        found = getattr(outer, table).get(ref)
+        if found is not None or outer.kind == "module":
+            break
+        inner = outer
+    if isinstance(found, Placement) and found.known and found.device:
+        head = found.device.split(".")[0].split("(")[0].split("[")[0]
+        if head in s.params or head in s.bound:
+            return Placement(found.device, found.how, False, found.conditional)
     return found
 
 
@@ -2539,6 +2627,8 @@ def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name:
     placed on a device by the loader itself (through ``pbar = tqdm(loader)``:
     the loader), and whether an ``enumerate`` bound with it adds an index."""
     base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
+    if isinstance(base, cst.Call) and base is it:
+        return _inline_loader(facts, scope, base), False
     ref = ref_of(base, self_name)
     if ref is None:
         return None, False
@@ -2557,6 +2647,44 @@ def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name:
     elif not looks_like_loader(ref):
         return None, False
     return ref, enumerated
+
+
+def _inline_loader(facts: FileFacts, scope: str, call: cst.Call) -> Optional[str]:
+    """``for x, y in DataLoader(ds, batch_size=64)``: the loader's spelling when
+    the call builds a ``DataLoader`` that leaves its batches on the CPU (no
+    ``collate_fn`` of its own, no ``pin_memory_device``, no dataset or
+    argument that mentions a device)."""
+    cls = facts.class_of_call(call.func)
+    if cls not in DATA_LOADERS:
+        return None
+    for a in call.args:
+        if a.star:
+            return None
+        kw = a.keyword.value if a.keyword is not None else None
+        if kw == "pin_memory_device" or (kw == "collate_fn" and not is_cpu_collator(facts, a.value)):
+            return None
+        if (kw is None or kw not in _NON_PLACING_LOADER_ARGS) and _mentions_placing(a.value):
+            return None
+        if kw is None and isinstance(a.value, cst.Call) and _holds_placed_names(facts.script_scopes, scope, a.value):
+            return None  # DataLoader(TensorDataset(X, Y)) with X on the GPU
+    return code_of(call.func)
+
+
+def _holds_placed_names(scopes: Dict[str, ScriptScope], scope: str, call: cst.Call) -> bool:
+    """A positional argument of ``call`` is a name moved to a device (not the
+    CPU, not under a condition) in ``scope`` or, unbound there, at module level."""
+    s = scopes.get(scope)
+    module = scopes.get(MODULE_SCOPE)
+    for a in call.args:
+        if a.keyword is not None or a.star or not isinstance(a.value, cst.Name):
+            continue
+        name = a.value.value
+        p = s.placements.get(name) if s is not None else None
+        if p is None and module is not None and (s is None or name not in s.bound):
+            p = module.placements.get(name)
+        if p is not None and not p.is_cpu() and not p.conditional:
+            return True
+    return False
 
 
 def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
@@ -2614,6 +2742,18 @@ def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "s
     if not first:
         return None
     return LoaderLoop(first, items, False, batches, loader_of)
+
+
+def next_loader(facts: FileFacts, scope: str, node: cst.BaseExpression, self_name: str = "self") -> Optional[str]:
+    """The data loader ``next(node)`` takes a batch from, when its batches are
+    not placed on a device by the loader itself: ``next(iter(loader))``, or
+    ``next(it)`` with ``it = iter(loader)`` (or a name like ``loader_iter``)."""
+    if isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and facts.qualify_dotted("iter") is None:
+        if len(node.args) != 1 or node.args[0].star or node.args[0].keyword is not None:
+            return None
+        node = node.args[0].value
+    ref, enumerated = _loader_ref(facts, scope, node, self_name)
+    return None if enumerated else ref
 
 
 def device_candidates(facts: FileFacts, scope: str) -> List[str]:
@@ -2688,6 +2828,13 @@ class _TrainingCollector(cst.CSTVisitor):
         self.parents: List[cst.CSTNode] = []
         # scope -> loaded name -> every use so far restores an RNG
         self.rng_candidates: Dict[str, Dict[str, bool]] = {}
+        # scope -> names it declares global/nonlocal
+        self._declared: Dict[str, Set[str]] = {}
+        # method scope -> (class scope, self.<x>, local device name) placed
+        # with a device only the method can name
+        self._unnamed: Dict[str, List[Tuple[str, str, str]]] = {}
+        # method scope -> local name -> self.<x> it is stored in (self.device = device)
+        self._kept: Dict[str, Dict[str, str]] = {}
 
     # -- scopes --------------------------------------------------------------
     @property
@@ -2736,6 +2883,13 @@ class _TrainingCollector(cst.CSTVisitor):
                 sf.loaders.setdefault(p, LoaderFacts("param"))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        me = self.scope.name
+        kept = self._kept.get(me, {})
+        for class_scope, ref, head in self._unnamed.get(me, []):
+            p = self.scopes[class_scope].placements.get(ref)
+            if p is not None and not p.known and head in kept and p.device.split(".")[0].split("(")[0] == head:
+                # self.model = model.to(device); self.device = device: other methods say self.device
+                self.scopes[class_scope].placements[ref] = Placement(kept[head] + p.device[len(head):], p.how, True, p.conditional)
         self.stack.pop()
         self.self_names.pop()
         self.class_of.pop()
@@ -2750,6 +2904,10 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
         last = name.rsplit(".", 1)[-1].lower()
+        if value is not None and _is_cpu_device(self.facts, value):
+            sf.cpu_devices[name] = sf.cpu_devices.get(name, True)
+        elif name in sf.cpu_devices or _is_device_name(last):
+            sf.cpu_devices[name] = False
         if _is_device_name(last):
             if value is not None and _is_index_value(self.facts, value):
                 if name not in sf.rank_names:
@@ -2781,6 +2939,11 @@ class _TrainingCollector(cst.CSTVisitor):
                     self._bind(e.value, value, True)
             return
         sf = self._target_scope(ref)
+        self._note_bound(ref)
+        if ref.startswith("self.") and not whole and sf is not self.scope:
+            kept = _device_kept(self.facts, value)
+            if kept is not None and kept in self.scope.params + self.scope.bound:
+                self._kept.setdefault(self.scope.name, {}).setdefault(kept, ref)
         self._note_name(sf, ref, value if not whole else None)
         if not whole:
             self._bind_placement(sf, ref, value)
@@ -2791,8 +2954,16 @@ class _TrainingCollector(cst.CSTVisitor):
                         sf.cpu_collators.append(ref)
                 elif ref in sf.cpu_collators:
                     sf.cpu_collators.remove(ref)
-            if is_memory_buffer(self.facts, value) and ref not in sf.buffers:
+            if is_memory_buffer(self.facts, value, sf) and ref not in sf.buffers:
                 sf.buffers.append(ref)
+            if is_file_bytes(self.facts, value, sf) and ref not in sf.file_bytes:
+                sf.file_bytes.append(ref)
+            elif (
+                isinstance(value, cst.Call)
+                and (self.facts.qualify(value.func) or "").split(".")[0] in _HTTP_CLIENTS
+                and f"{ref}.content" not in sf.file_bytes
+            ):
+                sf.file_bytes.append(f"{ref}.content")  # resp = requests.get(url): resp.content is a download
         self._bind_loader(sf, ref, value)
 
     def _place(self, sf: ScriptScope, ref: str, p: Placement) -> None:
@@ -2805,6 +2976,8 @@ class _TrainingCollector(cst.CSTVisitor):
             literal = p.device[:1] in ("'", '"') or p.device.isdigit()
             if not literal and head != self.self_names[-1] and (local or head not in self.scopes[MODULE_SCOPE].device_names):
                 p = Placement(p.device, p.how, False, p.conditional)
+                # ... unless the method keeps it: self.device = device
+                self._unnamed.setdefault(me.name, []).append((sf.name, ref, head))
             elif head == self.self_names[-1] and head != "self":
                 p = Placement("self" + p.device[len(head):], p.how, p.known, p.conditional)
         if not p.conditional and self._under_condition():
@@ -2835,9 +3008,10 @@ class _TrainingCollector(cst.CSTVisitor):
         return False
 
     def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
-        p = placement_of(self.facts, value)
+        moved = moved_part(self.facts, value)
+        p = placement_of(self.facts, moved)
         if p is not None:
-            receiver = value.func.value  # type: ignore[attr-defined]
+            receiver = moved.func.value  # type: ignore[attr-defined]
             if isinstance(receiver, cst.Call) and self.facts.is_wrapper(receiver.func) is not None:
                 self._bind_placement(sf, ref, receiver)  # nn.DataParallel(model).to(device): wrapped, then moved
             self._place(sf, ref, p)
@@ -2860,6 +3034,20 @@ class _TrainingCollector(cst.CSTVisitor):
                 if ip is not None:
                     self._place(sf, ref, ip)
             return
+        loaded_to = _load_device(self.facts, moved)
+        if loaded_to is not None:
+            # model = torch.load(path, map_location=device): on that device
+            self._place(sf, ref, Placement(loaded_to, "to"))
+            return
+        if isinstance(moved, cst.Call) and self.facts.qualify(moved.func) in _SAME_DEVICE_COPIES:
+            # ema = copy.deepcopy(model), fast = torch.compile(model): the copy
+            # (or the compiled module sharing the parameters) is where the model is
+            args = positional_args(moved)
+            src = ref_of(args[0].value, self.self_names[-1]) if args else None
+            found = self._target_scope(src).placements.get(src) if src is not None else None
+            if found is not None:
+                sf.placements[ref] = found
+                return
         if ref in sf.placements and not _mentions_name(value, ref.rsplit(".", 1)[-1]):
             # rebound to something new (``model = Net()``): no longer placed
             del sf.placements[ref]
@@ -2891,11 +3079,13 @@ class _TrainingCollector(cst.CSTVisitor):
                     if a.keyword is None or a.keyword.value not in _NON_PLACING_LOADER_ARGS
                 ) or any(a.star for a in value.args)
                 ds = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
+                if isinstance(ds, cst.Call) and "dataset" in (dotted_name(ds.func) or "").rsplit(".", 1)[-1].lower():
+                    places = places or self._holds_placed(sf, ds)  # DataLoader(TensorDataset(X, Y)), X on the GPU
                 ds_ref = ref_of(ds, self.self_names[-1]) if ds is not None else None
                 if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
                     places = places or self._target_scope(ds_ref).loaders[ds_ref].places_on_device
         if not is_dl:
-            places = _mentions_placing(value)
+            places = _mentions_placing(value) or self._holds_placed(sf, value)
             if not looks_like_loader(ref) and ref not in sf.loaders:
                 # remember datasets built with a device (TensorDataset(x.cuda()))
                 dotted = dotted_name(value.func) if isinstance(value, cst.Call) else None
@@ -2904,6 +3094,12 @@ class _TrainingCollector(cst.CSTVisitor):
         old = sf.loaders.get(ref)
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def _holds_placed(self, sf: ScriptScope, value: cst.BaseExpression) -> bool:
+        """``TensorDataset(X, Y)`` with ``X`` moved to a device here or at module
+        level (``X = X.to(device)``, ``X = torch.load(p, map_location=device)``):
+        its items come out on that device."""
+        return isinstance(value, cst.Call) and _holds_placed_names(self.scopes, sf.name, value)
 
     def _cpu_collator(self, sf: ScriptScope, node: cst.BaseExpression) -> bool:
         """``collate_fn=`` a library collator that builds CPU tensors, or a
@@ -2924,6 +3120,36 @@ class _TrainingCollector(cst.CSTVisitor):
             sf.loaded[ref] = True
             self.rng_candidates.setdefault(sf.name, {})[ref] = True
 
+    def _note_bound(self, ref: str) -> None:
+        sf = self.scope
+        if "." not in ref and ref not in sf.bound and ref not in self._declared.get(sf.name, ()):
+            sf.bound.append(ref)
+
+    def _note_bound_target(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self._note_bound(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._note_bound_target(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self._note_bound_target(target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._note_bound_target(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._note_bound_target(node.asname.name)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._note_bound_target(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self._declared.setdefault(self.scope.name, set()).update(n.name.value for n in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self._declared.setdefault(self.scope.name, set()).update(n.name.value for n in node.names)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             target = t.target
@@ -2939,7 +3165,7 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         # model.to(device) / model.cuda() as a statement: nn.Module.to moves in place
-        value = node.value
+        value = moved_part(self.facts, node.value)
         p = placement_of(self.facts, value)
         if p is not None and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             ref = ref_of(value.func.value, self.self_names[-1])
@@ -2998,6 +3224,44 @@ def _is_device_name(last: str) -> bool:
     )
 
 
+def _device_kept(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
+    """``device`` for ``device`` or ``torch.device(device)``: the value is the
+    device that name holds."""
+    if isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.device":
+        args = positional_args(value)
+        if len(args) != 1 or len(value.args) != 1:
+            return None
+        value = args[0].value
+    return value.value if isinstance(value, cst.Name) else None
+
+
+def _is_cpu_device(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.device":
+        args = positional_args(value)
+        return len(args) == 1 and string_value(args[0].value) == "cpu"
+    return string_value(value) == "cpu"
+
+
+def placed_on_cpu(facts: FileFacts, scope: str, p: Placement) -> bool:
+    """The placement names the CPU: ``.to("cpu")``, or ``.to(device)`` with
+    every binding of ``device`` a CPU device (here, or at module level for a
+    name the function neither binds nor takes)."""
+    if p.is_cpu():
+        return True
+    if p.how != "to" or not p.device.isidentifier():
+        return False
+    facts.ensure_training_facts()
+    s = facts.script_scopes.get(scope)
+    if s is None:
+        return False
+    if p.device in s.cpu_devices:
+        return s.cpu_devices[p.device]
+    if scope == MODULE_SCOPE or p.device in s.params:
+        return False
+    return facts.script_scopes[MODULE_SCOPE].cpu_devices.get(p.device, False)
+
+
 def _is_index_value(facts: FileFacts, value: cst.BaseExpression) -> bool:
     """``torch.cuda.current_device()``: a CUDA index, not a device."""
     return isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.cuda.current_device"
@@ -3051,9 +3315,47 @@ def _mentions_placing(node: cst.CSTNode) -> bool:
     return any(w in code for w in _PLACING_WORDS)
 
 
-def is_memory_buffer(facts: FileFacts, node: cst.CSTNode) -> bool:
-    """``io.BytesIO(...)``: bytes held in memory, not a file on disk."""
-    return isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")
+#: methods whose result, called without a positional argument, is the whole
+#: contents of a file or of an object in a bucket (``f.read()``,
+#: ``Path.read_bytes()``, ``obj["Body"].read()``, ``blob.download_as_bytes()``).
+#: A member read by name (``zipfile.ZipFile.read(name)``,
+#: ``archive.read_bytes(name)``) is not one: that is a container format
+#: restoring what it packed, like an in-memory hand-over.
+_FILE_READS = frozenset({"read", "read_bytes", "readall", "download_as_bytes", "download_as_string"})
+
+#: HTTP client modules whose responses' ``.content`` is a downloaded file
+_HTTP_CLIENTS = frozenset({"requests", "httpx"})
+
+
+def is_file_bytes(facts: FileFacts, node: cst.CSTNode, scope: Optional[ScriptScope] = None) -> bool:
+    """Bytes just read from a file or a download: ``f.read()``,
+    ``path.read_bytes()``, ``requests.get(url).content``, or a name of
+    ``scope`` bound to one. A read of an in-memory buffer of ``scope``
+    (``buf.read()`` after ``torch.save(obj, buf)``) and an archive member
+    read by name (``archive.read(name)``) are not."""
+    if scope is not None and code_of(node) in scope.file_bytes:
+        return True
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value in _FILE_READS
+        and not positional_args(node)
+    ):
+        receiver = code_of(node.func.value)
+        return scope is None or (receiver not in scope.buffers and receiver not in scope.saved_files)
+    if isinstance(node, cst.Attribute) and node.attr.value == "content" and isinstance(node.value, cst.Call):
+        return (facts.qualify(node.value.func) or "").split(".")[0] in _HTTP_CLIENTS
+    return False
+
+
+def is_memory_buffer(facts: FileFacts, node: cst.CSTNode, scope: Optional[ScriptScope] = None) -> bool:
+    """``io.BytesIO(data)``: bytes held in memory, not a file on disk; but
+    not ``io.BytesIO(f.read())``, whose bytes are a file's
+    (:func:`is_file_bytes`)."""
+    if not (isinstance(node, cst.Call) and facts.qualify(node.func) in ("io.BytesIO", "_io.BytesIO")):
+        return False
+    args = positional_args(node)
+    return not (args and is_file_bytes(facts, args[0].value, scope))
 
 
 #: the qualified names of ``torch.load``
@@ -3113,7 +3415,28 @@ def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     if isinstance(parent, cst.Assign) and node is not name and parent.value is node:
         # ckpt = ckpt["state_dict"]
         return all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in parent.targets)
-    return False
+    return _rekeys(name, parents)
+
+
+def _rekeys(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
+    """``state = {k.replace("module.", ""): v for k, v in state.items()}``: the
+    loaded dict re-keyed into the same name, its values passed through."""
+    if len(parents) < 5:
+        return False
+    attr, call, comp_for, comp, assign = parents[-1], parents[-2], parents[-3], parents[-4], parents[-5]
+    if not (
+        isinstance(attr, cst.Attribute) and attr.value is name and attr.attr.value == "items"
+        and isinstance(call, cst.Call) and call.func is attr and not call.args
+        and isinstance(comp_for, cst.CompFor) and comp_for.iter is call and comp_for.inner_for_in is None
+        and isinstance(comp, cst.DictComp) and comp.for_in is comp_for
+        and isinstance(assign, cst.Assign) and assign.value is comp
+    ):
+        return False
+    target = comp_for.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name)):
+        return False
+    passes_values = isinstance(comp.value, cst.Name) and comp.value.value == target.elements[1].value.value
+    return passes_values and all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in assign.targets)
 
 
 _RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
@@ -3635,7 +3958,11 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
-            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES":
+            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES" and not (
+                string_value(node.value) is not None or isinstance(node.value, cst.Integer)
+            ):
+                # ``= str(rank)``: each process sees its own GPU as cuda:0; a
+                # constant (``= "0,1,2,3"``) gives every process the same GPUs
                 self.facts.sets_visible_devices = True
         target = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
         self.statement_targets.append(target or "")
@@ -3709,10 +4036,22 @@ class _ScriptCollector(cst.CSTVisitor):
         if original_node.value is None or len(self.stack) < 2:
             return
         inner, _ = strip_placements(original_node.value)
+        if isinstance(inner, cst.IfExp):
+            # ``return DataParallel(m) if multi_gpu else m``: each arm is a
+            # return under the expression's test
+            point = self._point()
+            self.if_tests[(self.scope.index, point)] = inner.test
+            for arm, value in ((0, inner.body), (1, inner.orelse)):
+                self._note_return(value, self._branch() + [f"{point}:{arm}"])
+            return
+        self._note_return(inner, self._branch())
+
+    def _note_return(self, value: cst.BaseExpression, branch: List[str]) -> None:
+        inner, _ = strip_placements(value)
         wrap_index = self.wrap_index_of.get(id(inner), -1)
         name = dotted_name(inner) if wrap_index < 0 else ""
         if wrap_index >= 0 or name:
-            self.returns.append((self.scope.index, name or "", self.order, self._branch(), wrap_index))
+            self.returns.append((self.scope.index, name or "", self.order, branch, wrap_index))
 
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
         return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
@@ -3892,10 +4231,8 @@ class _ScriptCollector(cst.CSTVisitor):
             return
         for si, callee, _k, node, ev in self.maybe_helper_calls:
             scope = self.scopes[si]
-            name, shift = callee, 0
-            if "." in callee:
-                name, shift = f"{scope.class_name}.{callee.split('.', 1)[1]}", 1
-            helper = helpers.get(name)
+            shift = 1 if "." in callee else 0  # ``self.wrap(m)``: ``self`` is the first parameter
+            helper = helpers.get(callee_name(scope, callee, helpers))
             if helper is None or any(a.star for a in node.args):
                 continue
             args = positional_args(node)
@@ -4014,6 +4351,21 @@ class _ScriptCollector(cst.CSTVisitor):
                     cls.inner_wrappers.setdefault(t[len(me):], ev.wrapper)
 
 
+def callee_name(scope: "ScopeFacts", call: str, defined: Container[str]) -> str:
+    """The scope name of the function a call in ``scope`` runs: a method
+    through the instance (``self.wrap(...)`` in ``Trainer.fit``:
+    ``Trainer.wrap``), a function defined inside the calling one (``wrap(m)``
+    in ``main``, with ``main.wrap`` in ``defined``), else the callee as
+    written."""
+    if "." in call:
+        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
+            return f"{scope.class_name}.{call.split('.', 1)[1]}"
+        return call
+    if scope.name != "<module>" and f"{scope.name}.{call}" in defined:
+        return f"{scope.name}.{call}"
+    return call
+
+
 def _is_off(node: cst.BaseExpression) -> bool:
     """``False``, ``None``, ``0``: a switch turned off."""
     return (isinstance(node, cst.Name) and node.value in ("False", "None")) or (
@@ -4056,11 +4408,40 @@ def _env_read(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+#: ``device_map=`` strings with which accelerate spreads a model over devices
+_SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+
 def _device_map(call: cst.Call) -> str:
+    """The ``device_map=`` of a call when it may split the model over
+    devices, else "". A map onto one device (``"cuda:0"``, ``0``,
+    ``torch.device(...)``, ``{"": local_rank}``, a dict whose values are all
+    the same, a ``device``/``local_rank`` variable) places the whole model
+    like ``.to()``: the QLoRA-under-DDP recipe
+    (``device_map={"": PartialState().process_index}``) is one process, one GPU."""
     dm = keyword_arg(call, "device_map")
     if dm is None or (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
         return ""
-    return code_of(dm.value)
+    value = dm.value
+    text = string_value(value)
+    if text is not None:
+        return code_of(value) if text in _SPREADING_DEVICE_MAPS else ""
+    if isinstance(value, cst.Integer) or (isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device")):
+        return ""
+    if isinstance(value, cst.FormattedString):
+        head = value.parts[0] if value.parts else None
+        text = head.value if isinstance(head, cst.FormattedStringText) else ""
+        return "" if text.startswith(("cuda", "cpu", "mps", "xpu", "npu")) else code_of(value)
+    if isinstance(value, cst.Dict):
+        targets = {code_of(e.value) for e in value.elements if isinstance(e, cst.DictElement)}
+        keys = [string_value(e.key) for e in value.elements if isinstance(e, cst.DictElement)]
+        if len(targets) == 1 and len(keys) == len(value.elements) and (keys == [""] or None not in keys):
+            return ""
+        return code_of(value)
+    last = (dotted_name(value) or "").rsplit(".", 1)[-1].lower()
+    if last and (_is_device_name(last) or last in _RANK_NAMES or last in ("process_index", "local_process_index")):
+        return ""
+    return code_of(value)
 
 
 def _target_names(node: cst.BaseExpression) -> List[str]:

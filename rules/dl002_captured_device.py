@@ -5,10 +5,12 @@ Flags tensors placed, inside `forward` of an `nn.Module` (or a method it
 calls), on a device fixed outside the replica: `self.device` assigned in
 `__init__` from an argument (`device`, `config.device`) or a
 `torch.device(...)`, a module-level device variable, a `"cuda"` /
-`"cuda:0"` / `torch.device("cuda:0")` literal, or `.cuda()` with or without
-an index; as `.to(<device>)`, `.cuda(...)` or `device=<device>` in a call,
-also through a local copy (`device = self.device`, then `device=device`)
-when that assignment is the local's only binding in the method.
+`"cuda:0"` / `torch.device("cuda:0")` literal, `.cuda()` with or without
+an index, or a GPU index kept in `__init__` (`self.gpu = gpu`) and used as
+`f"cuda:{self.gpu}"` or `.cuda(self.gpu)`; as `.to(<device>)`, `.cuda(...)`
+or `device=<device>` in a call, also through a local copy (`device =
+self.device`, then `device=device`) when that assignment is the local's only
+binding in the method.
 
 ## Why is this bad?
 `nn.DataParallel` copies the module onto every GPU and runs each copy on its
@@ -59,7 +61,8 @@ none, from a parameter or buffer the module holds
 empty (PyTorch >= 1.5).
 
 Not flagged: `self.device` used only in `__init__`; a `device` passed as an
-argument of `forward` or computed in it (`device = x.device`); a `device`
+argument of `forward` or computed in it (`device = x.device`,
+`f"cuda:{x.get_device()}"`); a `device`
 property that reads a parameter's device; `.to("cpu")` / `.cpu()` (moving
 results off the GPU on purpose); modules that pin their own submodules to
 devices (model-parallel code: DL004 and DL008 cover it).
@@ -286,7 +289,7 @@ class YoloHead(nn.Module):
                 return True
             if kind == "call" and scan.refers_to(detail, {"torch.device"}):
                 return True
-            if kind == "str" and (detail == "cuda" or detail.startswith("cuda:")):
+            if kind in ("str", "fstr") and (detail == "cuda" or detail.startswith("cuda:")):
                 return True
             if kind == "name" and detail in scan.unclassed_names:
                 return True
@@ -346,6 +349,11 @@ class YoloHead(nn.Module):
             return f"the literal `{_code(node)}` in `{method}`", s == "cuda"
         if isinstance(node, cst.Integer):
             return f"the device index `{node.value}` in `{method}`", False
+        if isinstance(node, cst.FormattedString):
+            index = _cuda_fstring_index(node)
+            if index is not None and self._construction_index(index):
+                return f"`{_code(node)}` in `{method}`", False
+            return None
         if isinstance(node, cst.Call) and self.facts.qualify(node.func) == "torch.device":
             args = positional_args(node)
             if not args:
@@ -373,6 +381,23 @@ class YoloHead(nn.Module):
                 return f"`{_code(node)}`, fixed in `{facts.method}`,", _current_only(facts.value)
         return None
 
+    def _construction_index(self, node: cst.BaseExpression) -> bool:
+        """A device index fixed when the module was built: a literal, or
+        ``self.<attr>`` assigned in ``__init__`` (``self.gpu = gpu``), also
+        through a local copy (``gpu = self.gpu``). Only asked where the value
+        can only be a device index (``f"cuda:{...}"``, ``.cuda(...)``)."""
+        if isinstance(node, cst.Integer):
+            return True
+        if isinstance(node, cst.Name):
+            alias = self._alias_of(node.value)
+            return alias is not None and self_attribute(alias, self.context.self_name) is not None and self._construction_index(alias)
+        cls = self.context.current_class
+        attr = self_attribute(node, self.context.self_name)
+        if attr is None or cls is None or attr in cls.methods:
+            return False
+        facts = self.facts.class_attribute(cls.name, attr)
+        return facts is not None and facts.method == "__init__" and facts.kind in ("device", "other")
+
     def _message(self, what: str, current: bool) -> str:
         if current:
             return (
@@ -396,7 +421,7 @@ class YoloHead(nn.Module):
         index = keyword_arg(node, "device") or next(iter(positional_args(node)), None)
         if index is None:
             message = self._message(f"`.cuda()` in `{self._method()}`", True)
-        elif self._captured(index.value) is not None:
+        elif self._captured(index.value) is not None or self._construction_index(index.value):
             message = self._message(f"`.cuda({_code(index.value)})` in `{self._method()}`", False)
         else:
             return  # .cuda(x.device.index): taken from a tensor
@@ -483,6 +508,21 @@ class YoloHead(nn.Module):
                 self._bound[id(fn)] = names
             out |= names
         return out
+
+
+def _cuda_fstring_index(node: cst.FormattedString) -> Optional[cst.BaseExpression]:
+    """``E`` in ``f"cuda:{E}"``, else None."""
+    parts = node.parts
+    if (
+        len(parts) == 2
+        and isinstance(parts[0], cst.FormattedStringText)
+        and parts[0].value == "cuda:"
+        and isinstance(parts[1], cst.FormattedStringExpression)
+        and parts[1].conversion is None
+        and parts[1].format_spec is None
+    ):
+        return parts[1].expression
+    return None
 
 
 class _LocalNames(cst.CSTVisitor):

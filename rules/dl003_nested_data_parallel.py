@@ -13,12 +13,14 @@ another one:
   `model = DP(model)` with no re-binding in between, or a function that wraps
   its argument called on a model it already wrapped.
 
-A function of this file that returns its argument wrapped counts as a wrap of
-that argument wherever it is called: inside a model
+A function of this file (a method, or a function defined inside the calling
+one) that returns its argument wrapped counts as a wrap of that argument
+wherever it is called: inside a model
 (`self.backbone = maybe_parallel(Backbone())`), around a model, or twice on
 one path. That holds when it wraps under a condition too
 (`if torch.cuda.device_count() > 1: model = nn.DataParallel(model)` then
-`return model`): on a multi-GPU machine the condition holds.
+`return model`, or `return nn.DataParallel(model) if multi_gpu else model`):
+on a multi-GPU machine the condition holds.
 
 ## Why is this bad?
 The outer wrapper replicates the model, inner wrapper included, onto every
@@ -307,7 +309,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 attr = ev.statement_target[len(me):] if ev.statement_target.startswith(me) else ""
                 if attr not in cls.inner_wrappers or (ev.branch and outer_conditional):
                     continue
-                helper = self.facts.scope_named(self._helper_name(scope, ev.helper))
+                helper = self.facts.callee_scope(scope, ev.helper)
                 if helper is not None and helper.class_name == cls.name and helper.wraps_param >= 0:
                     continue  # reported at the wrapper inside that method
                 node = self._helper_node(scope, ev)
@@ -381,12 +383,6 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 self._emit(node, message, replacements, f"remove the second wrapper ({_WHY_UNSAFE})")
 
     # -- calls of the file's wrap helpers ---------------------------------------
-    @staticmethod
-    def _helper_name(scope: ScopeFacts, call: str) -> str:
-        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
-            return f"{scope.class_name}.{call.split('.', 1)[1]}"
-        return call
-
     def _helper_node(self, scope: ScopeFacts, ev: WrapEvent) -> Optional[cst.Call]:
         nodes = self.calls_by_name.get((scope.index, ev.helper), [])
         return nodes[ev.helper_call] if 0 <= ev.helper_call < len(nodes) else None
@@ -417,11 +413,8 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         self._emit(node, message, None, "", no_fix=_helper_no_fix(inner.helper))
 
     def _wrapping_function(self, scope: ScopeFacts, call: str) -> Optional[ScopeFacts]:
-        name = call
-        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
-            name = f"{scope.class_name}.{call.split('.', 1)[1]}"
-        helper = self.facts.scope_named(name)
-        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper or name in self.facts.wrap_helpers):
+        helper = self.facts.callee_scope(scope, call)
+        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper or helper.name in self.facts.wrap_helpers):
             return helper
         return None
 

@@ -10,7 +10,11 @@ already splits itself over devices by hand (model parallelism):
   or two different device expressions for two submodules;
 * it is built from parts placed on different devices in the script
   (`Seq2Seq(enc.to("cuda:0"), dec.to("cuda:1"))`);
-* it was loaded with a `device_map` (`from_pretrained(..., device_map="auto")`).
+* it was loaded with a `device_map` that may split it (`"auto"`,
+  `"balanced"`, `"sequential"`, a dict naming several devices, a variable).
+  A map onto one device (`device_map={"": local_rank}`, `"cuda:0"`,
+  `f"cuda:{rank}"`, `0`) places the whole model like `.to()` and is not
+  flagged: one process, one GPU is how QLoRA runs under DDP.
 
 ## Why is this bad?
 Data parallelism copies the *whole* model onto every GPU and splits the batch;

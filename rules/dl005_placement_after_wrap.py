@@ -4,8 +4,10 @@
 Flags a model placed on a device after it was wrapped for data parallelism:
 
 * `DistributedDataParallel(model, ...).to(device)` / `.cuda()`, or
-  `model.to(device)` after `model = DistributedDataParallel(model, ...)`,
-  when the model was not already on that device before the wrap;
+  `model.to(device)` after `model = DistributedDataParallel(model, ...)`
+  (or after `ddp_model = DistributedDataParallel(model, ...)`: the module
+  inside the wrapper, moved under its own name), when the model was not
+  already on that device before the wrap;
 * `DataParallel(model, ...).to(dev)` / `.cuda()`, or a later `model.to(dev)`,
   when `dev` is a known CUDA device other than `device_ids[0]`
   (`device_ids` defaults to every GPU, so `device_ids[0]` is `cuda:0`):
@@ -233,9 +235,15 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             separate = False
         elif event.target:
             chain = binding_chain(scope, event.target, event.order, event.branch)
-            if not chain or chain[-1].kind != "wrap":
-                return
-            wrap = scope.wraps[chain[-1].wrap_index]
+            if chain and chain[-1].kind == "wrap":
+                wrap = scope.wraps[chain[-1].wrap_index]
+            else:
+                # ``ddp = DDP(model, ...)`` then ``model.to(rank)``: the
+                # module inside the wrapper is moved under another name
+                found = _wrap_of_inner(scope, event)
+                if found is None:
+                    return
+                wrap = found
             separate = True
         else:
             return
@@ -355,6 +363,22 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         # the later placement still serves the paths that do not wrap (and
         # is a no-op on the path that does): keep it
         return Fix([(wrap_node, new_wrap)], safety, "place the model before wrapping it"), ""
+
+
+def _wrap_of_inner(scope: ScopeFacts, event: PlaceEvent) -> Optional[WrapEvent]:
+    """The last wrap, before ``event`` on every path to it, of the very
+    module ``event`` places (``ddp = DDP(model)`` ... ``model.to(rank)``,
+    ``model`` not re-bound in between), or None."""
+    for wrap in reversed(scope.wraps):
+        if (
+            wrap.order < event.order
+            and wrap.wrapped_name == event.target
+            and wrap.target != event.target
+            and always_before(wrap.branch, event.branch)
+            and not scope.binds_between(event.target, wrap.order, event.order)
+        ):
+            return wrap
+    return None
 
 
 def _device_like(code: str) -> bool:

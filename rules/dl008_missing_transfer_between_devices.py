@@ -731,6 +731,10 @@ class _Flow:
         attr = self_attribute(node, self.self_name)
         if attr is not None:
             a = self.facts.class_attribute(self.cls.name, attr)
+            if a is not None and a.method == "__init__" and a.value.isidentifier() and a.kind in ("device", "other"):
+                # ``self.dev1 = dev1`` in ``__init__``, which also pins
+                # ``self.dec = nn.Linear(...).to(dev1)``: the same device
+                return self.key(cst.Name(a.value), depth + 1)
             if a is not None and a.kind == "device":
                 try:
                     inner = self.key(cst.parse_expression(a.value), depth + 1)

@@ -38,8 +38,10 @@ model = DDP(model, device_ids=[local_rank], output_device=local_rank)
 ```
 
 Not flagged: a script with no rank in reach (a single-process example), and a
-script that sets `os.environ["CUDA_VISIBLE_DEVICES"]` itself (each process
-then sees its own GPU as `cuda:0`, and `device_ids=[0]` is right).
+script that sets `os.environ["CUDA_VISIBLE_DEVICES"]` itself from a value it
+computes (`= str(rank)`: each process then sees its own GPU as `cuda:0`, and
+`device_ids=[0]` is right). A constant (`= "0,1,2,3"`) gives every process
+the same GPUs and does not silence the finding.
 
 ## Fix safety
 Unsafe: the fix uses the rank variable in scope, preferring a local rank

@@ -165,3 +165,55 @@ def test_a_switched_off_helper_call_is_no_earlier_wrap():
     assert findings(off, helper) == []
     on = "\ndef build():\n    model = wrap(Backbone())\n    return nn.DataParallel(model)\n"
     assert [c for c, _ in findings(on, helper)] == ["DL003"]
+
+
+#: the wrap and the pass-through as the two arms of one conditional expression
+EXPRESSION_HELPER = """
+def spread(model, multi_gpu=True):
+    return nn.DataParallel(model) if multi_gpu else model
+"""
+
+
+def test_a_helper_returning_a_conditional_expression_is_a_conditional_wrap():
+    body = "\ndef build():\n    model = spread(Backbone())\n    model = spread(model)\n    return model\n"
+    [(code, message)] = findings(body, EXPRESSION_HELPER)
+    assert code == "DL003" and message.startswith("`model` is already wrapped (by `spread`")
+    facts = build_facts(libcst.parse_module(HEAD + textwrap.dedent(EXPRESSION_HELPER)))
+    facts.ensure_script_facts()
+    helper = facts.wrap_helpers["spread"]
+    assert helper.conditional and helper.param_name == "model"
+    assert helper.condition_params == [(1, "multi_gpu")]
+
+
+def test_a_conditional_expression_helper_switched_off_does_not_wrap():
+    off = DETECTOR.replace("spread(Backbone())", "spread(Backbone(), multi_gpu=False)")
+    assert findings(off + "\nmodel = nn.DataParallel(Detector())\n", EXPRESSION_HELPER) == []
+    assert [c for c, _ in findings(DETECTOR + "\nmodel = nn.DataParallel(Detector())\n", EXPRESSION_HELPER)] == ["DL003"]
+
+
+def test_a_conditional_expression_returning_something_else_is_no_helper():
+    helper = """
+    def pick(model, backup):
+        return model if backup is None else backup
+    """
+    facts = build_facts(libcst.parse_module(HEAD + textwrap.dedent(helper)))
+    facts.ensure_script_facts()
+    assert "pick" not in facts.wrap_helpers
+
+
+def test_a_helper_defined_inside_the_calling_function():
+    body = """
+    def main(rank):
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        def wrap(m):
+            return DDP(m.to(rank), device_ids=[rank])
+
+        model = wrap(Backbone())
+        model = wrap(model)
+        return model
+    """
+    [(code, message)] = findings(body)
+    assert code == "DL003" and "`wrap` wraps it again in DistributedDataParallel" in message
+    once = body.replace("        model = wrap(model)\n", "")
+    assert findings(once) == []

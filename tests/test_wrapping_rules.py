@@ -342,3 +342,36 @@ def test_dataparallel_to_a_local_device_variable():
         other.to(device)
     """
     assert findings(src) == [(7, "DL005")]
+
+
+@pytest.mark.parametrize(
+    "device_map, split",
+    [
+        ('"auto"', True),
+        ('"balanced"', True),
+        ('{"transformer": 0, "lm_head": 1}', True),
+        ("args.device_map", True),
+        ('{"": local_rank}', False),
+        ('{"": PartialState().process_index}', False),
+        ('{"transformer": 0, "lm_head": 0}', False),
+        ('"cuda:0"', False),
+        ('f"cuda:{local_rank}"', False),
+        ("local_rank", False),
+        ("torch.device('cuda', local_rank)", False),
+        ("0", False),
+    ],
+)
+def test_dl004_device_map_that_splits_the_model(device_map, split):
+    src = f"""
+    import os
+    import torch
+    from accelerate import PartialState
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from transformers import AutoModelForCausalLM
+
+    def main(args):
+        local_rank = int(os.environ["LOCAL_RANK"])
+        model = AutoModelForCausalLM.from_pretrained("gpt2", device_map={device_map})
+        return DDP(model, device_ids=[local_rank])
+    """
+    assert findings(src) == ([(10, "DL004")] if split else [])
