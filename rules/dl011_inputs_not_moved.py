@@ -16,6 +16,11 @@ read by a constant key (`batch["input_ids"]`, `batch[0]`) or as attributes
 (`data.x`, `data.edge_index` of a PyG `Batch`), and names bound to one of
 these in the loop without a move (`labels = batch["labels"]`, `masks =
 masks.squeeze(1).long()`, `x0 = x0 * 2 - 1`, `noise = torch.randn_like(x0)`).
+Any loop (an RL episode, a benchmark) also counts a tensor it builds on the
+CPU and feeds to a model moved before it: `torch.as_tensor(obs)`,
+`torch.from_numpy(arr)`, `torch.tensor(rows)`, `torch.randn(64, 3, 224, 224)`
+without `device=` (not a 0-dim `torch.tensor(0.99)`, not a conversion of a
+model output, not a dry run on a model the script moves only later).
 The model may be moved in a chain (`teacher.to(device).eval()`,
 `model.half().cuda().eval()`), be a copy of a moved model
 (`ema = copy.deepcopy(model)`, `torch.compile(model)`), be loaded onto a
@@ -113,15 +118,16 @@ Decided case: `x.to(device)` alone on a line is reported for a tensor the
 loop unpacked (`Tensor.to` returns a copy), not for a whole batch, which may
 be a PyG `Data` or a `BatchEncoding` whose `.to()` moves in place.
 
-Not covered: tensors built in a loop without a loader (`torch.as_tensor(obs)`
-in an RL loop, `torch.randn(...)` in a benchmark), and a `collate_fn` of the
-script's own defined after the loader that uses it (it is taken to place the
-batch).
+Not covered: a `collate_fn` of the script's own defined after the loader
+that uses it (it is taken to place the batch), and a tensor built on the CPU
+before the loop that uses it.
 
 ## Fix safety
 Safe: moving a tensor to the device its model already lives on is what the
 model's first layer needs; on a CPU-only machine `device` is the CPU and the
-move is a no-op. Unsafe: moving a batch object read by attributes
+move is a no-op; a tensor built in the loop gets `device=` with that
+expression (`torch.as_tensor(obs, device=device)`). Unsafe: moving a batch
+object read by attributes
 (`data = data.to(device)`): a PyG `Batch` or a `BatchEncoding` has a `.to()`,
 a namedtuple of tensors does not.
 """
@@ -137,6 +143,7 @@ from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     CTC_LOSSES,
     DATA_LOADERS,
+    MODULE_SCOPE,
     Placement,
     ScopeStack,
     WrapFacts,
@@ -145,8 +152,9 @@ from devlint.semantic import (
     keyword_arg,
     looks_like_loader,
     loader_loop,
-    next_loader,
     lookup_scoped,
+    moved_part,
+    next_loader,
     placed_on_cpu,
     placement_of,
     positional_args,
@@ -164,6 +172,19 @@ _KEEPS_DEVICE = frozenset(
     {"view", "view_as", "reshape", "reshape_as", "long", "float", "int", "double", "half", "bool", "squeeze",
      "unsqueeze", "flatten", "contiguous", "t", "permute", "transpose", "clone", "detach", "type"}
 )
+#: calls whose result may be a model on a device (a copy or a wrapper of a moved
+#: one, a whole model loaded with ``map_location``)
+_MOVING_CALLS = frozenset({
+    "copy.deepcopy", "torch.compile", "torch.nn.DataParallel", "torch.nn.parallel.DistributedDataParallel", "torch.load",
+})
+#: factories that build a tensor on the CPU unless given ``device=``
+_SHAPE_FACTORIES = frozenset({
+    "torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.randint",
+    "torch.arange", "torch.linspace", "torch.randperm", "torch.eye",
+})
+#: conversions of host data (a NumPy array, a list) into a CPU tensor
+_HOST_CONVERSIONS = frozenset({"torch.as_tensor", "torch.tensor", "torch.from_numpy", "torch.FloatTensor", "torch.LongTensor"})
+_HOST_TENSORS = _SHAPE_FACTORIES | _HOST_CONVERSIONS
 #: words in a helper's name or arguments that say it moves a batch
 _MOVING_WORDS = ("device", "cuda", "gpu", "move", "to_", "transfer")
 _ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide, cst.FloorDivide, cst.Power, cst.MatrixMultiply)
@@ -199,6 +220,7 @@ class InputsNotMoved(Rule):
     name = "inputs-not-moved"
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
+    host_message = "`{item}` is built on the CPU (no `device=`) and passed to `{model}`, which was moved to {device}"
     fix_safety = "safe/unsafe"
     tokens = (".to(", ".cuda(")
 
@@ -343,6 +365,151 @@ class Trainer:
     def __init__(self, context) -> None:
         super().__init__(context)
         self.scopes = ScopeStack()
+        #: scope -> models (``model``, ``self.net``) seen moved so far, in source order
+        self._moved_so_far: Dict[str, Set[str]] = {}
+        #: loops around the node being visited
+        self._loops = 0
+        #: the file imports a DataLoader or tqdm (None: not looked yet)
+        self._loader_file: Optional[bool] = None
+        #: scope -> names bound in a loop to a tensor built on the CPU
+        #: (``state = torch.as_tensor(obs)``) -> the building call
+        self._host_names: Dict[str, Dict[str, cst.Call]] = {}
+        #: scope -> names bound in a loop -> the value last bound
+        self._loop_values: Dict[str, Dict[str, cst.BaseExpression]] = {}
+
+    # -- which loops may iterate a loader (before building the script facts) --
+    def _may_be_loader(self, it: cst.BaseExpression) -> bool:
+        """Cheap: the file imports a data loader or a progress bar, or the
+        iterable names something loader-like (``train_loader``,
+        ``DataLoader(...)``). The script facts, a walk of their own, are only
+        built for such loops."""
+        if self._loader_file is None:
+            self._loader_file = any(
+                t.rsplit(".", 1)[-1] == "DataLoader" or t.startswith(("torch.utils.data", "tqdm"))
+                for targets in self.facts.imports.values()
+                for t in targets
+            )
+        if self._loader_file:
+            return True
+        while isinstance(it, cst.Call):
+            name = dotted_name(it.func) or ""
+            if name.rsplit(".", 1)[-1] in ("DataLoader", "DataLoader2"):
+                return True
+            parts = [a.value for a in it.args if not a.star]
+            if name == "zip":
+                return any(self._may_be_loader(p) for p in parts)
+            if not parts:
+                return False
+            it = parts[0]  # enumerate(...), iter(...), tqdm(...)
+        if isinstance(it, cst.Subscript):
+            it = it.value
+        name = dotted_name(it)
+        return name is not None and looks_like_loader(name)
+
+    # -- models moved so far (a CPU tensor is only a bug after the move) -----
+    def _note_moved(self, ref: str) -> None:
+        scope = self.scopes.name
+        if ref.startswith("self."):
+            s = self.facts.script_scopes.get(scope) if self.facts.script_scopes else None
+            scope = s.class_scope if s is not None and s.class_scope else scope
+        self._moved_so_far.setdefault(scope, set()).add(ref)
+
+    def moved_before(self, ref: str) -> bool:
+        scope = self.scopes.name
+        if ref in self._moved_so_far.get(scope, ()):
+            return True
+        self.facts.ensure_training_facts()
+        s = self.facts.script_scopes.get(scope)
+        if ref.startswith("self.") and s is not None and s.class_scope:
+            return ref in self._moved_so_far.get(s.class_scope, ())
+        if s is not None and s.kind == "function" and "." not in ref and ref not in s.params and ref not in s.bound:
+            return ref in self._moved_so_far.get(MODULE_SCOPE, ())
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and placement_of(self.facts, node) is not None:
+            ref = ref_of(func.value, self._self_name())
+            if ref is not None:
+                self._note_moved(ref)  # model.to(device)
+            return
+        if self._loops:
+            self._host_inputs(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = moved_part(self.facts, node.value)
+        moves = placement_of(self.facts, value) is not None or (
+            isinstance(value, cst.Call) and (self.facts.qualify(value.func) or "") in _MOVING_CALLS
+        )
+        if moves:
+            for t in node.targets:
+                ref = ref_of(t.target, self._self_name())
+                if ref is not None:
+                    self._note_moved(ref)  # model = Net().to(device), ema = copy.deepcopy(model)
+        if not self._loops:
+            return
+        hosts = self._host_names.setdefault(self.scopes.name, {})
+        values = self._loop_values.setdefault(self.scopes.name, {})
+        built = self._host_call(node.value)
+        for t in node.targets:
+            for name in _bound_names(t.target):
+                hosts.pop(name, None)
+                values.pop(name, None)
+                if isinstance(t.target, cst.Name):
+                    values[name] = node.value
+                    if built is not None:
+                        hosts[name] = built
+
+    # -- tensors a loop builds on the CPU (torch.as_tensor(obs), torch.randn(...)) --
+    def _host_call(self, value: cst.BaseExpression) -> Optional[cst.Call]:
+        """The call building ``value`` on the CPU, looking through methods that
+        keep the device (``torch.as_tensor(obs).float().unsqueeze(0)``)."""
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _KEEPS_DEVICE:
+            value = value.func.value
+        if not isinstance(value, cst.Call):
+            return None
+        q = self.facts.qualify(value.func)
+        if q is None or keyword_arg(value, "device") is not None or any(a.star for a in value.args):
+            return None
+        if q in _SHAPE_FACTORIES:
+            return value if value.args else None
+        if q in _HOST_CONVERSIONS:
+            args = positional_args(value)
+            if not args or _is_number(args[0].value):
+                return None  # torch.tensor(0.99): a 0-dim number mixes with CUDA tensors
+            data = args[0].value
+            bound = self._loop_values.get(self.scopes.name, {}).get(data.value) if isinstance(data, cst.Name) else None
+            if bound is not None and _calls_a_model(self, bound):
+                return None  # a model output is already on the device
+            return value
+        return None
+
+    def _host_inputs(self, call: cst.Call) -> None:
+        """A moved model called in a loop with a tensor the loop built on the CPU."""
+        ref = ref_of(call.func, self._self_name())
+        if ref is None:
+            return
+        hosts = self._host_names.get(self.scopes.name, {})
+        built_args = []
+        for a in call.args:
+            if a.star:
+                continue
+            value = a.value
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _KEEPS_DEVICE:
+                value = value.func.value
+            built = hosts.get(value.value) if isinstance(value, cst.Name) else self._host_call(value)
+            if built is not None:
+                built_args.append((value, built))
+        if not built_args:
+            return  # (the facts below are only built when needed)
+        p = lookup_scoped(self.facts, self.scopes.name, ref, "placements")
+        if not isinstance(p, Placement) or placed_on_cpu(self.facts, self.scopes.name, p) or not self.moved_before(ref):
+            return  # not moved, or not yet: a CPU dry run before the move
+        w = lookup_scoped(self.facts, self.scopes.name, ref, "wrapped")
+        if isinstance(w, WrapFacts) and w.moves_inputs:
+            return
+        for value, built in built_args:
+            self._report(None, "", _Found(_Root(code_of(built), "host", built, ""), value, ref, p, True), -1)
 
     @classmethod
     def candidate(cls, scan) -> bool:
@@ -359,6 +526,13 @@ class Trainer:
         # it = iter(train_loader); while True: x, y = next(it)
         takes_next = any(call.func == "next" for call in scan.calls)
         if takes_next and any("iter" in callees for callees in scan.call_bound.values()):
+            return True
+        # a script (outside any class) building tensors on the CPU and moving
+        # something: an RL loop's torch.as_tensor(obs), a benchmark's torch.randn(...)
+        if any(
+            call.cls is None and not call.moved and "device" not in call.keywords and scan.refers_to(call.func, _HOST_TENSORS)
+            for call in scan.calls
+        ) and any(call.attr in ("to", "cuda") and call.cls is None for call in scan.calls):
             return True
         # a file that builds a DataLoader: loops, comprehensions and next() over it
         return any(
@@ -382,9 +556,10 @@ class Trainer:
         return self.context.self_name if self.context.current_method is not None else "self"
 
     def visit_For(self, node: cst.For) -> None:
+        self._loops += 1
         if not isinstance(node.body, cst.IndentedBlock):
             return
-        loop = loader_loop(self.facts, self.scopes.name, node, self._self_name())
+        loop = loader_loop(self.facts, self.scopes.name, node, self._self_name()) if self._may_be_loader(node.iter) else None
         if loop is None:
             self._next_loop(node)  # for step in range(n): x, y = next(it)
             return
@@ -409,6 +584,8 @@ class Trainer:
         comp = node.for_in
         if comp.inner_for_in is not None or comp.asynchronous is not None:
             return
+        if not self._may_be_loader(comp.iter):
+            return
         loop = loader_loop(self.facts, self.scopes.name, comp, self._self_name())  # type: ignore[arg-type]
         if loop is None:
             return
@@ -421,10 +598,17 @@ class Trainer:
             self._report(None, loop.loader_of.get(found.root.base, loop.loader), found, -1)
 
     def visit_While(self, node: cst.While) -> None:
+        self._loops += 1
         if isinstance(node.body, cst.IndentedBlock):
             self._next_loop(node)
 
-    def _next_loop(self, node: cst.CSTNode) -> None:
+    def leave_While(self, original_node: cst.While) -> None:
+        self._loops -= 1
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._loops -= 1
+
+    def _next_loop(self, node: cst.CSTNode) -> bool:
         """A loop that takes its batches with ``next()`` from an iterator over a
         loader (``it = iter(loader)``; ``while True: x, y = next(it)``), near the
         top of its body, possibly in a ``try`` that restarts the iterator."""
@@ -441,7 +625,8 @@ class Trainer:
                 batches = []
             if items or batches:
                 self._walk_loop(node, loader, items, batches, {n: loader for n in items + batches}, i + 1)
-            return
+            return True
+        return False
 
     def _next_batch(self, stmt: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
         """``x, y = next(it)`` with ``it`` iterating a loader: (target, loader)."""
@@ -462,6 +647,8 @@ class Trainer:
             return None
         target = assign.targets[0].target
         if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
+            return None
+        if not self._may_be_loader(value.args[0].value):
             return None
         loader = next_loader(self.facts, self.scopes.name, value.args[0].value, self._self_name())
         return (target, loader) if loader is not None else None
@@ -500,9 +687,14 @@ class Trainer:
         comprehension)."""
         p = found.placement
         device = f"`{p.device}`" if p.device else "the GPU"
-        template = self.message if found.as_input else self.target_message
-        message = template.format(item=found.item, loader=loader, model=found.model, device=device)
-        if isinstance(found.node, cst.Name) and found.node.value != found.root.key:
+        if found.root.kind == "host":
+            template = self.host_message
+            item = found.node.value if isinstance(found.node, cst.Name) else found.item
+        else:
+            template = self.message if found.as_input else self.target_message
+            item = found.item
+        message = template.format(item=item, loader=loader, model=found.model, device=device)
+        if isinstance(found.node, cst.Name) and found.node.value != found.root.key and found.root.kind != "host":
             # noise = torch.randn_like(x0): "`x0` (as `noise`) from `loader` ..."
             message = message.replace(f"`{found.item}` from", f"`{found.item}` (as `{found.node.value}`) from", 1)
         if found.discarded is not None:
@@ -516,6 +708,12 @@ class Trainer:
             return
         call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
         root = found.root
+        if root.kind == "host":
+            # torch.as_tensor(obs) -> torch.as_tensor(obs, device=device)
+            dev = p.device or '"cuda"'
+            built = root.node.with_changes(args=_with_keyword(list(root.node.args), "device", dev))  # type: ignore[attr-defined]
+            self.report(found.node, message, fix=self.replace(root.node, built, f"build `{found.item}` with `device={dev}`"))
+            return
         if root.kind == "index" or loop_node is None:
             # an index where the batch is read (a = batch[0] moves every use of a);
             # in a comprehension, the use itself
@@ -613,6 +811,42 @@ def _constant_key(node: cst.Subscript) -> str:
     ):
         return "index"
     return ""
+
+
+def _calls_a_model(rule: "InputsNotMoved", node: cst.CSTNode) -> bool:
+    """``node`` is a moved model's output: ``model(x)``, ``model(x).logits``,
+    ``model(x)[0]``, ``model(x).max(1)``, ``model(x) * 0.5``."""
+    while True:
+        if isinstance(node, cst.BinaryOperation):
+            return _calls_a_model(rule, node.left) or _calls_a_model(rule, node.right)
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            ref = ref_of(node.func, rule._self_name())
+            if ref is not None:
+                return isinstance(lookup_scoped(rule.facts, rule.scopes.name, ref, "placements"), Placement)
+            if not isinstance(node.func, cst.Attribute):
+                return False
+            node = node.func.value
+        else:
+            return False
+
+
+def _with_keyword(args: List[cst.Arg], name: str, value: str) -> List[cst.Arg]:
+    """``args`` with ``name=value`` appended, keeping the layout."""
+    new_arg = cst.Arg(
+        keyword=cst.Name(name),
+        value=cst.parse_expression(value),
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    if args:
+        last = args[-1]
+        if isinstance(last.comma, cst.Comma):
+            new_arg = new_arg.with_changes(comma=last.comma)  # a trailing comma stays trailing
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        else:
+            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return args + [new_arg]
 
 
 def _is_number(node: cst.BaseExpression) -> bool:
