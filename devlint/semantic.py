@@ -344,6 +344,9 @@ class FunctionFacts:
     #: used as an index: ``t[self.m(...)]``, ``i = self.m(...); t[i.view(-1)]``)
     #: or "other"; empty when no forward-reachable code calls it
     caller_uses: List[str] = field(default_factory=list)
+    #: parameters annotated as a list/tuple/sequence of tensors
+    #: (``features: List[torch.Tensor]``): iterating one gives tensors
+    tensor_collection_params: List[str] = field(default_factory=list)
     #: (module-level functions forward calls) every ``return`` gives a list
     #: or tuple display or comprehension: ``torch.tensor(get_slopes(n))`` has
     #: dimensions
@@ -654,6 +657,17 @@ def _is_collection_annotation(ann: str) -> bool:
     return "[" in ann and outer in _COLLECTION_ANNOTATIONS
 
 
+def _iterates_tensors(ann: str) -> bool:
+    """``List[Tensor]``, ``Sequence[torch.Tensor]``, ``tuple[Tensor, ...]``:
+    a collection whose iteration gives its tensors (not a dict: its keys)."""
+    outer = ann.split("[", 1)[0].rsplit(".", 1)[-1].lower()
+    inner = ann.split("[", 1)[1][:-1] if "[" in ann and ann.endswith("]") else ""
+    parts = [p if p == "..." else p.rsplit(".", 1)[-1] for p in inner.split(",")]
+    return outer in ("list", "tuple", "sequence", "iterable") and bool(inner) and all(
+        p == "Tensor" or p == "..." for p in parts
+    )
+
+
 class _NameUses(cst.CSTVisitor):
     """Collects, for a function body: ``p.<attr>`` uses of names and
     ``self.<m>(...)`` calls (also ``ClassName.<m>(...)``, a static method
@@ -719,6 +733,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     uses = _NameUses(self_name, set(method_names), class_name)
     walk(fn.body, uses)
     tensor_params: List[str] = []
+    collections: List[str] = []
     all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
     if is_method:
         all_params = all_params[1:] if all_params else []
@@ -726,8 +741,11 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         name = p.name.value
         ann = _annotation_code(p)
         if ann is not None:
-            if "Tensor" in ann and "Optional" not in ann and "None" not in ann and not _is_collection_annotation(ann):
-                tensor_params.append(name)
+            if "Tensor" in ann and "Optional" not in ann and "None" not in ann:
+                if not _is_collection_annotation(ann):
+                    tensor_params.append(name)
+                elif _iterates_tensors(ann):
+                    collections.append(name)
             continue
         if any(h in name.lower() for h in _DEVICE_NAME_HINTS):
             continue
@@ -752,6 +770,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         self_calls=uses.self_calls,
         is_property=is_property,
         is_static=is_static,
+        tensor_collection_params=collections,
     )
 
 

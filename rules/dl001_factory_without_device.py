@@ -38,8 +38,10 @@ class Encoder(nn.Module):
 The device is taken from a tensor the method already has (a tensor argument
 such as `src`); where there is none, from a parameter or buffer the module
 holds directly (`self.tok.weight.device`); an argument annotated as a
-collection of tensors (`features: List[torch.Tensor]`) has no `.device` and
-is not used. Never `next(self.parameters())`:
+collection of tensors (`features: List[torch.Tensor]`) has no `.device`, but
+inside a loop over it the element does (`for feat in features`, also through
+`zip` and `enumerate`: `device=feat.device`), and is preferred to a held
+parameter. Never `next(self.parameters())`:
 inside DataParallel replicas `parameters()` is empty (PyTorch >= 1.5), so that
 "fix" raises `StopIteration` exactly where the bug was.
 
@@ -274,6 +276,9 @@ class RNN(nn.Module):
         #: flows of module-level functions forward calls, by name
         self._all_flows: List[_MethodFlow] = []
         self._functions: Dict[str, _MethodFlow] = {}
+        #: enclosing for loops: [node, loop variable holding a tensor of a
+        #: List[Tensor] parameter (or None), inside its body yet]
+        self._loops: List[list] = []
 
     # -- per method: findings wait until the whole method has been seen ------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -374,10 +379,50 @@ class RNN(nn.Module):
         if self._method is not None:
             self._method.loops.append(self._method.pos)
             self._method.loop_assign(node.target, node.iter)
+            # for feat in features / zip(features, ...), features: List[Tensor]
+            self._loops.append([node, self._loop_element(node), False])
 
     def leave_For(self, original_node: cst.For) -> None:
         if self._method is not None and self._method.loops:
             self._method.loops.pop()
+        if self._loops and self._loops[-1][0] is original_node:
+            self._loops.pop()
+
+    def _loop_element(self, node: cst.For) -> Optional[str]:
+        """The loop variable that holds an element of a parameter annotated as
+        a list of tensors (``for feat in features``, ``for feat, s in
+        zip(features, strides)``, ``for i, feat in enumerate(features)``)."""
+        assert self._method is not None
+        if self._method.group is None:
+            facts = self.facts.forward_functions.get(self._method.node.name.value)
+        else:
+            facts = self.context.current_method_facts
+        collections = set(facts.tensor_collection_params) if facts is not None else set()
+        if not collections:
+            return None
+        it, target = node.iter, node.target
+        if isinstance(it, cst.Name) and it.value in collections and isinstance(target, cst.Name):
+            return target.value
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate")):
+            return None
+        if not isinstance(target, (cst.Tuple, cst.List)) or any(a.star or a.keyword for a in it.args):
+            return None
+        sources = [a.value for a in it.args]
+        if it.func.value == "enumerate":
+            sources = [cst.Name("_")] + sources[:1]
+        if len(sources) != len(target.elements):
+            return None
+        for source, element in zip(sources, target.elements):
+            if isinstance(source, cst.Name) and source.value in collections and isinstance(element.value, cst.Name):
+                return element.value.value
+        return None
+
+    def _loop_anchor(self) -> Optional[str]:
+        """``feat.device`` for the innermost loop body over a list of tensors."""
+        for _, name, active in reversed(self._loops):
+            if active and name is not None:
+                return f"{name}.device"
+        return None
 
     def visit_While(self, node: cst.While) -> None:
         if self._method is not None:
@@ -417,6 +462,8 @@ class RNN(nn.Module):
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self._method is not None:
             self._method.block_opened(id(node))
+        if self._loops and self._loops[-1][0].body is node:
+            self._loops[-1][2] = True  # the loop's body: its variable is bound
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
         if self._method is not None and self._method.blocks:
@@ -529,6 +576,14 @@ class RNN(nn.Module):
                 None, "no tensor argument to take the device from")
         else:
             anchor, why = ctx.device_anchor()
+        method_facts = ctx.current_method_facts if self._method is not None and self._method.group is not None else None
+        if self._loop_anchor() is not None and not (
+            (self._method is not None and self._method.group is None and self._method.tensor_params_in_order)
+            or (method_facts is not None and anchor is not None
+                and anchor.split(".", 1)[0] in method_facts.tensor_params)
+        ):
+            # no tensor argument: the element of a List[Tensor] argument the loop is over
+            anchor, why = self._loop_anchor(), ""
         cls = ctx.current_class
         if cls is not None and len(set(cls.pinned_devices().values())) > 1:
             # model-parallel: the right device is the stage's, not the input's
