@@ -241,7 +241,7 @@ class ScanSummary:
         superset of :attr:`devlint.semantic.ClassFacts.forward_reachable`
         (every class counts, whatever its bases; same-named classes merge)."""
         if self._forward is None:
-            out: Dict[str, FrozenSet[str]] = {}
+            found: Dict[str, Set[str]] = {}
             for cls, methods in self.methods.items():
                 reach = {"forward"}
                 todo = ["forward"]
@@ -250,9 +250,47 @@ class ScanSummary:
                         if callee in methods and callee not in reach:
                             reach.add(callee)
                             todo.append(callee)
-                out[cls] = frozenset(reach)
-            self._forward = out
+                found.setdefault(cls, set()).update(reach)
+            # a method a class inherits from a base of this file runs in the
+            # base's code: self.init_hidden(b) defined by the base class
+            for cls in self.methods:
+                for owner, method in self._inherited_calls(cls, found.get(cls, set())):
+                    found.setdefault(owner, set()).add(method)
+            self._forward = {c: frozenset(m) for c, m in found.items()}
         return self._forward
+
+    def _owner_of(self, cls: str, method: str) -> Optional[str]:
+        """The class of this file whose ``method`` instances of ``cls`` run
+        (``cls`` itself or a base, depth first)."""
+        seen: Set[str] = set()
+        todo = [cls]
+        while todo:
+            c = todo.pop(0)
+            if c in seen or c not in self.bases:
+                continue
+            seen.add(c)
+            if method in self.methods.get(c, {}):
+                return c
+            todo[:0] = [b for b in self.bases[c] if b in self.bases]
+        return None
+
+    def _inherited_calls(self, cls: str, reach: Set[str]) -> List[Tuple[str, str]]:
+        """(base, method) pairs that ``cls``'s forward-reachable methods run
+        through ``self.<method>(...)`` on a base of this file, transitively."""
+        out: List[Tuple[str, str]] = []
+        todo = [(cls, m) for m in reach]
+        seen = set(todo)
+        while todo:
+            owner, m = todo.pop()
+            for callee in self.methods.get(owner, {}).get(m, ()):
+                target = self._owner_of(cls, callee)
+                if target is None or (target, callee) in seen:
+                    continue
+                seen.add((target, callee))
+                todo.append((target, callee))
+                if target != cls:
+                    out.append((target, callee))
+        return out
 
     def in_forward(self, cls: Optional[str], method: Optional[str]) -> bool:
         if cls is None or method is None:

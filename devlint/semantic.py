@@ -878,6 +878,7 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if cls.is_module:
                 self._finish_module_class(cls)
+        self._finish_inherited_reach()
         self._finish_forward_uses()
         self._finish_anchors()
         self._finish_forward_functions()
@@ -1052,6 +1053,59 @@ class _FactsBuilder:
         for record in cls.assignments:
             if record.kind == "module_container" and record.name in registered:
                 record.registered_elsewhere = True
+
+    def _method_owner(self, cls: str, method: str) -> Optional[ClassFacts]:
+        """The class of this file whose ``method`` instances of ``cls`` run:
+        ``cls`` itself or a base of this file, depth first."""
+        seen: Set[str] = set()
+        todo = [cls]
+        while todo:
+            c = todo.pop(0)
+            facts = self.facts.classes.get(c)
+            if facts is None or c in seen:
+                continue
+            seen.add(c)
+            if method in facts.methods:
+                return facts
+            todo[:0] = [b for b in facts.bases if b in self.facts.classes]
+        return None
+
+    def _finish_inherited_reach(self) -> None:
+        """A method a module class inherits from a module base of this file
+        and runs from ``forward`` (``h = self.init_hidden(b)``, defined by the
+        base) is forward-reachable in the base too, with the subclass's call
+        sites among its ``caller_uses``."""
+        for cls in list(self.facts.classes.values()):
+            if not cls.is_module or not any(b in self.facts.classes for b in cls.bases):
+                continue
+            todo = [(cls, m) for m in cls.forward_reachable]
+            seen = {(cls.name, m) for m in cls.forward_reachable}
+            inherited: Dict[str, ClassFacts] = {}
+            while todo:
+                owner, m = todo.pop()
+                for callee in owner.methods[m].self_calls:
+                    target = self._method_owner(cls.name, callee)
+                    if target is None or (target.name, callee) in seen:
+                        continue
+                    seen.add((target.name, callee))
+                    todo.append((target, callee))
+                    if target is not cls and target.is_module:
+                        inherited[callee] = target
+                        if callee not in target.forward_reachable:
+                            target.forward_reachable.append(callee)
+            if not inherited or cls.name not in self._class_nodes:
+                continue
+            nodes = {s.name.value: s for s in body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
+            for caller in cls.forward_reachable:
+                fn = nodes.get(caller)
+                if fn is None or not (set(cls.methods[caller].self_calls) & set(inherited)):
+                    continue
+                params = [p.name.value for p in fn.params.params]
+                self_name = params[0] if params and not cls.methods[caller].is_static else "self"
+                uses = _SelfCallResults(self.facts, self_name, set(inherited))
+                fn.body.visit(uses)
+                for method, use in uses.results():
+                    inherited[method].methods[method].caller_uses.append(use)
 
     def _finish_caller_uses(self, cls: ClassFacts) -> None:
         """``FunctionFacts.caller_uses`` of the methods forward reaches."""

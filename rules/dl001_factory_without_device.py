@@ -65,6 +65,10 @@ to a 0-dim tensor (`t.sum()`), copies device values into it (`t[1:] = x`),
 masks it with a comparison to a number (`t[t < 0] = 0`), collects it in
 a list that also takes other values (`pieces.append(self.helper(...))`),
 reduces it to a 0-dim offset (`start = pieces[-1].max() + 1 if pieces else 0`),
+tests it in an `if`/`while` condition over CPU values and numbers
+(`if ids[i] - ids[0] >= size:`), maps a list of such tensors
+(`[p.float() for p in pieces]`), mixes it with the result of a method of the
+class that builds its own result on the CPU,
 reads it as a number (`torch.arange(start, end)` over the rows of a CPU
 tensor) or feeds another such use, until a re-binding to its moved copy in
 the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
@@ -75,7 +79,9 @@ nor is a factory inside a computation over CPU tensors whose result is moved
 `torch.exp(-math.log(p) * torch.arange(half) / half).to(device=t.device)`).
 
 The flow is followed across the methods of the class (a static method called
-as `ClassName.helper(...)` counts as `self.helper(...)`): a helper's CPU result
+as `ClassName.helper(...)` counts as `self.helper(...)`, and a method the
+class inherits from a base module of the same file runs from the subclass's
+forward: `h = self.init_hidden(b)` reaches the base's `init_hidden`): a helper's CPU result
 is fine when every forward-reachable call site keeps it to such uses (also
 through the caller's own return: a static grid moved by the caller's caller),
 a CPU value passed to another method is fine when that method's parameter
@@ -290,7 +296,8 @@ class RNN(nn.Module):
             self._method = _MethodFlow(
                 node, self.facts, tensor_attrs, fn.tensor_params if fn else (),
                 returns_placed=fn is not None and fn.result_placed_by_callers(),
-                self_name=self.context.self_name, methods=cls.methods, class_name=cls.name,
+                self_name=self.context.self_name, methods=[*cls.methods, *_inherited_methods(self.facts, cls)],
+                class_name=cls.name,
             )
             if self._flows_class is not cls:
                 self._flows, self._flows_class = {}, cls
@@ -427,6 +434,13 @@ class RNN(nn.Module):
     def visit_While(self, node: cst.While) -> None:
         if self._method is not None:
             self._method.loops.append(self._method.pos)
+            self._method.moved_values.append(node.test)
+
+    def visit_If(self, node: cst.If) -> None:
+        # if t[i] - base >= limit: the test is read as a Python truth value,
+        # which leaves a computation over CPU tensors and numbers on the CPU
+        if self._method is not None:
+            self._method.moved_values.append(node.test)
 
     leave_While = leave_For  # type: ignore[assignment]
 
@@ -1066,6 +1080,7 @@ class _MethodFlow:
         self._assumed: FrozenSet[int] = frozenset()
         self._assumed_params: FrozenSet[str] = frozenset()
         self._cache: Dict[Tuple[FrozenSet[int], FrozenSet[str]], Tuple[Set[str], Set[str], Dict[int, _Def]]] = {}
+        self._returns_cpu: Optional[bool] = None
 
     # -- collection --------------------------------------------------------------
     def block_opened(self, block: int) -> None:
@@ -1220,6 +1235,9 @@ class _MethodFlow:
                 if func.attr.value in _REDUCE_ALL and not node.args:
                     return False, False  # t.max(), t.item(): a 0-dim tensor or a number, which mixes with any device
                 if isinstance(recv, cst.Name) and recv.value == "self":
+                    callee = self.group.get(func.attr.value) if self.group is not None else None
+                    if callee is not None and callee is not self and callee.returns_cpu():
+                        return True, False  # self.grid(n): a method that builds its result on the CPU
                     return False, True  # self.proj(x): a submodule's output, on the model's device
                 if isinstance(recv, cst.Name) and recv.value in self.imports:
                     if self.facts.is_factory(func):
@@ -1258,6 +1276,14 @@ class _MethodFlow:
             return a[0] or b[0], a[1] or b[1]
         if isinstance(node, cst.UnaryOperation):
             return self._operands(node.expression, out, skip)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            # [t.float() for t in pieces]: the elements of a local, transformed
+            comp = node.for_in
+            if comp.inner_for_in is None and not comp.ifs and isinstance(comp.target, cst.Name) and not comp.asynchronous:
+                a = self._operands(comp.iter, out, skip)
+                b = self._operands(node.elt, out, skip | {comp.target.value})
+                return a[0] or b[0], a[1] or b[1]
+            return False, True
         if isinstance(node, cst.IfExp):  # a if cond else b: either branch (the test is a Python truth value)
             a = self._operands(node.body, out, skip)
             b = self._operands(node.orelse, out, skip)
@@ -1370,6 +1396,19 @@ class _MethodFlow:
         names: List[cst.Name] = []
         _, unknown = self._operands(d.value, names, scalars)
         return not unknown and {n.value for n in names} <= born
+
+    def returns_cpu(self) -> bool:
+        """Every ``return`` of the method gives a value built on the CPU from
+        torch calls and numbers only (``return torch.cat(pieces)``)."""
+        if self._returns_cpu is None:
+            self._returns_cpu = False  # a recursive question is answered "no"
+            saved = (self._assumed, self._assumed_params)
+            self._assumed, self._assumed_params = frozenset(), frozenset()
+            try:
+                self._returns_cpu = bool(self.returns) and all(self._born_def(r) for r in self.returns)
+            finally:
+                self._assumed, self._assumed_params = saved
+        return self._returns_cpu
 
     def calls_in_moved_values(self) -> Set[int]:
         """Ids of the calls inside a moved computation over CPU-born values
@@ -1520,7 +1559,16 @@ class _Resolver:
     def _callers(self, flow: _MethodFlow) -> List[_MethodFlow]:
         if flow.group is None:
             return self.flows  # a module-level function: called from anywhere in the file
-        return [f for f in self.flows if f.group is flow.group]
+        # the class's own methods, and those of its subclasses in the file
+        # that inherit the method (self.init_hidden(b) in a subclass's forward)
+        return [
+            f for f in self.flows
+            if f.group is flow.group or (
+                flow.cls is not None and f.cls is not None and f.cls is not flow.cls
+                and flow.cls.name in _file_bases(f.facts, f.cls)
+                and flow.key not in f.cls.methods
+            )
+        ]
 
     def _callee(self, flow: _MethodFlow, key: str) -> Optional[_MethodFlow]:
         if key.startswith("@"):
@@ -1598,6 +1646,24 @@ def _is_setattr_on(node: cst.Call, names: Set[str]) -> bool:
         and isinstance(node.args[0].value, cst.Name)
         and node.args[0].value.value in names
     )
+
+
+def _file_bases(facts: FileFacts, cls: ClassFacts) -> List[str]:
+    """The bases of ``cls`` defined in this file, transitively."""
+    out: List[str] = []
+    todo = [b for b in cls.bases if b in facts.classes]
+    while todo:
+        b = todo.pop(0)
+        if b in out:
+            continue
+        out.append(b)
+        todo.extend(x for x in facts.classes[b].bases if x in facts.classes)
+    return out
+
+
+def _inherited_methods(facts: FileFacts, cls: ClassFacts) -> List[str]:
+    """Methods ``cls`` inherits from its bases of this file."""
+    return [m for b in _file_bases(facts, cls) for m in facts.classes[b].methods if m not in cls.methods]
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:
