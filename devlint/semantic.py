@@ -2303,6 +2303,12 @@ class ScriptScope:
     #: (``collator = DataCollatorWithPadding(tokenizer)``)
     cpu_collators: List[str] = field(default_factory=list)
     calls: List[CallSite] = field(default_factory=list)
+    #: device names and whether every binding here names the CPU
+    #: (``device = "cpu"``, ``device = torch.device("cpu")``)
+    cpu_devices: Dict[str, bool] = field(default_factory=dict)
+    #: plain names this scope binds (assignments, loop and ``with`` targets),
+    #: less those it declares ``global``/``nonlocal``
+    bound: List[str] = field(default_factory=list)
 
 
 class ScopeStack:
@@ -2373,6 +2379,49 @@ def placement_of(facts: FileFacts, value: cst.BaseExpression) -> Optional[Placem
     return None
 
 
+#: methods that return their receiver on the device it is on: ``nn.Module.eval()``/
+#: ``train()``/``requires_grad_()`` return the module itself; dtype casts keep the device
+_KEEPS_PLACEMENT = frozenset({"eval", "train", "half", "float", "double", "bfloat16", "requires_grad_", "share_memory"})
+
+
+#: calls whose result lives where their argument does
+_SAME_DEVICE_COPIES = frozenset({"copy.deepcopy", "torch.compile"})
+
+
+def moved_part(facts: FileFacts, value: cst.BaseExpression) -> cst.BaseExpression:
+    """``value`` without the calls chained after a move that keep the device:
+    ``Net().cuda().eval()`` -> ``Net().cuda()``, ``m.to(device).to(torch.half)``
+    -> ``m.to(device)``."""
+    while (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and not any(a.star for a in value.args)
+        and (
+            value.func.attr.value in _KEEPS_PLACEMENT
+            or (value.func.attr.value == "to" and placement_of(facts, value) is None)
+        )
+    ):
+        value = value.func.value
+    return value
+
+
+def _load_device(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
+    """The device ``torch.load(f, map_location=<device>)`` loads onto, when it
+    names one other than the CPU (not a dict, a function or ``**kwargs``)."""
+    if not (isinstance(value, cst.Call) and is_torch_load(facts, value.func)):
+        return None
+    args = positional_args(value)
+    loc = keyword_arg(value, "map_location")
+    node = loc.value if loc is not None else (args[1].value if len(args) > 1 else None)
+    if node is None or _is_cpu_device(facts, node):
+        return None
+    if isinstance(node, (cst.SimpleString, cst.FormattedString)) or dotted_name(node) is not None:
+        return code_of(node)
+    if isinstance(node, cst.Call) and facts.qualify(node.func) == "torch.device":
+        return code_of(node)
+    return None
+
+
 def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
     """(the iterable under ``enumerate(tqdm(loader))``, whether an enumerate
     was among the wrappers: ``tqdm(enumerate(loader))`` yields pairs too)."""
@@ -2402,6 +2451,35 @@ def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optiona
         cs = facts.script_scopes.get(s.class_scope)
         if cs is not None:
             found = getattr(cs, table).get(ref)
+    if found is None and s.kind == "function" and "." not in ref:
+        found = _lookup_enclosing(facts, s, ref, table)
+    return found
+
+
+def _lookup_enclosing(facts: FileFacts, s: ScriptScope, ref: str, table: str) -> Optional[object]:
+    """A name a function reads without binding it (``model`` in an
+    ``evaluate()`` defined beside ``model = Net().to(device)``): its fact in
+    the enclosing functions, then at module level. A placement whose device
+    the function shadows has no spelling there."""
+    inner = s
+    parts = s.name.split(".")
+    while True:
+        if ref in inner.params or ref in inner.bound:
+            return None
+        parts = parts[:-1]
+        outer = facts.script_scopes.get(".".join(parts)) if parts else facts.script_scopes.get(MODULE_SCOPE)
+        if outer is None:
+            return None
+        if outer.kind == "class":
+            continue  # a class body does not enclose its methods
+        found = getattr(outer, table).get(ref)
+        if found is not None or outer.kind == "module":
+            break
+        inner = outer
+    if isinstance(found, Placement) and found.known and found.device:
+        head = found.device.split(".")[0].split("(")[0].split("[")[0]
+        if head in s.params or head in s.bound:
+            return Placement(found.device, found.how, False, found.conditional)
     return found
 
 
@@ -2426,6 +2504,8 @@ def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name:
     placed on a device by the loader itself (through ``pbar = tqdm(loader)``:
     the loader), and whether an ``enumerate`` bound with it adds an index."""
     base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
+    if isinstance(base, cst.Call) and base is it:
+        return _inline_loader(facts, scope, base), False
     ref = ref_of(base, self_name)
     if ref is None:
         return None, False
@@ -2444,6 +2524,44 @@ def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name:
     elif not looks_like_loader(ref):
         return None, False
     return ref, enumerated
+
+
+def _inline_loader(facts: FileFacts, scope: str, call: cst.Call) -> Optional[str]:
+    """``for x, y in DataLoader(ds, batch_size=64)``: the loader's spelling when
+    the call builds a ``DataLoader`` that leaves its batches on the CPU (no
+    ``collate_fn`` of its own, no ``pin_memory_device``, no dataset or
+    argument that mentions a device)."""
+    cls = facts.class_of_call(call.func)
+    if cls not in DATA_LOADERS:
+        return None
+    for a in call.args:
+        if a.star:
+            return None
+        kw = a.keyword.value if a.keyword is not None else None
+        if kw == "pin_memory_device" or (kw == "collate_fn" and not is_cpu_collator(facts, a.value)):
+            return None
+        if (kw is None or kw not in _NON_PLACING_LOADER_ARGS) and _mentions_placing(a.value):
+            return None
+        if kw is None and isinstance(a.value, cst.Call) and _holds_placed_names(facts.script_scopes, scope, a.value):
+            return None  # DataLoader(TensorDataset(X, Y)) with X on the GPU
+    return code_of(call.func)
+
+
+def _holds_placed_names(scopes: Dict[str, ScriptScope], scope: str, call: cst.Call) -> bool:
+    """A positional argument of ``call`` is a name moved to a device (not the
+    CPU, not under a condition) in ``scope`` or, unbound there, at module level."""
+    s = scopes.get(scope)
+    module = scopes.get(MODULE_SCOPE)
+    for a in call.args:
+        if a.keyword is not None or a.star or not isinstance(a.value, cst.Name):
+            continue
+        name = a.value.value
+        p = s.placements.get(name) if s is not None else None
+        if p is None and module is not None and (s is None or name not in s.bound):
+            p = module.placements.get(name)
+        if p is not None and not p.is_cpu() and not p.conditional:
+            return True
+    return False
 
 
 def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
@@ -2501,6 +2619,18 @@ def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "s
     if not first:
         return None
     return LoaderLoop(first, items, False, batches, loader_of)
+
+
+def next_loader(facts: FileFacts, scope: str, node: cst.BaseExpression, self_name: str = "self") -> Optional[str]:
+    """The data loader ``next(node)`` takes a batch from, when its batches are
+    not placed on a device by the loader itself: ``next(iter(loader))``, or
+    ``next(it)`` with ``it = iter(loader)`` (or a name like ``loader_iter``)."""
+    if isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and facts.qualify_dotted("iter") is None:
+        if len(node.args) != 1 or node.args[0].star or node.args[0].keyword is not None:
+            return None
+        node = node.args[0].value
+    ref, enumerated = _loader_ref(facts, scope, node, self_name)
+    return None if enumerated else ref
 
 
 def device_candidates(facts: FileFacts, scope: str) -> List[str]:
@@ -2575,6 +2705,13 @@ class _TrainingCollector(cst.CSTVisitor):
         self.parents: List[cst.CSTNode] = []
         # scope -> loaded name -> every use so far restores an RNG
         self.rng_candidates: Dict[str, Dict[str, bool]] = {}
+        # scope -> names it declares global/nonlocal
+        self._declared: Dict[str, Set[str]] = {}
+        # method scope -> (class scope, self.<x>, local device name) placed
+        # with a device only the method can name
+        self._unnamed: Dict[str, List[Tuple[str, str, str]]] = {}
+        # method scope -> local name -> self.<x> it is stored in (self.device = device)
+        self._kept: Dict[str, Dict[str, str]] = {}
 
     # -- scopes --------------------------------------------------------------
     @property
@@ -2623,6 +2760,13 @@ class _TrainingCollector(cst.CSTVisitor):
                 sf.loaders.setdefault(p, LoaderFacts("param"))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        me = self.scope.name
+        kept = self._kept.get(me, {})
+        for class_scope, ref, head in self._unnamed.get(me, []):
+            p = self.scopes[class_scope].placements.get(ref)
+            if p is not None and not p.known and head in kept and p.device.split(".")[0].split("(")[0] == head:
+                # self.model = model.to(device); self.device = device: other methods say self.device
+                self.scopes[class_scope].placements[ref] = Placement(kept[head] + p.device[len(head):], p.how, True, p.conditional)
         self.stack.pop()
         self.self_names.pop()
         self.class_of.pop()
@@ -2637,6 +2781,10 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def _note_name(self, sf: ScriptScope, name: str, value: Optional[cst.BaseExpression]) -> None:
         last = name.rsplit(".", 1)[-1].lower()
+        if value is not None and _is_cpu_device(self.facts, value):
+            sf.cpu_devices[name] = sf.cpu_devices.get(name, True)
+        elif name in sf.cpu_devices or _is_device_name(last):
+            sf.cpu_devices[name] = False
         if _is_device_name(last):
             if value is not None and _is_index_value(self.facts, value):
                 if name not in sf.rank_names:
@@ -2668,6 +2816,11 @@ class _TrainingCollector(cst.CSTVisitor):
                     self._bind(e.value, value, True)
             return
         sf = self._target_scope(ref)
+        self._note_bound(ref)
+        if ref.startswith("self.") and not whole and sf is not self.scope:
+            kept = _device_kept(self.facts, value)
+            if kept is not None and kept in self.scope.params + self.scope.bound:
+                self._kept.setdefault(self.scope.name, {}).setdefault(kept, ref)
         self._note_name(sf, ref, value if not whole else None)
         if not whole:
             self._bind_placement(sf, ref, value)
@@ -2700,6 +2853,8 @@ class _TrainingCollector(cst.CSTVisitor):
             literal = p.device[:1] in ("'", '"') or p.device.isdigit()
             if not literal and head != self.self_names[-1] and (local or head not in self.scopes[MODULE_SCOPE].device_names):
                 p = Placement(p.device, p.how, False, p.conditional)
+                # ... unless the method keeps it: self.device = device
+                self._unnamed.setdefault(me.name, []).append((sf.name, ref, head))
             elif head == self.self_names[-1] and head != "self":
                 p = Placement("self" + p.device[len(head):], p.how, p.known, p.conditional)
         if not p.conditional and self._under_condition():
@@ -2730,9 +2885,10 @@ class _TrainingCollector(cst.CSTVisitor):
         return False
 
     def _bind_placement(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
-        p = placement_of(self.facts, value)
+        moved = moved_part(self.facts, value)
+        p = placement_of(self.facts, moved)
         if p is not None:
-            receiver = value.func.value  # type: ignore[attr-defined]
+            receiver = moved.func.value  # type: ignore[attr-defined]
             if isinstance(receiver, cst.Call) and self.facts.is_wrapper(receiver.func) is not None:
                 self._bind_placement(sf, ref, receiver)  # nn.DataParallel(model).to(device): wrapped, then moved
             self._place(sf, ref, p)
@@ -2755,6 +2911,20 @@ class _TrainingCollector(cst.CSTVisitor):
                 if ip is not None:
                     self._place(sf, ref, ip)
             return
+        loaded_to = _load_device(self.facts, moved)
+        if loaded_to is not None:
+            # model = torch.load(path, map_location=device): on that device
+            self._place(sf, ref, Placement(loaded_to, "to"))
+            return
+        if isinstance(moved, cst.Call) and self.facts.qualify(moved.func) in _SAME_DEVICE_COPIES:
+            # ema = copy.deepcopy(model), fast = torch.compile(model): the copy
+            # (or the compiled module sharing the parameters) is where the model is
+            args = positional_args(moved)
+            src = ref_of(args[0].value, self.self_names[-1]) if args else None
+            found = self._target_scope(src).placements.get(src) if src is not None else None
+            if found is not None:
+                sf.placements[ref] = found
+                return
         if ref in sf.placements and not _mentions_name(value, ref.rsplit(".", 1)[-1]):
             # rebound to something new (``model = Net()``): no longer placed
             del sf.placements[ref]
@@ -2786,11 +2956,13 @@ class _TrainingCollector(cst.CSTVisitor):
                     if a.keyword is None or a.keyword.value not in _NON_PLACING_LOADER_ARGS
                 ) or any(a.star for a in value.args)
                 ds = value.args[0].value if value.args and value.args[0].keyword is None and not value.args[0].star else None
+                if isinstance(ds, cst.Call) and "dataset" in (dotted_name(ds.func) or "").rsplit(".", 1)[-1].lower():
+                    places = places or self._holds_placed(sf, ds)  # DataLoader(TensorDataset(X, Y)), X on the GPU
                 ds_ref = ref_of(ds, self.self_names[-1]) if ds is not None else None
                 if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
                     places = places or self._target_scope(ds_ref).loaders[ds_ref].places_on_device
         if not is_dl:
-            places = _mentions_placing(value)
+            places = _mentions_placing(value) or self._holds_placed(sf, value)
             if not looks_like_loader(ref) and ref not in sf.loaders:
                 # remember datasets built with a device (TensorDataset(x.cuda()))
                 dotted = dotted_name(value.func) if isinstance(value, cst.Call) else None
@@ -2799,6 +2971,12 @@ class _TrainingCollector(cst.CSTVisitor):
         old = sf.loaders.get(ref)
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def _holds_placed(self, sf: ScriptScope, value: cst.BaseExpression) -> bool:
+        """``TensorDataset(X, Y)`` with ``X`` moved to a device here or at module
+        level (``X = X.to(device)``, ``X = torch.load(p, map_location=device)``):
+        its items come out on that device."""
+        return isinstance(value, cst.Call) and _holds_placed_names(self.scopes, sf.name, value)
 
     def _cpu_collator(self, sf: ScriptScope, node: cst.BaseExpression) -> bool:
         """``collate_fn=`` a library collator that builds CPU tensors, or a
@@ -2819,6 +2997,36 @@ class _TrainingCollector(cst.CSTVisitor):
             sf.loaded[ref] = True
             self.rng_candidates.setdefault(sf.name, {})[ref] = True
 
+    def _note_bound(self, ref: str) -> None:
+        sf = self.scope
+        if "." not in ref and ref not in sf.bound and ref not in self._declared.get(sf.name, ()):
+            sf.bound.append(ref)
+
+    def _note_bound_target(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name):
+            self._note_bound(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._note_bound_target(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self._note_bound_target(target.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._note_bound_target(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._note_bound_target(node.asname.name)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._note_bound_target(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self._declared.setdefault(self.scope.name, set()).update(n.name.value for n in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self._declared.setdefault(self.scope.name, set()).update(n.name.value for n in node.names)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             target = t.target
@@ -2834,7 +3042,7 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         # model.to(device) / model.cuda() as a statement: nn.Module.to moves in place
-        value = node.value
+        value = moved_part(self.facts, node.value)
         p = placement_of(self.facts, value)
         if p is not None and isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
             ref = ref_of(value.func.value, self.self_names[-1])
@@ -2891,6 +3099,44 @@ def _is_device_name(last: str) -> bool:
     return last in ("device", "dev") or (
         last.endswith("_device") and last.count("_") == 1 and not last.startswith(("num_", "n_", "is_", "use_", "on_"))
     )
+
+
+def _device_kept(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
+    """``device`` for ``device`` or ``torch.device(device)``: the value is the
+    device that name holds."""
+    if isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.device":
+        args = positional_args(value)
+        if len(args) != 1 or len(value.args) != 1:
+            return None
+        value = args[0].value
+    return value.value if isinstance(value, cst.Name) else None
+
+
+def _is_cpu_device(facts: FileFacts, value: cst.BaseExpression) -> bool:
+    """``"cpu"`` or ``torch.device("cpu")``."""
+    if isinstance(value, cst.Call) and facts.qualify(value.func) == "torch.device":
+        args = positional_args(value)
+        return len(args) == 1 and string_value(args[0].value) == "cpu"
+    return string_value(value) == "cpu"
+
+
+def placed_on_cpu(facts: FileFacts, scope: str, p: Placement) -> bool:
+    """The placement names the CPU: ``.to("cpu")``, or ``.to(device)`` with
+    every binding of ``device`` a CPU device (here, or at module level for a
+    name the function neither binds nor takes)."""
+    if p.is_cpu():
+        return True
+    if p.how != "to" or not p.device.isidentifier():
+        return False
+    facts.ensure_training_facts()
+    s = facts.script_scopes.get(scope)
+    if s is None:
+        return False
+    if p.device in s.cpu_devices:
+        return s.cpu_devices[p.device]
+    if scope == MODULE_SCOPE or p.device in s.params:
+        return False
+    return facts.script_scopes[MODULE_SCOPE].cpu_devices.get(p.device, False)
 
 
 def _is_index_value(facts: FileFacts, value: cst.BaseExpression) -> bool:
@@ -3046,7 +3292,28 @@ def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     if isinstance(parent, cst.Assign) and node is not name and parent.value is node:
         # ckpt = ckpt["state_dict"]
         return all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in parent.targets)
-    return False
+    return _rekeys(name, parents)
+
+
+def _rekeys(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
+    """``state = {k.replace("module.", ""): v for k, v in state.items()}``: the
+    loaded dict re-keyed into the same name, its values passed through."""
+    if len(parents) < 5:
+        return False
+    attr, call, comp_for, comp, assign = parents[-1], parents[-2], parents[-3], parents[-4], parents[-5]
+    if not (
+        isinstance(attr, cst.Attribute) and attr.value is name and attr.attr.value == "items"
+        and isinstance(call, cst.Call) and call.func is attr and not call.args
+        and isinstance(comp_for, cst.CompFor) and comp_for.iter is call and comp_for.inner_for_in is None
+        and isinstance(comp, cst.DictComp) and comp.for_in is comp_for
+        and isinstance(assign, cst.Assign) and assign.value is comp
+    ):
+        return False
+    target = comp_for.target
+    if not (isinstance(target, cst.Tuple) and len(target.elements) == 2 and isinstance(target.elements[1].value, cst.Name)):
+        return False
+    passes_values = isinstance(comp.value, cst.Name) and comp.value.value == target.elements[1].value.value
+    return passes_values and all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in assign.targets)
 
 
 _RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})

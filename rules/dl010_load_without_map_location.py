@@ -60,14 +60,19 @@ or through a name whose every use is a `load_state_dict(...)` argument,
 a `"key" in ckpt` test or `ckpt = ckpt["state_dict"]`): `load_state_dict`
 copies each tensor onto the device of the parameter it fills (optimizers too),
 so only the transient copy moves. `load_state_dict(..., assign=True)` keeps
-the loaded tensors and is not counted.
+the loaded tensors and is not counted. A state dict re-keyed into the same
+name first (`state = {k.replace("module.", ""): v for k, v in state.items()}`)
+still only feeds `load_state_dict`. It is safe too where the loaded object is
+moved at once (`torch.load(p).to(device)`, `torch.load(p).cuda()`): it ends
+on that device either way.
 
 Elsewhere the loaded tensors are used as they are, and where they land is
 behaviour: the fix is unsafe. When the function clearly targets a device (a
 model moved with `.to(device)`, a `device` variable or parameter, a
 `local_rank`, `args.gpu` or the argument of `torch.cuda.set_device`), the
 unsafe fix loads onto it (`map_location=device`,
-`map_location=f"cuda:{local_rank}"`) instead of the CPU. An index the
+`map_location=f"cuda:{local_rank}"`) instead of the CPU; at module level
+only a device the script has bound before the load counts. An index the
 function tests against None (`if args.gpu is not None`) names no device
 (`f"cuda:{None}"`), and a literal GPU the model moves to only under a
 condition (`if use_cuda: model.to("cuda")`) is not where every run can load:
@@ -92,6 +97,7 @@ from devlint.semantic import (
     is_memory_buffer,
     is_torch_load,
     keyword_arg,
+    placement_of,
     positional_args,
 )
 
@@ -194,6 +200,10 @@ def embeddings(path, device):
         self._no_tensors: Set[int] = set()
         # torch.load calls bound to a name: id -> name
         self._bound_to: Dict[int, str] = {}
+        # torch.load calls whose result is moved at once (torch.load(p).to(device))
+        self._moved_at_once: Set[int] = set()
+        # names the module level has bound so far (a device defined before a load)
+        self._module_bound: Set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.scopes.push(node)
@@ -208,6 +218,9 @@ def embeddings(path, device):
         self.scopes.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if self.scopes.name == MODULE_SCOPE:
+            for t in node.targets:
+                self._module_bound.update(_names_in(t.target))
         value = node.value
         while isinstance(value, cst.Subscript):
             value = value.value
@@ -216,6 +229,13 @@ def embeddings(path, device):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda") and placement_of(self.facts, node) is not None:
+            receiver = func.value
+            while isinstance(receiver, cst.Subscript):
+                receiver = receiver.value
+            if isinstance(receiver, cst.Call):
+                self._moved_at_once.add(id(receiver))  # torch.load(p).to(device)
+            return
         if isinstance(func, cst.Attribute) and func.attr.value == "load_state_dict":
             owner = (dotted_name(func.value) or "").rsplit(".", 1)[-1].lower()
             if "scheduler" in owner or "scaler" in owner:
@@ -260,9 +280,15 @@ def embeddings(path, device):
             fix = self.replace(node, _with_map_location(node, '"cpu"'), 'add `map_location="cpu"` (the object only feeds `load_state_dict`)')
             self.report(node, fix=fix)
             return
+        if id(node) in self._moved_at_once:
+            fix = self.replace(node, _with_map_location(node, '"cpu"'), 'add `map_location="cpu"` (the object is moved to its device at once)')
+            self.report(node, fix=fix)
+            return
         candidates = device_candidates(self.facts, self.scopes.name)
-        # a module-level load has no function whose device we can trust
-        target = candidates[0] if candidates and self.scopes.name != MODULE_SCOPE else '"cpu"'
+        if self.scopes.name == MODULE_SCOPE:
+            # at module level, only a device the script has defined before the load
+            candidates = [c for c in candidates if _names_in(cst.parse_expression(c)) <= self._module_bound]
+        target = candidates[0] if candidates else '"cpu"'
         fix = self.replace(
             node,
             _with_map_location(node, target),
@@ -270,6 +296,23 @@ def embeddings(path, device):
             FixSafety.UNSAFE,
         )
         self.report(node, fix=fix)
+
+
+def _names_in(node: cst.CSTNode) -> Set[str]:
+    """The plain names an expression reads or a target binds (``args`` of
+    ``args.gpu``, ``local_rank`` of ``f"cuda:{local_rank}"``)."""
+    found: Set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(V())
+    return found
 
 
 def _loads_inside(call: cst.Call) -> List[int]:

@@ -6,10 +6,19 @@ tensors to a model moved with `.to(device)`/`.cuda()` without moving the
 tensors: inputs passed to the model, and targets that meet the model's output
 (`criterion(out, y)`, `pred == y`, `out.eq(y)`). Batch tensors are the names
 the loop unpacks (`for x, y in loader`, `for (xs, ys), (xt, _) in zip(a, b)`,
-`for i, batch in enumerate(pbar)` with `pbar = tqdm(loader)`), the fields of
-a whole batch read by a constant key (`batch["input_ids"]`, `batch[0]`), and
-names bound to one of these in the loop without a move (`labels =
-batch["labels"]`, `masks = masks.squeeze(1).long()`).
+`for i, batch in enumerate(pbar)` with `pbar = tqdm(loader)`,
+`for x, y in DataLoader(ds)`), or that a loop takes with `next()` from an
+iterator over a loader (`it = iter(loader)`; `while True: x, y = next(it)`,
+also inside a `try` that restarts the iterator), the fields of a whole batch
+read by a constant key (`batch["input_ids"]`, `batch[0]`) or as attributes
+(`data.x`, `data.edge_index` of a PyG `Batch`), and names bound to one of
+these in the loop without a move (`labels = batch["labels"]`, `masks =
+masks.squeeze(1).long()`, `x0 = x0 * 2 - 1`, `noise = torch.randn_like(x0)`).
+The model may be moved in a chain (`teacher.to(device).eval()`,
+`model.half().cuda().eval()`), be a copy of a moved model
+(`ema = copy.deepcopy(model)`, `torch.compile(model)`), be loaded onto a
+device (`torch.load(path, map_location=device)`), or be a module-level model
+that a helper function reads as a global.
 
 ## Why is this bad?
 A `DataLoader` yields CPU tensors (unless its `collate_fn` places them;
@@ -46,7 +55,10 @@ when the batch is unpacked there) with the device expression the model was
 moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`); a field is moved in
 place (`batch["input_ids"] = batch["input_ids"].to(device)`), except one read
 by an index, which is moved where it is read (`model(batch[0].to(device))`:
-a tuple batch takes no item assignment). A model that reached
+a tuple batch takes no item assignment); `x.to(device)` written as a
+statement, whose moved copy was thrown away, becomes `x = x.to(device)`; a
+batch object read by attributes is moved whole (`data = data.to(device)`).
+A model that reached
 the function as an argument takes its device from the call site (a `device`
 argument passed alongside it); when that device has no name in the function
 the finding has no fix; so has a finding whose model moves to a literal GPU
@@ -58,14 +70,23 @@ Not flagged: a tensor moved anywhere before its use (`x = x.to(device)`,
 device by name (`to_device(batch, device)`, `prepare(batch, device=dev)`),
 `batch = {k: v.to(device) ...}`, `batch.to(device)`, `batch[k] = ...`,
 `inputs = batch["x"].to(device)`, any re-binding of the name to a new
-value; `y = y.long()` or `y = y.view(-1)` is none: the tensor stays where
-it was), a model never moved or moved to `"cpu"`,
+value; `y = y.long()`, `y = y.view(-1)`, `x = x.to(torch.float32)`,
+`x = x.to(memory_format=torch.channels_last)` or `x = x / 255` is none: the
+tensor stays where it was), a model never moved or moved to the CPU
+(`"cpu"`, or a name every binding of which is `"cpu"` or
+`torch.device("cpu")`), a model only cast (`model.to(torch.float16)`,
+`model.to(memory_format=torch.channels_last)`), a helper function whose
+`model` is its own parameter or local rather than the moved global,
+a whole batch moved as a statement (`data.to(device)`: a PyG `Data` and a
+`BatchEncoding` move in place),
 inputs of a `DataParallel` model or a `DistributedDataParallel` model given
 `device_ids` (the wrapper moves its inputs; targets still need moving), a
 loader built with `pin_memory_device=` or a `collate_fn=` of its own (a
 library collator that stacks on the CPU, `default_collate`,
 `default_data_collator` or a `transformers` `DataCollator*`, does not count),
-from a dataset built with a device, or wrapped by something that places
+from a dataset built with a device or from tensors already moved
+(`TensorDataset(X, Y)` with `X = torch.load(p, map_location=device)` or
+`X = X.to(device)`), or wrapped by something that places
 batches (`accelerator.prepare`, a `DeviceDataLoader(dl, device)`); a loop
 variable that is the whole batch passed as it is (`model(batch)`,
 `model(**batch)`: it may be a dict or a list, which `.to()` cannot move), a
@@ -82,10 +103,22 @@ for. Its batches are still CPU tensors (pinned), so a loop that never moves
 them does fail; devlint trusts the stated intent there rather than guess
 where the move happens.
 
+Decided case: `x.to(device)` alone on a line is reported for a tensor the
+loop unpacked (`Tensor.to` returns a copy), not for a whole batch, which may
+be a PyG `Data` or a `BatchEncoding` whose `.to()` moves in place.
+
+Not covered: comprehensions over a loader (`[model(x) for x, _ in loader]`),
+a loader whose `collate_fn` is a function of the script's own (it may place
+the batch; devlint does not read its body), and tensors built in the loop
+without a loader (`torch.as_tensor(obs)` in an RL loop, `torch.randn(...)`
+in a benchmark).
+
 ## Fix safety
 Safe: moving a tensor to the device its model already lives on is what the
 model's first layer needs; on a CPU-only machine `device` is the CPU and the
-move is a no-op.
+move is a no-op. Unsafe: moving a batch object read by attributes
+(`data = data.to(device)`): a PyG `Batch` or a `BatchEncoding` has a `.to()`,
+a namedtuple of tensors does not.
 """
 
 from __future__ import annotations
@@ -94,6 +127,7 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     DATA_LOADERS,
@@ -102,9 +136,14 @@ from devlint.semantic import (
     WrapFacts,
     code_of,
     dotted_name,
+    keyword_arg,
     looks_like_loader,
     loader_loop,
+    next_loader,
     lookup_scoped,
+    placed_on_cpu,
+    placement_of,
+    positional_args,
     ref_of,
 )
 from devlint.rules._scripts import cuda_index
@@ -145,6 +184,8 @@ class _Found:
         self.model = model
         self.placement = placement
         self.as_input = as_input
+        #: ``x.to(device)`` as a statement before the use: its result was thrown away
+        self.discarded: Optional[cst.Expr] = None
 
 
 class InputsNotMoved(Rule):
@@ -152,7 +193,7 @@ class InputsNotMoved(Rule):
     name = "inputs-not-moved"
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
-    fix_safety = "safe"
+    fix_safety = "safe/unsafe"
     tokens = (".to(", ".cuda(")
 
     VALID = [
@@ -309,7 +350,11 @@ class Trainer:
         # pbar = tqdm(train_loader); for batch in pbar
         if any(scan.call_bound.get(name, set()) & _ITER_CALLEES for name in scan.loops if name):
             return True
-        return bool(scan.loops) and any(
+        # it = iter(train_loader); while True: x, y = next(it)
+        takes_next = any(call.func == "next" for call in scan.calls)
+        if takes_next and any("iter" in callees for callees in scan.call_bound.values()):
+            return True
+        return (bool(scan.loops) or takes_next) and any(
             (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
             for call in scan.calls
         )
@@ -330,41 +375,99 @@ class Trainer:
         return self.context.self_name if self.context.current_method is not None else "self"
 
     def visit_For(self, node: cst.For) -> None:
-        scope = self.scopes.name
-        loop = loader_loop(self.facts, scope, node, self._self_name())
-        if loop is None or not isinstance(node.body, cst.IndentedBlock):
+        if not isinstance(node.body, cst.IndentedBlock):
             return
-        body = list(node.body.body)
-        items: List[str] = [] if loop.whole_batch else list(loop.items)
-        batches: List[str] = list(loop.batches)
-        loader_of: Dict[str, str] = dict(loop.loader_of)
-        unpack_at = -1
+        loop = loader_loop(self.facts, self.scopes.name, node, self._self_name())
+        if loop is None:
+            self._next_loop(node)  # for step in range(n): x, y = next(it)
+            return
+        items = [] if loop.whole_batch else list(loop.items)
+        self._walk_loop(node, loop.loader, items, list(loop.batches), dict(loop.loader_of), 0)
+
+    def visit_While(self, node: cst.While) -> None:
+        if isinstance(node.body, cst.IndentedBlock):
+            self._next_loop(node)
+
+    def _next_loop(self, node: cst.CSTNode) -> None:
+        """A loop that takes its batches with ``next()`` from an iterator over a
+        loader (``it = iter(loader)``; ``while True: x, y = next(it)``), near the
+        top of its body, possibly in a ``try`` that restarts the iterator."""
+        body = list(node.body.body)  # type: ignore[attr-defined]
+        for i, stmt in enumerate(body[:4]):
+            got = self._next_batch(stmt)
+            if got is None:
+                continue
+            target, loader = got
+            if isinstance(target, cst.Name):
+                items, batches = [], [target.value]
+            else:
+                items = _bound_names(target)
+                batches = []
+            if items or batches:
+                self._walk_loop(node, loader, items, batches, {n: loader for n in items + batches}, i + 1)
+            return
+
+    def _next_batch(self, stmt: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
+        """``x, y = next(it)`` with ``it`` iterating a loader: (target, loader)."""
+        if isinstance(stmt, cst.Try):
+            for inner in stmt.body.body[:2]:
+                got = self._next_batch(inner)
+                if got is not None:
+                    return got
+            return None
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+            return None
+        assign = stmt.body[0]
+        value = assign.value
+        if len(assign.targets) != 1 or not (
+            isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "next"
+            and self.facts.qualify_dotted("next") is None and value.args and not value.args[0].star
+        ):
+            return None
+        target = assign.targets[0].target
+        if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
+            return None
+        loader = next_loader(self.facts, self.scopes.name, value.args[0].value, self._self_name())
+        return (target, loader) if loader is not None else None
+
+    def _walk_loop(self, node: cst.CSTNode, loader: str, items: List[str], batches: List[str],
+                   loader_of: Dict[str, str], start: int) -> None:
+        """Walk the loop body from statement ``start`` (where the batch is
+        bound), ``items`` and ``batches`` being what the loop binds."""
+        body = list(node.body.body)  # type: ignore[attr-defined]
+        unpack_at = start - 1
         unpacks: Set[int] = set()
         # for batch in loader: x, y = batch
-        for i, stmt in enumerate(body[:3]):
+        for i in range(start, min(start + 3, len(body))):
+            stmt = body[i]
             for batch in list(batches):
                 names = _unpacked_from(stmt, batch)
                 if names:
                     items.extend(names)
                     batches.remove(batch)
-                    loader_of.update({n: loader_of.get(batch, loop.loader) for n in names})
+                    loader_of.update({n: loader_of.get(batch, loader) for n in names})
                     unpacks.add(i)
                     unpack_at = i
         if not items and not batches:
             return
-        walker = _LoopWalker(self, scope, set(items), set(batches))
+        walker = _LoopWalker(self, self.scopes.name, set(items), set(batches))
         for i, stmt in enumerate(body):
-            if i in unpacks:
+            if i < start or i in unpacks:
                 continue
             walker.statement(stmt)
         for found in walker.found:
-            self._report(node, loader_of.get(found.root.base, loop.loader), found, unpack_at)
+            self._report(node, loader_of.get(found.root.base, loader), found, unpack_at)
 
-    def _report(self, loop_node: cst.For, loader: str, found: _Found, unpack_at: int) -> None:
+    def _report(self, loop_node: cst.CSTNode, loader: str, found: _Found, unpack_at: int) -> None:
         p = found.placement
         device = f"`{p.device}`" if p.device else "the GPU"
         template = self.message if found.as_input else self.target_message
         message = template.format(item=found.item, loader=loader, model=found.model, device=device)
+        if isinstance(found.node, cst.Name) and found.node.value != found.root.key:
+            # noise = torch.randn_like(x0): "`x0` (as `noise`) from `loader` ..."
+            message = message.replace(f"`{found.item}` from", f"`{found.item}` (as `{found.node.value}`) from", 1)
+        if found.discarded is not None:
+            message += f"; `{code_of(found.discarded.value)}` returns a moved copy, and it is thrown away"
         if not p.known:
             self.report(found.node, message, no_fix_reason=f"the device `{found.model}` was moved to has no name in this function")
             return
@@ -379,18 +482,27 @@ class Trainer:
             moved = moved.with_changes(func=moved.func.with_changes(value=root.node))  # type: ignore[attr-defined]
             self.report(found.node, message, fix=self.replace(root.node, moved, f"move `{found.item}` with `.{call}` where it is read"))
             return
-        move = cst.parse_statement(f"{found.item} = {found.item}.{call}\n")
+        if found.discarded is not None:
+            # x.to(device) -> x = x.to(device), keeping the user's own call
+            bound = cst.Assign(targets=[cst.AssignTarget(target=cst.Name(found.item))], value=found.discarded.value)
+            self.report(found.node, message, fix=self.replace(found.discarded, bound, f"keep the moved copy: `{found.item} = {code_of(found.discarded.value)}`"))
+            return
+        moved_name = root.base if root.kind == "attr" else found.item
+        move = cst.parse_statement(f"{moved_name} = {moved_name}.{call}\n")
         body = list(loop_node.body.body)  # type: ignore[union-attr]
         at = unpack_at + 1
         while at < len(body) and _is_leading_move(body[at]):
             at += 1
         body.insert(at, move)
         new_block = loop_node.body.with_changes(body=body)
-        self.report(
-            found.node,
-            message,
-            fix=self.replace(loop_node.body, new_block, f"move `{found.item}` with `.{call}` at the top of the loop"),
-        )
+        if root.kind == "attr":
+            # a PyG Data / BatchEncoding moves with .to(); a namedtuple batch has no .to()
+            fix = self.replace(
+                loop_node.body, new_block, f"move the whole batch `{moved_name}` with `.{call}` at the top of the loop (it must have a `.to()`)", FixSafety.UNSAFE
+            )
+        else:
+            fix = self.replace(loop_node.body, new_block, f"move `{found.item}` with `.{call}` at the top of the loop")
+        self.report(found.node, message, fix=fix)
 
 
 def _unpacked_from(stmt: cst.CSTNode, batch: str) -> List[str]:
@@ -460,6 +572,34 @@ def _constant_key(node: cst.Subscript) -> str:
     return ""
 
 
+def _is_number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+#: the count and size fields of a batch object, plain numbers (``data.num_graphs``)
+_NUMBER_FIELDS = frozenset({"shape", "device", "dtype", "ndim"})
+
+
+def _is_field(attr: str) -> bool:
+    """A tensor field of a batch object, not a count (``num_graphs``, ``batch_size``)."""
+    return attr not in _NUMBER_FIELDS and not attr.startswith(("num_", "n_")) and not attr.endswith(("_size", "_count"))
+
+
+def _is_like_factory(facts, call: cst.Call) -> bool:
+    """``torch.randn_like(x)``, ``torch.zeros_like(x)``: a new tensor where ``x`` is
+    (unless given a ``device=``)."""
+    q = facts.qualify(call.func) or ""
+    return (
+        q.startswith("torch.")
+        and q.endswith("_like")
+        and bool(positional_args(call))
+        and keyword_arg(call, "device") is None
+        and not any(a.star for a in call.args)
+    )
+
+
 def _is_leading_move(stmt: cst.CSTNode) -> bool:
     """``x = x.to(device)`` / ``x, y = x.cuda(), y.cuda()``."""
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
@@ -491,6 +631,9 @@ class _LoopWalker:
         self.outputs: Dict[str, Tuple[str, Placement]] = {}
         self.found: List[_Found] = []
         self._reported: Set[str] = set()
+        #: ``x.to(device)`` / ``x.cuda()`` as statements on a batch tensor:
+        #: ``Tensor.to`` returns a copy, the name still holds the CPU tensor
+        self.discarded: Dict[str, cst.Expr] = {}
 
     # -- models ----------------------------------------------------------
     def _model(self, call: cst.Call) -> Optional[Tuple[str, Placement, Optional[WrapFacts]]]:
@@ -498,7 +641,7 @@ class _LoopWalker:
         if ref is None:
             return None
         p = lookup_scoped(self.facts, self.scope, ref, "placements")
-        if not isinstance(p, Placement) or p.is_cpu():
+        if not isinstance(p, Placement) or placed_on_cpu(self.facts, self.scope, p):
             return None
         w = lookup_scoped(self.facts, self.scope, ref, "wrapped")
         return ref, p, w if isinstance(w, WrapFacts) else None
@@ -537,7 +680,15 @@ class _LoopWalker:
                 if name in self.aliases:
                     return self.aliases[name], node
                 return (_Root(name, "name", node, name), node) if name in self.items else None
-            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEEPS_DEVICE:
+            if (
+                isinstance(node, cst.Call)
+                and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value == "to"
+                and not any(a.star for a in node.args)
+                and placement_of(self.facts, node) is None
+            ):
+                node = node.func.value  # x.to(torch.float32), x.to(memory_format=...): no device move
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _KEEPS_DEVICE:
                 if node.func.attr.value == "type" and any("cuda" in code_of(a.value) for a in node.args):
                     return None  # y.type(torch.cuda.LongTensor) moves
                 node = node.func.value
@@ -550,6 +701,22 @@ class _LoopWalker:
                     key = code_of(node)
                     return (_Root(key, kind, node, base.value), node) if kind and key not in self.moved else None
                 node = base
+            elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value in self.batches:
+                # data.x, data.edge_index: a field of a whole batch object (PyG Data, BatchEncoding)
+                base = node.value.value
+                if base in self.moved or base in self.aliases or not _is_field(node.attr.value):
+                    return None
+                return _Root(code_of(node), "attr", node, base), node
+            elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
+                # x * 2 - 1, x / 255.0: arithmetic with a number keeps the device
+                if _is_number(node.right):
+                    node = node.left
+                elif _is_number(node.left):
+                    node = node.right
+                else:
+                    return None
+            elif isinstance(node, cst.Call) and _is_like_factory(self.facts, node):
+                node = positional_args(node)[0].value  # torch.randn_like(x): where x is
             else:
                 return None
 
@@ -557,12 +724,16 @@ class _LoopWalker:
         root, node = hit
         if _is_lengths(root.key) or (isinstance(node, cst.Name) and _is_lengths(node.value)):
             return  # sequence lengths stay on the CPU (pack_padded_sequence, CTCLoss)
-        # an index is moved where it is read: each read is its own finding
-        key = f"{root.key}@{id(root.node)}" if root.kind == "index" else root.key
+        # an index is moved where it is read: each read is its own finding;
+        # the fields of a batch object are moved together (data = data.to(device))
+        key = f"{root.key}@{id(root.node)}" if root.kind == "index" else (f"{root.base}." if root.kind == "attr" else root.key)
         if key in self._reported:
             return
         self._reported.add(key)
-        self.found.append(_Found(root, node, model, placement, as_input))
+        found = _Found(root, node, model, placement, as_input)
+        if root.kind == "name":
+            found.discarded = self.discarded.get(root.key)
+        self.found.append(found)
 
     # -- statements ------------------------------------------------------
     def statement(self, stmt: cst.CSTNode) -> None:
@@ -586,6 +757,8 @@ class _LoopWalker:
                 self.statement(inner)
 
     def _simple(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, cst.Expr) and self._discards_move(small):
+            return
         self._note_moves(small)
         self._expression(small)
         if isinstance(small, cst.Assign):
@@ -612,6 +785,22 @@ class _LoopWalker:
             self._assign(small.target, self._device_source(value) if value is not None else None, self._item_of(value) if value is not None else None)
         elif isinstance(small, cst.AugAssign):
             self._rebind(small.target)
+
+    def _discards_move(self, stmt: cst.Expr) -> bool:
+        """``x.to(device)`` alone on a line, ``x`` a tensor the loop unpacked:
+        ``Tensor.to``/``.cuda()`` return a moved copy and leave ``x`` where it
+        was. (A whole batch is left alone: a PyG ``Data`` or a ``BatchEncoding``
+        moves in place.)"""
+        call = stmt.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)):
+            return False
+        name = call.func.value.value
+        if call.func.attr.value not in ("to", "cuda") or name not in self.items or name in self.moved or name in self.aliases:
+            return False
+        if call.func.attr.value == "to" and placement_of(self.facts, call) is None:
+            return False
+        self.discarded.setdefault(name, stmt)
+        return True
 
     def _assign(self, target: cst.BaseExpression, src: Optional[Tuple[str, Placement]], hit: Optional[Tuple[_Root, cst.CSTNode]] = None) -> None:
         for name in _bound_names(target):
@@ -646,6 +835,8 @@ class _LoopWalker:
             def visit_Call(self, call: cst.Call) -> None:
                 func = call.func
                 if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda", "pin_memory") and isinstance(func.value, cst.Name):
+                    if func.attr.value == "to" and not any(a.star for a in call.args) and placement_of(walker.facts, call) is None:
+                        return  # x.to(torch.float32): a dtype, not a device
                     walker.moved.add(func.value.value)
                     return
                 tracked = walker.items | walker.batches | set(walker.aliases)
@@ -683,11 +874,8 @@ class _LoopWalker:
                         for a in call.args:
                             if a.star:
                                 continue
-                            value = a.value
-                            direct = isinstance(value, cst.Name) or (
-                                isinstance(value, cst.Subscript) and isinstance(value.value, cst.Name) and value.value.value in walker.batches
-                            )
-                            hit = walker._item_of(value) if direct else None
+                            # x, batch["x"], x[:, :-1], x.view(-1, 784), x.half(): still the loader's tensor
+                            hit = walker._item_of(a.value)
                             if hit is not None:
                                 walker._flag(hit, ref, placement, True)
                     return
