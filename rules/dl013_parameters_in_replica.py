@@ -3,8 +3,10 @@
 ## What it does
 Flags `next(self.parameters())` (also `next(iter(...))`, `list(...)[0]`,
 `tuple(...)[0]`, and the same on a submodule: `next(self.encoder.parameters())`)
-inside `forward` of an `nn.Module`, or a method `forward` calls: the idiom for
-"the device (or dtype) of this module's weights".
+inside `forward` of an `nn.Module`, a method `forward` calls, or a property
+such code reads (`@property def device(self): return
+next(self.parameters()).device`): the idiom for "the device (or dtype) of
+this module's weights".
 
 ## Why is this bad?
 `nn.DataParallel` runs `forward` on replicas made by
@@ -53,7 +55,10 @@ found from the class definition: replicas keep those as attributes.
 Not flagged: `parameters()` outside `forward` and the methods it calls (a
 `generate` or `predict` method, a training script: no replica runs them),
 loops over `self.parameters()` (in a replica they run zero times, which is
-not a crash), and `buffers()` (replicas keep their buffers).
+not a crash), `next(self.parameters(), default)`, a read under `try: ...
+except StopIteration:` (the fallback transformers uses), `buffers()`
+(replicas keep their buffers), and models passed in as arguments (not
+replicated).
 
 ## Fix safety
 Safe for `.device` (`next(self.parameters()).device` becomes
@@ -66,13 +71,14 @@ devlint can name the finding has no fix.
 
 from __future__ import annotations
 
-from typing import Optional, Set
+from typing import List, Optional, Set
 
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import code_of, module_class_of, positional_args
+from devlint.semantic import code_of, module_class_of, positional_args, self_attribute_loads
+from devlint.walk import walk
 
 #: ``list(...)``, ``tuple(...)``: the ``[0]`` of them is the first parameter
 _SEQUENCES = ("list", "tuple")
@@ -167,15 +173,56 @@ class LSTMTagger(nn.Module):
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # a ``.parameters()`` call in a method that may run from forward
-        return any(c.attr == "parameters" for c in scan.calls_in_forward())
+        # a ``.parameters()`` call in a method that may run from forward, or
+        # in one read as an attribute by such code (a property)
+        reads = None
+        for c in scan.calls:
+            if c.attr != "parameters" or c.cls is None:
+                continue
+            if scan.in_forward(c.cls, c.method):
+                return True
+            if reads is None:
+                reads = scan.forward_attribute_reads()
+            if c.method in reads:
+                return True
+        return False
 
     def __init__(self, context) -> None:
         super().__init__(context)
         self._done: Set[int] = set()
+        # per class being visited: its properties that forward-reachable code reads
+        self._properties: List[Set[str]] = []
+        # expressions in the body of a ``try`` whose handler catches StopIteration
+        self._guarded: Set[int] = set()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        if any(_catches_stop_iteration(h.type) for h in node.handlers):
+            collector = _Expressions()
+            walk(node.body, collector)
+            self._guarded |= collector.ids
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        cls = self.facts.classes.get(node.name.value)
+        self._properties.append(_properties_read_by_forward(node, cls) if cls is not None and cls.is_module else set())
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._properties.pop()
+
+    def _in_scope(self, node: cst.CSTNode) -> bool:
+        """In ``forward``, a method it calls, or a property such code reads
+        (``@property def device(self): return next(self.parameters()).device``),
+        and not under ``try: ... except StopIteration:`` (the DataParallel
+        fallback transformers uses)."""
+        if id(node) in self._guarded:
+            return False
+        ctx = self.context
+        if ctx.in_forward:
+            return True
+        m = ctx.current_method
+        return m is not None and bool(self._properties) and m.name.value in self._properties[-1]
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value != "device" or not self.context.in_forward:
+        if node.attr.value != "device" or not self._in_scope(node):
             return
         owner = _first_parameter_of(node.value)
         if owner is None:
@@ -184,14 +231,14 @@ class LSTMTagger(nn.Module):
         self._check(node.value, owner, device=node)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if id(node) in self._done or not self.context.in_forward:
+        if id(node) in self._done or not self._in_scope(node):
             return
         owner = _first_parameter_of(node)
         if owner is not None:
             self._check(node, owner, device=None)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if id(node) in self._done or not self.context.in_forward:
+        if id(node) in self._done or not self._in_scope(node):
             return
         owner = _first_parameter_of(node)
         if owner is not None:
@@ -207,6 +254,8 @@ class LSTMTagger(nn.Module):
             return  # not this module or one of its submodules
         method = ctx.current_method.name.value if ctx.current_method is not None else "forward"
         message = self.message.format(expr=code_of(expr), method=method)
+        if not ctx.in_forward:
+            message = message.replace(f"in `{method}`", f"in `{method}` (a property `forward` reads)", 1)
         path = self.facts.tensor_path_of_class(module_class)
         if path is None:
             name = module_class.rsplit(".", 1)[-1]
@@ -221,6 +270,52 @@ class LSTMTagger(nn.Module):
             expr, cst.parse_expression(held), f"use `{held}` (may not be the first parameter)", FixSafety.UNSAFE
         )
         self.report(expr, message, fix=fix)
+
+
+class _Expressions(cst.CSTVisitor):
+    """The ids of the calls, subscripts and attributes under a node."""
+
+    def __init__(self) -> None:
+        self.ids: Set[int] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.ids.add(id(node))
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self.ids.add(id(node))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.ids.add(id(node))
+
+
+def _catches_stop_iteration(kind: Optional[cst.BaseExpression]) -> bool:
+    if kind is None:
+        return True  # a bare ``except:``
+    if isinstance(kind, cst.Tuple):
+        return any(_catches_stop_iteration(e.value) for e in kind.elements)
+    name = code_of(kind).rsplit(".", 1)[-1]
+    return name in ("StopIteration", "Exception", "BaseException")
+
+
+def _properties_read_by_forward(node: cst.ClassDef, cls) -> Set[str]:
+    """The properties of the class that ``forward``-reachable methods read as
+    ``self.<name>``, also through other properties."""
+    methods = {
+        stmt.name.value: stmt
+        for stmt in node.body.body
+        if isinstance(stmt, cst.FunctionDef) and stmt.params.params
+    }
+    properties = {name for name, facts in cls.methods.items() if facts.is_property and name in methods}
+    if not properties:
+        return set()
+    found: Set[str] = set()
+    todo = [methods[m] for m in cls.forward_reachable if m in methods]
+    while todo:
+        for name in self_attribute_loads(todo.pop()):
+            if name in properties and name not in found:
+                found.add(name)
+                todo.append(methods[name])
+    return found
 
 
 def _first_parameter_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
