@@ -59,6 +59,9 @@ class CallSite(NamedTuple):
     #: the first positional argument: "empty" (``[]``, ``()``), "container"
     #: (a list/tuple display or comprehension), "name", "other", or ""
     first_arg: str = ""
+    #: the first positional argument is "attribute" (``x.a``: ``a``) or
+    #: "call" (``f(...)``: ``f``): that name, else ""
+    first_name: str = ""
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -302,6 +305,21 @@ class ScanSummary:
             if store[1] != "forward":
                 yield store
 
+    def may_hold_sequence(self, cls: Optional[str], attr: str) -> bool:
+        """Whether ``self.<attr>`` of ``cls`` may hold a list or tuple (a
+        superset of ``AttributeFacts.sequence``): some store of it outside
+        ``forward`` is a display, a comprehension, ``list()``/``tuple()`` or a
+        name."""
+        for c, _, name, value in self.stores_outside_forward():
+            if c != cls or name != attr:
+                continue
+            t = type(value)
+            if t in (ast.List, ast.Tuple, ast.ListComp, ast.Name) or (
+                t is ast.Call and (_dotted(value.func) or "") in ("list", "tuple")  # type: ignore[attr-defined]
+            ):
+                return True
+        return False
+
     def may_be_tensor(self, node: Optional[ast.AST], cls: str, method: str) -> bool:
         """Whether ``node`` may be what ``SemanticBuilder._is_tensor_expr``
         calls a tensor, or a container of them (a superset): it must reach,
@@ -373,6 +391,9 @@ class ScanSummary:
     def _holds_module(self, node: ast.AST) -> bool:
         t = type(node)
         if t is ast.Call:
+            # dict(rgb=Branch(), depth=Branch()): the keyword values are the elements
+            if not node.args and node.keywords and (_dotted(node.func) or "") == "dict":  # type: ignore[union-attr]
+                return any(self.may_be_module(k.value) for k in node.keywords)  # type: ignore[union-attr]
             args = node.args or [k.value for k in node.keywords]  # type: ignore[union-attr]
             return bool(args) and (_is_container(args[0]) or type(args[0]) is ast.GeneratorExp) and self._holds_module(args[0])
         if t is ast.Dict:
@@ -510,6 +531,14 @@ class _Scanner:
                 for a in node.args:
                     if type(a) is Call:
                         elements.add(id(a))
+                if method is not None and type(func) is Name and func.id in ("setattr", "getattr"):  # type: ignore[attr-defined]
+                    # setattr(self, f"scale_{i}", t) / getattr(self, f"scale_{i}"): as semantic names them
+                    dynamic = _dynamic_attribute(node)
+                    if dynamic is not None and func.id == "getattr" and used is not None:  # type: ignore[attr-defined]
+                        used.add(dynamic)
+                    elif dynamic is not None and len(node.args) == 3 and type(node.args[0]) is Name \
+                            and node.args[0].id in s.method_self.get((cls, method), ()):  # type: ignore[attr-defined,arg-type]
+                        s.attribute_stores.append((cls, method, dynamic, node.args[2]))  # type: ignore[arg-type]
                 if method is not None and node.args and attr in _ADD_METHODS:
                     owner = _container_name(func.value)
                     if owner:
@@ -532,14 +561,21 @@ class _Scanner:
                             continue
                         break
                 first = node.args[0] if node.args else None
+                first_name = ""
                 if first is None:
                     first_arg = ""
                 elif type(first) in (ListNode, TupleNode):
                     first_arg = "container" if first.elts else "empty"
                 elif type(first) in (ListComp, GeneratorExp):
                     first_arg = "container"
+                elif type(first) is Name:
+                    first_arg = "name"
+                elif type(first) is Attribute and type(first.value) is Name:  # type: ignore[attr-defined]
+                    first_arg, first_name = "attribute", first.attr  # type: ignore[attr-defined]  # torch.tensor(self.ratios)
+                elif type(first) is Call and type(first.func) is Name:  # type: ignore[attr-defined]
+                    first_arg, first_name = "call", first.func.id  # type: ignore[attr-defined]  # torch.tensor(get_slopes(n))
                 else:
-                    first_arg = "name" if type(first) is Name else "other"
+                    first_arg = "other"
                 if attr is not None:
                     root, shape, receiver_attr = _owner_shape(func.value) if type(func.value) is not Call else (None, "call", "")
                     receiver = (root, shape)
@@ -560,6 +596,7 @@ class _Scanner:
                         receiver_attr,
                         id(node) in moved,
                         first_arg,
+                        first_name,
                     )
                 )
             elif t is Attribute:
@@ -673,6 +710,26 @@ CHAIN_METHODS = frozenset(
      "masked_fill", "fill_", "triu", "tril", "triu_", "tril_", "__getitem__", "unfold", "flip", "roll", "mul", "add",
      "sub", "div", "pow", "exp", "log", "sqrt", "cumsum", "sin", "cos", "requires_grad_"}
 )
+
+
+def _dynamic_attribute(call: ast.Call) -> Optional[str]:
+    """The attribute ``setattr(x, <name>, v)`` / ``getattr(x, <name>)`` names,
+    as ``semantic.dynamic_self_attribute`` spells it (``f"scale_{i}"`` ->
+    ``scale_{}``), else None."""
+    if len(call.args) < 2 or call.keywords or any(type(a) is ast.Starred for a in call.args):
+        return None
+    name = call.args[1]
+    if type(name) is ast.Constant and type(name.value) is str:  # type: ignore[attr-defined]
+        return name.value  # type: ignore[attr-defined]
+    if type(name) is ast.JoinedStr:
+        parts = []
+        for part in name.values:  # type: ignore[attr-defined]
+            if type(part) is ast.Constant and type(part.value) is str:  # type: ignore[attr-defined]
+                parts.append(part.value)  # type: ignore[attr-defined]
+            else:
+                parts.append("{}")
+        return "".join(parts)
+    return None
 
 
 def _to_moves(call: ast.Call, imports: Dict[str, List[str]]) -> bool:

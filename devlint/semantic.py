@@ -186,6 +186,33 @@ def self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
     return None
 
 
+def dynamic_self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """The attribute name that ``setattr(self, <name>, v)`` sets or
+    ``getattr(self, <name>[, default])`` reads: the string for a literal
+    name, the literal parts with ``{}`` for each replacement of an f-string
+    (``f"scale_{i}"`` -> ``scale_{}``: the same family of attributes whatever
+    ``i``), else None."""
+    if not isinstance(node, cst.Call) or dotted_name(node.func) not in ("setattr", "getattr"):
+        return None
+    if len(node.args) < 2 or any(a.star or a.keyword is not None for a in node.args):
+        return None
+    if dotted_name(node.args[0].value) != self_name:
+        return None
+    name = node.args[1].value
+    s = string_value(name)
+    if s is not None:
+        return s
+    if isinstance(name, cst.FormattedString):
+        parts = []
+        for part in name.parts:
+            if isinstance(part, cst.FormattedStringText):
+                parts.append(part.value)
+            else:
+                parts.append("{}")
+        return "".join(parts)
+    return None
+
+
 def loop_over_attribute(node: cst.For, self_name: str = "self") -> Optional[Tuple[str, str, Optional[str]]]:
     """(loop variable, attribute, index variable) for ``for b in self.blocks``
     or ``for i, b in enumerate(self.blocks)``, else None."""
@@ -291,6 +318,11 @@ class AttributeFacts:
     #: ``torch.nn`` module with no parameters, buffers or train/eval
     #: behaviour (a loss without ``weight=``/``pos_weight=``, ``nn.ReLU()``)
     stateless_elements: bool = False
+    #: holds a list or tuple: a display or comprehension (``(0.5, 1.0, 2.0)``,
+    #: ``list(ratios)``) or an argument whose default is one
+    #: (``self.ratios = ratios`` with ``ratios=(0.5, 1.0, 2.0)``), so
+    #: ``torch.tensor(self.ratios)`` has dimensions
+    sequence: bool = False
 
 
 @dataclass
@@ -312,6 +344,10 @@ class FunctionFacts:
     #: used as an index: ``t[self.m(...)]``, ``i = self.m(...); t[i.view(-1)]``)
     #: or "other"; empty when no forward-reachable code calls it
     caller_uses: List[str] = field(default_factory=list)
+    #: (module-level functions forward calls) every ``return`` gives a list
+    #: or tuple display or comprehension: ``torch.tensor(get_slopes(n))`` has
+    #: dimensions
+    returns_sequence: bool = False
 
     def result_placed_by_callers(self) -> bool:
         """Every forward-reachable call site moves the result or only indexes
@@ -604,6 +640,20 @@ def _annotation_code(param: cst.Param) -> Optional[str]:
     return code_of(param.annotation.annotation).replace(" ", "")
 
 
+#: generic collections: ``List[Tensor]`` holds tensors but has no ``.device``
+_COLLECTION_ANNOTATIONS = frozenset(
+    {"list", "tuple", "sequence", "mutablesequence", "dict", "mapping", "mutablemapping", "iterable",
+     "iterator", "collection", "set", "frozenset", "deque", "generator", "ordereddict", "defaultdict"}
+)
+
+
+def _is_collection_annotation(ann: str) -> bool:
+    """``List[torch.Tensor]``, ``tuple[Tensor, ...]``, ``Dict[str, Tensor]``:
+    a container of tensors, not a tensor."""
+    outer = ann.split("[", 1)[0].rsplit(".", 1)[-1].lower()
+    return "[" in ann and outer in _COLLECTION_ANNOTATIONS
+
+
 class _NameUses(cst.CSTVisitor):
     """Collects, for a function body: ``p.<attr>`` uses of names and
     ``self.<m>(...)`` calls (also ``ClassName.<m>(...)``, a static method
@@ -676,7 +726,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         name = p.name.value
         ann = _annotation_code(p)
         if ann is not None:
-            if "Tensor" in ann and "Optional" not in ann and "None" not in ann:
+            if "Tensor" in ann and "Optional" not in ann and "None" not in ann and not _is_collection_annotation(ann):
                 tensor_params.append(name)
             continue
         if any(h in name.lower() for h in _DEVICE_NAME_HINTS):
@@ -834,6 +884,7 @@ class _FactsBuilder:
             if name in self.facts.forward_functions:
                 continue
             self.facts.forward_functions[name] = _function_facts(functions[name], is_method=False)
+            self.facts.forward_functions[name].returns_sequence = _returns_sequence(functions[name])
             todo.extend(_names_called(functions[name], functions))
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
@@ -1093,6 +1144,10 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
+        collector.sequence_params = {
+            p.name.value for p in fn.params.params + fn.params.kwonly_params
+            if p.default is not None and _is_sequence_value(p.default)
+        }
         self._self_call_owner = (cls.name, self_name)
         try:
             walk(fn.body, collector)
@@ -1213,7 +1268,8 @@ class _FactsBuilder:
             return "tensor", "", "", ""
         if self._is_fixed_device(value, params):
             return "device", "", "", ""
-        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or is_sequence_call(value):
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or is_sequence_call(value) \
+                or is_keyword_dict_call(value):
             elem = self._element_class(value)
             if elem:
                 return "module_container", "", "", elem
@@ -1264,6 +1320,8 @@ class _FactsBuilder:
             return self._is_tensor_expr(node.value, local_tensors)
         if isinstance(node, cst.Name):
             return node.value in local_tensors
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and local_tensors:
+            return f"{node.value.value}.{node.attr.value}" in local_tensors  # self.betas, assigned a tensor above
         return False
 
     def is_scalar_tensor(self, node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
@@ -1301,6 +1359,8 @@ class _FactsBuilder:
             elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
         elif isinstance(node, cst.DictComp):
             elements = [node.value]
+        elif is_keyword_dict_call(node):
+            elements = [a.value for a in node.args]  # dict(rgb=Branch(), depth=Branch())
         elif isinstance(node, cst.Call) and dotted_name(node.func) in ("list", "tuple", "dict"):
             return self._element_class(node.args[0].value) if node.args else ""
         classes = set()
@@ -1329,6 +1389,8 @@ class _FactsBuilder:
             elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
             if len(elements) != len(node.elements):
                 return False
+        elif is_keyword_dict_call(node):
+            elements = [a.value for a in node.args]
         else:
             return False
         for e in elements:
@@ -1465,6 +1527,41 @@ def is_sequence_call(node: cst.BaseExpression) -> bool:
     )
 
 
+def _is_sequence_value(node: cst.BaseExpression) -> bool:
+    """A non-empty list/tuple display, a list comprehension, or
+    ``list(...)``/``tuple(...)`` of one iterable."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return bool(node.elements)
+    return isinstance(node, cst.ListComp) or is_sequence_call(node)
+
+
+def _returns_sequence(fn: cst.FunctionDef) -> bool:
+    """Every ``return`` of ``fn`` gives a list or tuple: a display or
+    comprehension, or a local name every assignment of which is one."""
+    finder = _ReturnsAndAssigns()
+    walk(fn.body, finder)
+    if finder.yields or not finder.returns:
+        return False
+    local: Dict[str, bool] = {}
+    for target, value in finder.assigns:
+        local[target] = local.get(target, True) and _is_sequence_value(value)
+    return all(
+        r is not None and (_is_sequence_value(r) or (isinstance(r, cst.Name) and local.get(r.value, False)))
+        for r in finder.returns
+    )
+
+
+def is_keyword_dict_call(node: cst.BaseExpression) -> bool:
+    """``dict(rgb=a, depth=b)``: a dict display spelled as a call, every
+    argument a keyword (its name is the key)."""
+    return (
+        isinstance(node, cst.Call)
+        and dotted_name(node.func) == "dict"
+        and bool(node.args)
+        and all(a.keyword is not None and not a.star for a in node.args)
+    )
+
+
 def _is_empty_nn_container(node: cst.BaseExpression) -> bool:
     """``nn.ModuleList()``, ``nn.ModuleDict({})``, ``nn.ModuleList([])``
     (placement stripped): a torch.nn container created with no modules."""
@@ -1486,6 +1583,8 @@ def _is_string_key(node: cst.BaseExpression) -> bool:
 
 
 def _dict_has_str_keys(node: cst.BaseExpression) -> bool:
+    if is_keyword_dict_call(node):
+        return True  # dict(rgb=..., depth=...): the keys are the argument names
     if isinstance(node, cst.Dict):
         return all(isinstance(e, cst.DictElement) and _is_string_key(e.key) for e in node.elements)
     if isinstance(node, cst.DictComp):
@@ -1531,6 +1630,8 @@ class _AttributeCollector(cst.CSTVisitor):
         self.attr_element_locals: Dict[str, Set[str]] = {}
         # loop variable -> the index variable beside it (``for i, blk in enumerate(...)``)
         self.loop_index: Dict[str, str] = {}
+        # parameters whose default is a list or tuple display
+        self.sequence_params: Set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -1558,8 +1659,9 @@ class _AttributeCollector(cst.CSTVisitor):
         elif isinstance(it, cst.Name) and it.value in self.local_lists:
             self.list_loop_vars[var.value] = it.value
 
-    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode) -> None:
-        name = self_attribute(target, self.self_name)
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode,
+                name: Optional[str] = None) -> None:
+        name = name or self_attribute(target, self.self_name)
         if name is None:
             if isinstance(target, cst.Name):
                 self._bind_local(target.value, value)
@@ -1588,6 +1690,9 @@ class _AttributeCollector(cst.CSTVisitor):
             record.scalar = self.b.is_scalar_tensor(value, self.scalar_names)
         if kind == "module_container":
             record.stateless_elements = self.b.stateless_elements(value)
+        record.sequence = _is_sequence_value(value) or (
+            isinstance(value, cst.Name) and value.value in self.sequence_params
+        )
         record.container = _container_type(value)
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)
@@ -1596,6 +1701,13 @@ class _AttributeCollector(cst.CSTVisitor):
             record.container = local.container
             self.pending.append((record, local))
         self.cls.assignments.append(record)
+        # later code of the method reads self.<name> as the tensor it holds
+        # (alphas = 1.0 - self.betas): followed like a local tensor name (not
+        # a parameter: self.w2 = self.w stores the Parameter, which registers)
+        if kind in ("tensor", "buffer"):
+            self.local_tensors.add(f"{self.self_name}.{name}")
+        else:
+            self.local_tensors.discard(f"{self.self_name}.{name}")
         if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
             return  # __init__ says what the attribute is
         self.cls.attributes[name] = record
@@ -1712,6 +1824,10 @@ class _AttributeCollector(cst.CSTVisitor):
                 self._mark_registered(a.value)
         if dotted_name(func) == "setattr" and len(node.args) == 3 and dotted_name(node.args[0].value) == self.self_name:
             self._mark_registered(node.args[2].value)
+            # setattr(self, f"scale_{i}", torch.ones(c)): an attribute like self.x = ...
+            name = dynamic_self_attribute(node, self.self_name)
+            if name is not None:
+                self._record(node, node.args[2].value, node, name=name)
             return
         if not isinstance(func, cst.Attribute):
             return
@@ -1892,7 +2008,7 @@ class _SelfAttributeUses(cst.CSTVisitor):
     def _quiet_chain(self, node: cst.BaseExpression) -> None:
         # self.pe[:, :n].float().to(x.device): the read of self.pe is moved
         while True:
-            if self_attribute(node, self.self_name) is not None:
+            if self_attribute(node, self.self_name) is not None or dynamic_self_attribute(node, self.self_name):
                 self._quiet.add(id(node))
                 return
             if isinstance(node, cst.Subscript):
@@ -1904,6 +2020,13 @@ class _SelfAttributeUses(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Name) and func.value == "getattr":
+            # getattr(self, f"scale_{i}"): a read of the attributes setattr made
+            name = dynamic_self_attribute(node, self.self_name)
+            if name is not None:
+                self.loaded.add(name)
+                if id(node) not in self._quiet:
+                    self.reads.add(name)
         if isinstance(func, cst.Attribute):
             attr = func.attr.value
             if attr in _MOVE_METHODS and not _is_dtype_only(node):
@@ -2309,6 +2432,14 @@ class ScriptScope:
     #: plain names this scope binds (assignments, loop and ``with`` targets),
     #: less those it declares ``global``/``nonlocal``
     bound: List[str] = field(default_factory=list)
+    #: the function's body moves data (``.to(...)``, ``.cuda()``, ``.pin_memory()``,
+    #: a ``device=`` argument); set once its body has been read
+    moves_data: bool = False
+    #: the whole body has been read (``moves_data`` is final)
+    complete: bool = False
+    #: names (``crit``, ``self.ctc``) bound to ``nn.CTCLoss(...)``, whose
+    #: targets and lengths may stay on the CPU
+    ctc_losses: Dict[str, bool] = field(default_factory=dict)
 
 
 class ScopeStack:
@@ -2760,6 +2891,7 @@ class _TrainingCollector(cst.CSTVisitor):
                 sf.loaders.setdefault(p, LoaderFacts("param"))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scope.complete = True
         me = self.scope.name
         kept = self._kept.get(me, {})
         for class_scope, ref, head in self._unnamed.get(me, []):
@@ -2822,6 +2954,10 @@ class _TrainingCollector(cst.CSTVisitor):
             if kept is not None and kept in self.scope.params + self.scope.bound:
                 self._kept.setdefault(self.scope.name, {}).setdefault(kept, ref)
         self._note_name(sf, ref, value if not whole else None)
+        if isinstance(value, cst.Call) and self.facts.class_of_call(value.func) in CTC_LOSSES:
+            sf.ctc_losses[ref] = True
+        elif ref in sf.ctc_losses:
+            del sf.ctc_losses[ref]
         if not whole:
             self._bind_placement(sf, ref, value)
             self._bind_load(sf, ref, value)
@@ -2984,7 +3120,14 @@ class _TrainingCollector(cst.CSTVisitor):
         if is_cpu_collator(self.facts, node):
             return True
         if isinstance(node, cst.Name):
-            return any(node.value in s.cpu_collators for s in (sf, self.scope, self.scopes[MODULE_SCOPE]))
+            if any(node.value in s.cpu_collators for s in (sf, self.scope, self.scopes[MODULE_SCOPE])):
+                return True
+            # a collate function of the script's own, already read, that moves nothing
+            here = self.scope.name
+            for name in ((f"{here}.{node.value}" if here != MODULE_SCOPE else node.value), node.value):
+                fn = self.scopes.get(name)
+                if fn is not None and fn.kind == "function" and not fn.class_scope:
+                    return fn.complete and not fn.moves_data
         return False
 
     def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
@@ -3051,6 +3194,8 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         sf = self.scope
+        if (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda", "pin_memory")) or keyword_arg(node, "device") is not None:
+            sf.moves_data = True
         q = self.facts.qualify(node.func)
         if q == "torch.cuda.set_device" and node.args:
             code = code_of(node.args[0].value)
@@ -3233,6 +3378,13 @@ def is_memory_buffer(facts: FileFacts, node: cst.CSTNode, scope: Optional[Script
         return False
     args = positional_args(node)
     return not (args and is_file_bytes(facts, args[0].value, scope))
+
+
+#: ``nn.CTCLoss`` and ``F.ctc_loss``: targets and lengths may be CPU tensors
+#: beside CUDA log-probabilities (cuDNN's CTC even wants them there)
+CTC_LOSSES = frozenset({
+    "torch.nn.CTCLoss", "torch.nn.modules.loss.CTCLoss", "torch.nn.functional.ctc_loss", "torch.ctc_loss",
+})
 
 
 #: the qualified names of ``torch.load``

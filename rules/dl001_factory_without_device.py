@@ -37,30 +37,40 @@ class Encoder(nn.Module):
 
 The device is taken from a tensor the method already has (a tensor argument
 such as `src`); where there is none, from a parameter or buffer the module
-holds directly (`self.tok.weight.device`). Never `next(self.parameters())`:
+holds directly (`self.tok.weight.device`); an argument annotated as a
+collection of tensors (`features: List[torch.Tensor]`) has no `.device` and
+is not used. Never `next(self.parameters())`:
 inside DataParallel replicas `parameters()` is empty (PyTorch >= 1.5), so that
 "fix" raises `StopIteration` exactly where the bug was.
 
 Not flagged: `device=` given (or `**kwargs`), `torch.zeros_like(x)`,
 `x.new_zeros(...)`, a factory whose result is immediately moved with
 `.to(...)`, `.cuda()` or `.type_as(...)`, a 0-dim `torch.tensor(2.0)` (a CPU
-scalar tensor mixes with CUDA tensors), a factory used as an index
+scalar tensor mixes with CUDA tensors; `torch.tensor(self.scale)` and
+`torch.tensor(f(x))` count as 0-dim unless the attribute holds a list or tuple,
+`self.weights = weights` with `weights=(10.0, 5.0)`, or the function is one
+of this file whose every `return` gives a list), a factory used as an index
 (`x[torch.arange(n)]`, indexing accepts CPU indices), a factory turned into a
 Python value (`torch.rand(1).item() < p`, `.tolist()`, `.numel()`,
-`int(torch.randint(...))`), factories in `__init__`, and functions no
+`int(torch.randint(...))`, `.numpy()`: a NumPy array needs a CPU tensor, so
+one built for it is CPU on purpose), a tensor stored with `setattr` on an
+argument (`setattr(x, name, t)`), factories in `__init__`, and functions no
 module's forward calls. A tensor assembled on the CPU (filled in place, combined
 with other CPU tensors, collected in a Python list, taken to the CPU on
 purpose with `.cpu()`) is not flagged when every later use moves it, indexes
 with it, tests it (`mask.any()`, `mask is None`), reads its shape, reduces it
 to a 0-dim tensor (`t.sum()`), copies device values into it (`t[1:] = x`),
-masks it with a comparison to a number (`t[t < 0] = 0`),
+masks it with a comparison to a number (`t[t < 0] = 0`), collects it in
+a list that also takes other values (`pieces.append(self.helper(...))`),
+reduces it to a 0-dim offset (`start = pieces[-1].max() + 1 if pieces else 0`),
 reads it as a number (`torch.arange(start, end)` over the rows of a CPU
 tensor) or feeds another such use, until a re-binding to its moved copy in
 the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
 cached table and otherwise builds one and ends with `return pe.to(x.device)`;
 nor is a factory inside a computation over CPU tensors whose result is moved
 (`torch.stack(torch.meshgrid(torch.arange(h), torch.arange(w))).to(dev)`,
-`torch.cat(offsets).to(dev)`).
+`torch.cat(offsets).to(dev)`,
+`torch.exp(-math.log(p) * torch.arange(half) / half).to(device=t.device)`).
 
 The flow is followed across the methods of the class (a static method called
 as `ClassName.helper(...)` counts as `self.helper(...)`): a helper's CPU result
@@ -240,7 +250,11 @@ class RNN(nn.Module):
             for fn in scan.torch_functions(call.func) & DEVICE_FACTORIES:
                 if fn == "scalar_tensor":
                     continue
-                if fn in ("tensor", "as_tensor") and call.first_arg not in ("container", "empty", "name"):
+                if fn in ("tensor", "as_tensor") and not (
+                    call.first_arg in ("container", "empty", "name")
+                    or (call.first_arg == "attribute" and scan.may_hold_sequence(call.cls, call.first_name))
+                    or (call.first_arg == "call" and call.first_name in scan.function_names)
+                ):
                     continue  # torch.tensor(self.scale): a 0-dim tensor
                 if fn in _SHAPED and call.n_args == 1 and call.first_arg == "empty":
                     continue  # torch.rand([])
@@ -455,6 +469,15 @@ class RNN(nn.Module):
                 isinstance(func, cst.Name) and func.value in ("len", "bool", "int", "float")
             ):
                 self._method.kinds[id(node.args[0].value)] = ("inspect", None)
+        if self._method is not None and _is_setattr_on(node, self._method.params - {self._method.self_name}):
+            # setattr(x, name, t) on an argument: t rides on the caller's
+            # object, like metadata; it meets no tensor here
+            value = node.args[2].value
+            if isinstance(value, cst.Call):
+                self._moved.add(id(value))
+            root = _chain_root(value, self.facts, self._method)
+            if root is not None:
+                self._method.kinds[id(root)] = ("inspect", None)
         callee = _callee_key(node, self._method) if self._method is not None else None
         if callee is not None:
             self._self_call(node, callee)
@@ -573,11 +596,23 @@ class RNN(nn.Module):
         """Whether ``torch.tensor(data)`` builds a tensor with dimensions: a
         list/tuple literal or comprehension, or a local name bound to one.
         Attributes, calls and arithmetic (``self.scale``, ``x.shape[1]``,
-        ``d ** 0.5``) are almost always Python scalars: 0-dim tensors."""
+        ``d ** 0.5``) are almost always Python scalars: 0-dim tensors, except
+        a module attribute that holds a list or tuple (``self.ratios``) and
+        a call of a function of this file that returns one."""
         if isinstance(data, _CONTAINERS):
             return True
         if isinstance(data, cst.Name) and self._method is not None:
             return any(isinstance(d.value, _CONTAINERS) for d in self._method.by_name.get(data.value, ()))
+        cls = self.context.current_class
+        name = self._method.attribute_name(data) if self._method is not None else None
+        if name is not None and cls is not None:
+            # torch.tensor(self.ratios): a list or tuple the module holds
+            records = cls.assignments_of(name[1:])
+            return bool(records) and all(r.sequence for r in records)
+        if isinstance(data, cst.Call) and isinstance(data.func, cst.Name):
+            # torch.tensor(get_slopes(n)): a function of this file that returns a list
+            fn = self.facts.forward_functions.get(data.func.value)
+            return fn is not None and fn.returns_sequence
         return False
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -628,9 +663,10 @@ _INSPECT_ATTRS = frozenset({"shape", "ndim", "dtype", "device", "is_cuda"})
 _INSPECT_CALLS = frozenset({"size", "dim", "numel"})
 #: ``t.any()``, ``t.item()``: a Python value or a 0-dim tensor, which mixes
 #: with tensors on any device
-_REDUCE_ALL = frozenset({"any", "all", "item", "tolist", "sum", "mean", "max", "min", "prod"})
-#: tensor methods that return Python values (numbers, lists, sizes)
-_TO_PYTHON = frozenset({"item", "tolist", "numel", "size", "dim"})
+_REDUCE_ALL = frozenset({"any", "all", "item", "tolist", "numpy", "sum", "mean", "max", "min", "prod"})
+#: tensor methods that return Python values (numbers, lists, sizes, NumPy
+#: arrays: ``.numpy()`` needs a CPU tensor, so one built for it is CPU on purpose)
+_TO_PYTHON = frozenset({"item", "tolist", "numpy", "numel", "size", "dim"})
 #: factories whose positional arguments are the shape
 _SHAPED = frozenset({"zeros", "ones", "empty", "rand", "randn"})
 
@@ -723,6 +759,8 @@ def _chain_root(node: cst.BaseExpression, facts: FileFacts,
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
             node.func.attr.value in _CHAIN or is_dtype_cast(facts, node)
         ):
+            if isinstance(node.func.value, cst.Name) and node.func.value.value in facts.imports:
+                return None  # torch.exp(...): a function of its arguments, not a method of a local
             node = node.func.value
         elif isinstance(node, cst.Subscript):
             node = node.value
@@ -838,7 +876,7 @@ class _Def:
     ``v`` in), the target of a ``for`` loop over a local (``for r in t``), or
     a parameter of the method (``param``)."""
 
-    __slots__ = ("name", "value", "pos", "loop", "in_place", "blocks", "basic", "param", "returned")
+    __slots__ = ("name", "value", "pos", "loop", "in_place", "blocks", "basic", "param", "returned", "listed")
 
     def __init__(self, name: str, value: cst.BaseExpression, loop: Optional[int], in_place: bool,
                  blocks: Tuple[int, ...], basic: bool = False, param: bool = False) -> None:
@@ -855,6 +893,9 @@ class _Def:
         self.param = param
         #: the value of a ``return`` statement (not a binding of a name)
         self.returned = False
+        #: ``items.append(v)``: a Python list takes ``v`` in, which does not
+        #: touch the tensors already in it
+        self.listed = False
 
     @property
     def block(self) -> int:
@@ -1033,6 +1074,7 @@ class _MethodFlow:
     def add_to_list(self, receiver: cst.Name, value: cst.BaseExpression) -> None:
         """``items.append(v)``: ``items`` takes ``v`` in, like ``items += [v]``."""
         d = self._new_def(receiver.value, value, True)
+        d.listed = True
         self.kinds[id(receiver)] = ("update", d)
         self.current = [d]
         self.assign_value = value
@@ -1120,6 +1162,8 @@ class _MethodFlow:
                 recv = func.value
                 if func.attr.value == "cpu" and not node.args:
                     return True, False  # t.cpu(): a CPU tensor whatever t is
+                if func.attr.value in _REDUCE_ALL and not node.args:
+                    return False, False  # t.max(), t.item(): a 0-dim tensor or a number, which mixes with any device
                 if isinstance(recv, cst.Name) and recv.value == "self":
                     return False, True  # self.proj(x): a submodule's output, on the model's device
                 if isinstance(recv, cst.Name) and recv.value in self.imports:
@@ -1159,6 +1203,10 @@ class _MethodFlow:
             return a[0] or b[0], a[1] or b[1]
         if isinstance(node, cst.UnaryOperation):
             return self._operands(node.expression, out, skip)
+        if isinstance(node, cst.IfExp):  # a if cond else b: either branch (the test is a Python truth value)
+            a = self._operands(node.body, out, skip)
+            b = self._operands(node.orelse, out, skip)
+            return a[0] or b[0], a[1] or b[1]
         if isinstance(node, cst.Comparison):  # t < n, a >= b: a tensor on the operands' device
             t, u = self._operands(node.left, out, skip)
             for c in node.comparisons:
@@ -1339,7 +1387,9 @@ class _MethodFlow:
                     continue
                 if kind == "return" and (self.returns_placed or resolver.result_contained(self)):
                     continue
-                if kind == "update" and target is not None and (target.basic or self._born_def(target)):
+                if kind == "update" and target is not None and (
+                    target.basic or target.listed or self._born_def(target)
+                ):
                     continue
                 if kind == "arg" and node_id in self.arg_of and resolver.param_contained(self, *self.arg_of[node_id]):
                     continue
@@ -1481,6 +1531,18 @@ class _Resolver:
                     continue
                 return False
         return True
+
+
+def _is_setattr_on(node: cst.Call, names: Set[str]) -> bool:
+    """``setattr(<one of names>, <name>, <value>)``."""
+    return (
+        isinstance(node.func, cst.Name)
+        and node.func.value == "setattr"
+        and len(node.args) == 3
+        and not any(a.star or a.keyword is not None for a in node.args)
+        and isinstance(node.args[0].value, cst.Name)
+        and node.args[0].value.value in names
+    )
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

@@ -3,11 +3,15 @@
 ## What it does
 Flags a tensor stored on an `nn.Module` as a plain attribute (`self.x = <tensor>`
 in `__init__` or another method that `forward` does not run) when `forward`,
-or a method it calls, reads it. A tensor here is a torch factory result
+or a method it calls, reads it. `setattr(self, "x", t)` counts as `self.x = t`,
+and `setattr(self, f"scale_{i}", t)` stores the family of attributes that
+`getattr(self, f"scale_{j}")` reads (the literal parts of the f-strings match). A tensor here is a torch factory result
 (`torch.zeros`, `torch.tensor(...)`, `torch.FloatTensor([d])`), `torch.from_numpy(...)`,
 a torch function or a method chain on one (`torch.sqrt(...)`, `torch.arange(n).float()`),
 arithmetic on one, a local variable holding one (`pe = torch.zeros(...)`,
-then `self.pe = pe.unsqueeze(0)`), the result of a function or method of the
+then `self.pe = pe.unsqueeze(0)`), an attribute assigned one earlier in the
+same method (`self.betas = torch.linspace(...)`, then
+`self.alphas_cumprod = torch.cumprod(1 - self.betas, 0)`), the result of a function or method of the
 same file whose every `return` gives such a tensor
 (`self.window = gaussian_window(11, 1.5)`, `self.kernel = self._make_kernel()`),
 or a list, tuple or dict of tensors.
@@ -58,7 +62,8 @@ tensor and register that) and read them back by name; devlint reports those
 without a fix.
 
 Not flagged: tensors registered with `register_buffer`, `nn.Parameter` or
-`nn.Buffer`; tensors used only outside `forward`; reads that move the tensor
+`nn.Buffer`; a Parameter stored again under another name (`self.w2 =
+self.w`: assigning a Parameter registers it); tensors used only outside `forward`; reads that move the tensor
 on the spot (`self.pe.to(x.device)`, `.type_as(x)`, `x.new_tensor(self.t)`),
 only look at its shape or dtype, or use it as an index (`x[:, self.perm]`:
 indexing accepts a CPU index tensor on any device); attributes that `forward` itself assigns (a
@@ -83,7 +88,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import AttributeFacts, code_of, self_attribute
+from devlint.semantic import AttributeFacts, code_of, dynamic_self_attribute, self_attribute
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
 _CONTAINER_WORDS = {"list": "list", "tuple": "tuple", "dict": "dict"}
@@ -323,6 +328,11 @@ class Pyramid(nn.Module):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "__init__":
             self._module_ready = True
+        if isinstance(func, cst.Name) and func.value == "setattr" and len(node.args) == 3:
+            # setattr(self, f"scale_{i}", torch.ones(c)), read back with getattr
+            name = dynamic_self_attribute(node, self.context.self_name)
+            if name is not None:
+                self._check(node, node, node.args[2].value, fixable=True, name=name)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and self_attribute(node.targets[0].target, self.context.self_name):
@@ -339,20 +349,25 @@ class Pyramid(nn.Module):
         if node.value is not None:
             self._check(node, node.target, node.value, fixable=True)
 
-    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression) -> Optional[AttributeFacts]:
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression,
+                name: Optional[str] = None) -> Optional[AttributeFacts]:
         ctx = self.context
         cls, method = ctx.current_class, ctx.current_method
         if cls is None or not cls.is_module or method is None or ctx.current_function is not method:
             return None
         if method.name.value == "forward" or method.name.value in cls.forward_reachable:
             return None
-        name = self_attribute(target, ctx.self_name)
+        name = name or self_attribute(target, ctx.self_name)
         if name is None:
             return None
         return cls.assignment_for(method.name.value, name, code_of(value))
 
-    def _check(self, stmt: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression, fixable: bool) -> None:
-        record = self._record(target, value)
+    def _check(self, stmt: cst.CSTNode, target: cst.BaseExpression, value: cst.BaseExpression, fixable: bool,
+               name: Optional[str] = None) -> None:
+        """``name``: for ``setattr(self, <name>, value)`` (``stmt`` and
+        ``target`` are the call), the attribute it sets."""
+        dynamic = name is not None
+        record = self._record(target, value, name)
         if record is None or record.kind not in ("tensor", "tensor_container") or record.scalar:
             return
         cls = self.context.current_class
@@ -378,6 +393,8 @@ class Pyramid(nn.Module):
             )
             return
         message = self.message.format(name=name)
+        if dynamic and "{}" in name:
+            message = self.message.format(name=name.replace("{}", "<i>"))
         why = ""
         if not fixable:
             why = "the assignment also binds other names; register it with `self.register_buffer(...)` by hand"
@@ -391,6 +408,17 @@ class Pyramid(nn.Module):
             self.report(target, message, no_fix_reason=why)
             return
         call = _register_buffer(self.context.self_name, name, value)
+        if dynamic:
+            # setattr(self, f"scale_{i}", t) -> self.register_buffer(f"scale_{i}", t, persistent=False)
+            assert isinstance(stmt, cst.Call)
+            args = list(call.args)
+            args[0] = args[0].with_changes(value=stmt.args[1].value)
+            self.report(
+                target,
+                message,
+                fix=self.replace(stmt, call.with_changes(args=args), "register it as a non-persistent buffer"),
+            )
+            return
         self.report(
             target,
             message,

@@ -3,7 +3,8 @@
 ## What it does
 Flags submodules kept in a plain Python `list`, `tuple` or `dict` on an
 `nn.Module`: `self.blocks = [Block() for _ in range(n)]`,
-`self.heads = {"cls": nn.Linear(...), "box": nn.Linear(...)}`,
+`self.heads = {"cls": nn.Linear(...), "box": nn.Linear(...)}` (or
+`dict(cls=nn.Linear(...), box=nn.Linear(...))`),
 `self.heads = list(nn.Linear(w, n) for w in widths)` (or `tuple(...)`), a
 list filled with `self.layers.append(nn.Linear(...))`, or a local list of
 modules assigned to `self.x`, outside `forward`. An element may also come
@@ -428,6 +429,8 @@ def _dict_key_problem(value: cst.BaseExpression, str_keys: bool) -> str:
     keys: Sequence[cst.BaseExpression] = ()
     if isinstance(value, cst.Dict):
         keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
+    elif isinstance(value, cst.Call):
+        keys = [cst.SimpleString(repr(a.keyword.value)) for a in value.args if a.keyword is not None]  # dict(rgb=...)
     for key in keys:
         s = string_value(key)
         if s is not None and ("." in s or not s or s in _MODULE_DICT_ATTRIBUTES):
