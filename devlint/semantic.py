@@ -2505,6 +2505,14 @@ class ScriptScope:
     #: plain names this scope binds (assignments, loop and ``with`` targets),
     #: less those it declares ``global``/``nonlocal``
     bound: List[str] = field(default_factory=list)
+    #: the function's body moves data (``.to(...)``, ``.cuda()``, ``.pin_memory()``,
+    #: a ``device=`` argument); set once its body has been read
+    moves_data: bool = False
+    #: the whole body has been read (``moves_data`` is final)
+    complete: bool = False
+    #: names (``crit``, ``self.ctc``) bound to ``nn.CTCLoss(...)``, whose
+    #: targets and lengths may stay on the CPU
+    ctc_losses: Dict[str, bool] = field(default_factory=dict)
 
 
 class ScopeStack:
@@ -2956,6 +2964,7 @@ class _TrainingCollector(cst.CSTVisitor):
                 sf.loaders.setdefault(p, LoaderFacts("param"))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.scope.complete = True
         me = self.scope.name
         kept = self._kept.get(me, {})
         for class_scope, ref, head in self._unnamed.get(me, []):
@@ -3018,6 +3027,10 @@ class _TrainingCollector(cst.CSTVisitor):
             if kept is not None and kept in self.scope.params + self.scope.bound:
                 self._kept.setdefault(self.scope.name, {}).setdefault(kept, ref)
         self._note_name(sf, ref, value if not whole else None)
+        if isinstance(value, cst.Call) and self.facts.class_of_call(value.func) in CTC_LOSSES:
+            sf.ctc_losses[ref] = True
+        elif ref in sf.ctc_losses:
+            del sf.ctc_losses[ref]
         if not whole:
             self._bind_placement(sf, ref, value)
             self._bind_load(sf, ref, value)
@@ -3180,7 +3193,14 @@ class _TrainingCollector(cst.CSTVisitor):
         if is_cpu_collator(self.facts, node):
             return True
         if isinstance(node, cst.Name):
-            return any(node.value in s.cpu_collators for s in (sf, self.scope, self.scopes[MODULE_SCOPE]))
+            if any(node.value in s.cpu_collators for s in (sf, self.scope, self.scopes[MODULE_SCOPE])):
+                return True
+            # a collate function of the script's own, already read, that moves nothing
+            here = self.scope.name
+            for name in ((f"{here}.{node.value}" if here != MODULE_SCOPE else node.value), node.value):
+                fn = self.scopes.get(name)
+                if fn is not None and fn.kind == "function" and not fn.class_scope:
+                    return fn.complete and not fn.moves_data
         return False
 
     def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
@@ -3247,6 +3267,8 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         sf = self.scope
+        if (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda", "pin_memory")) or keyword_arg(node, "device") is not None:
+            sf.moves_data = True
         q = self.facts.qualify(node.func)
         if q == "torch.cuda.set_device" and node.args:
             code = code_of(node.args[0].value)
@@ -3429,6 +3451,13 @@ def is_memory_buffer(facts: FileFacts, node: cst.CSTNode, scope: Optional[Script
         return False
     args = positional_args(node)
     return not (args and is_file_bytes(facts, args[0].value, scope))
+
+
+#: ``nn.CTCLoss`` and ``F.ctc_loss``: targets and lengths may be CPU tensors
+#: beside CUDA log-probabilities (cuDNN's CTC even wants them there)
+CTC_LOSSES = frozenset({
+    "torch.nn.CTCLoss", "torch.nn.modules.loss.CTCLoss", "torch.nn.functional.ctc_loss", "torch.ctc_loss",
+})
 
 
 #: the qualified names of ``torch.load``

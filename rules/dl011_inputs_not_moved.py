@@ -7,7 +7,9 @@ tensors: inputs passed to the model, and targets that meet the model's output
 (`criterion(out, y)`, `pred == y`, `out.eq(y)`). Batch tensors are the names
 the loop unpacks (`for x, y in loader`, `for (xs, ys), (xt, _) in zip(a, b)`,
 `for i, batch in enumerate(pbar)` with `pbar = tqdm(loader)`,
-`for x, y in DataLoader(ds)`), or that a loop takes with `next()` from an
+`for x, y in DataLoader(ds)`, `[model(x) for x, _ in loader]`: a
+comprehension's finding is moved where it is read), or that a loop takes
+with `next()` from an
 iterator over a loader (`it = iter(loader)`; `while True: x, y = next(it)`,
 also inside a `try` that restarts the iterator), the fields of a whole batch
 read by a constant key (`batch["input_ids"]`, `batch[0]`) or as attributes
@@ -83,7 +85,9 @@ inputs of a `DataParallel` model or a `DistributedDataParallel` model given
 `device_ids` (the wrapper moves its inputs; targets still need moving), a
 loader built with `pin_memory_device=` or a `collate_fn=` of its own (a
 library collator that stacks on the CPU, `default_collate`,
-`default_data_collator` or a `transformers` `DataCollator*`, does not count),
+`default_data_collator` or a `transformers` `DataCollator*`, does not count,
+nor does a collate function the script defines before the loader whose body
+moves nothing: no `.to()`, `.cuda()`, `.pin_memory()` or `device=`),
 from a dataset built with a device or from tensors already moved
 (`TensorDataset(X, Y)` with `X = torch.load(p, map_location=device)` or
 `X = X.to(device)`), or wrapped by something that places
@@ -92,7 +96,9 @@ variable that is the whole batch passed as it is (`model(batch)`,
 `model(**batch)`: it may be a dict or a list, which `.to()` cannot move), a
 field read by a computed key (`batch[k]`), sequence lengths (`lengths`,
 `src_lens`, `batch["seq_len"]`: `pack_padded_sequence` wants them on the CPU
-and `CTCLoss` accepts them there), and a batch item shown or stored next to
+and `CTCLoss` accepts them there), targets given to `nn.CTCLoss` or
+`F.ctc_loss` (CPU targets are accepted beside CUDA log-probabilities), and a
+batch item shown or stored next to
 the output rather than combined with it (`print(y, out)`, `rows.append(...)`,
 `log.info(...)`). Only the batch tensors above count, and only when they
 reach the model or meet its output.
@@ -107,11 +113,10 @@ Decided case: `x.to(device)` alone on a line is reported for a tensor the
 loop unpacked (`Tensor.to` returns a copy), not for a whole batch, which may
 be a PyG `Data` or a `BatchEncoding` whose `.to()` moves in place.
 
-Not covered: comprehensions over a loader (`[model(x) for x, _ in loader]`),
-a loader whose `collate_fn` is a function of the script's own (it may place
-the batch; devlint does not read its body), and tensors built in the loop
-without a loader (`torch.as_tensor(obs)` in an RL loop, `torch.randn(...)`
-in a benchmark).
+Not covered: tensors built in a loop without a loader (`torch.as_tensor(obs)`
+in an RL loop, `torch.randn(...)` in a benchmark), and a `collate_fn` of the
+script's own defined after the loader that uses it (it is taken to place the
+batch).
 
 ## Fix safety
 Safe: moving a tensor to the device its model already lives on is what the
@@ -130,6 +135,7 @@ import libcst as cst
 from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
+    CTC_LOSSES,
     DATA_LOADERS,
     Placement,
     ScopeStack,
@@ -354,7 +360,8 @@ class Trainer:
         takes_next = any(call.func == "next" for call in scan.calls)
         if takes_next and any("iter" in callees for callees in scan.call_bound.values()):
             return True
-        return (bool(scan.loops) or takes_next) and any(
+        # a file that builds a DataLoader: loops, comprehensions and next() over it
+        return any(
             (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
             for call in scan.calls
         )
@@ -383,6 +390,35 @@ class Trainer:
             return
         items = [] if loop.whole_batch else list(loop.items)
         self._walk_loop(node, loop.loader, items, list(loop.batches), dict(loop.loader_of), 0)
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comprehension(node, [node.elt])
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comprehension(node, [node.elt])
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comprehension(node, [node.elt])
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comprehension(node, [node.key, node.value])
+
+    def _comprehension(self, node: cst.BaseComp, parts: List[cst.BaseExpression]) -> None:
+        """``[model(x).argmax(1) for x, _ in loader]``: batch items fed to the
+        model inside one comprehension over a loader."""
+        comp = node.for_in
+        if comp.inner_for_in is not None or comp.asynchronous is not None:
+            return
+        loop = loader_loop(self.facts, self.scopes.name, comp, self._self_name())  # type: ignore[arg-type]
+        if loop is None:
+            return
+        walker = _LoopWalker(self, self.scopes.name, set() if loop.whole_batch else set(loop.items), set(loop.batches))
+        for cond in comp.ifs:
+            walker._expression(cond.test)
+        for part in parts:
+            walker._expression(part)
+        for found in walker.found:
+            self._report(None, loop.loader_of.get(found.root.base, loop.loader), found, -1)
 
     def visit_While(self, node: cst.While) -> None:
         if isinstance(node.body, cst.IndentedBlock):
@@ -458,7 +494,10 @@ class Trainer:
         for found in walker.found:
             self._report(node, loader_of.get(found.root.base, loader), found, unpack_at)
 
-    def _report(self, loop_node: cst.CSTNode, loader: str, found: _Found, unpack_at: int) -> None:
+    def _report(self, loop_node: Optional[cst.CSTNode], loader: str, found: _Found, unpack_at: int) -> None:
+        """Report ``found``; the fix moves it at the top of ``loop_node``'s body,
+        or where it is read when there is no body (``loop_node`` None: a
+        comprehension)."""
         p = found.placement
         device = f"`{p.device}`" if p.device else "the GPU"
         template = self.message if found.as_input else self.target_message
@@ -477,10 +516,14 @@ class Trainer:
             return
         call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
         root = found.root
-        if root.kind == "index":
+        if root.kind == "index" or loop_node is None:
+            # an index where the batch is read (a = batch[0] moves every use of a);
+            # in a comprehension, the use itself
+            at = root.node if root.kind == "index" else found.node
             moved = cst.parse_expression(f"_.{call}")
-            moved = moved.with_changes(func=moved.func.with_changes(value=root.node))  # type: ignore[attr-defined]
-            self.report(found.node, message, fix=self.replace(root.node, moved, f"move `{found.item}` with `.{call}` where it is read"))
+            moved = moved.with_changes(func=moved.func.with_changes(value=at))  # type: ignore[attr-defined]
+            safety = FixSafety.UNSAFE if root.kind == "attr" else FixSafety.SAFE  # a field may be no tensor
+            self.report(found.node, message, fix=self.replace(at, moved, f"move `{found.item}` with `.{call}` where it is read", safety))
             return
         if found.discarded is not None:
             # x.to(device) -> x = x.to(device), keeping the user's own call
@@ -645,6 +688,14 @@ class _LoopWalker:
             return None
         w = lookup_scoped(self.facts, self.scope, ref, "wrapped")
         return ref, p, w if isinstance(w, WrapFacts) else None
+
+    def _is_ctc(self, call: cst.Call) -> bool:
+        """``F.ctc_loss(...)`` or a name bound to ``nn.CTCLoss()``: it takes CPU
+        targets and lengths beside CUDA log-probabilities."""
+        if self.facts.qualify(call.func) in CTC_LOSSES:
+            return True
+        ref = ref_of(call.func, self.self_name)
+        return ref is not None and bool(lookup_scoped(self.facts, self.scope, ref, "ctc_losses"))
 
     def _device_source(self, node: cst.CSTNode) -> Optional[Tuple[str, Placement]]:
         """The model whose output this expression carries on the device, if any."""
@@ -880,7 +931,7 @@ class _LoopWalker:
                                 walker._flag(hit, ref, placement, True)
                     return
                 # a call mixing the model's output with a batch item
-                if _only_reports(call):
+                if _only_reports(call) or walker._is_ctc(call):
                     return
                 src = None
                 if isinstance(call.func, cst.Attribute):
