@@ -125,6 +125,8 @@ class ScanSummary:
         #: names of every function and method defined in the file (a call of
         #: one may return a tensor: ``self.kernel = make_kernel(5)``)
         self.function_names: Set[str] = set()
+        #: (class, method) pairs whose body calls the instance itself (``self(x)``)
+        self.self_callers: Set[Tuple[Optional[str], Optional[str]]] = set()
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 
@@ -300,6 +302,28 @@ class ScanSummary:
     def calls_in_forward(self) -> Iterator[CallSite]:
         for call in self.calls:
             if self.in_forward(call.cls, call.method):
+                yield call
+
+    def calls_in_model_runners(self) -> Iterator[CallSite]:
+        """Calls in methods that run the module itself (``self(x)``,
+        ``self.forward(x)``) and what they call on self: a superset of the
+        calls in :attr:`devlint.semantic.ClassFacts.model_runners`."""
+        runners: Set[Tuple[Optional[str], Optional[str]]] = set(self.self_callers)
+        for cls, methods in self.methods.items():
+            for m, called in methods.items():
+                if "forward" in called and m != "forward":
+                    runners.add((cls, m))
+        if not runners:
+            return
+        todo = list(runners)
+        while todo:
+            cls, m = todo.pop()
+            for callee in self.methods.get(cls or "", {}).get(m or "", ()):  # type: ignore[arg-type]
+                if callee in self.methods.get(cls or "", {}) and (cls, callee) not in runners:  # type: ignore[arg-type]
+                    runners.add((cls, callee))
+                    todo.append((cls, callee))
+        for call in self.calls:
+            if (call.cls, call.method) in runners:
                 yield call
 
     def calls_in_forward_functions(self) -> Iterator[CallSite]:
@@ -569,6 +593,8 @@ class _Scanner:
                 for a in node.args:
                     if type(a) is Call:
                         elements.add(id(a))
+                if method is not None and type(func) is Name and func.id in s.method_self.get((cls, method), ()):  # type: ignore[attr-defined]
+                    s.self_callers.add((cls, method))  # self(tokens): the module runs itself
                 if method is not None and type(func) is Name and func.id in ("setattr", "getattr"):  # type: ignore[attr-defined]
                     # setattr(self, f"scale_{i}", t) / getattr(self, f"scale_{i}"): as semantic names them
                     dynamic = _dynamic_attribute(node)

@@ -344,6 +344,9 @@ class FunctionFacts:
     #: used as an index: ``t[self.m(...)]``, ``i = self.m(...); t[i.view(-1)]``)
     #: or "other"; empty when no forward-reachable code calls it
     caller_uses: List[str] = field(default_factory=list)
+    #: the body runs the module itself: ``self(...)`` or ``self.forward(...)``
+    #: (a ``generate``/``sample`` loop)
+    calls_self: bool = False
     #: parameters annotated as a list/tuple/sequence of tensors
     #: (``features: List[torch.Tensor]``): iterating one gives tensors
     tensor_collection_params: List[str] = field(default_factory=list)
@@ -369,6 +372,10 @@ class ClassFacts:
     methods: Dict[str, FunctionFacts] = field(default_factory=dict)
     #: methods that run when ``forward`` runs: forward and what it calls on self
     forward_reachable: List[str] = field(default_factory=list)
+    #: methods outside ``forward_reachable`` (and ``__init__``) that run the
+    #: module itself (``logits = self(tokens)`` in ``generate``), and what
+    #: they call on self: their tensors meet the model's outputs
+    model_runners: List[str] = field(default_factory=list)
     attributes: Dict[str, AttributeFacts] = field(default_factory=dict)
     buffers: List[str] = field(default_factory=list)
     parameters: List[str] = field(default_factory=list)
@@ -680,12 +687,15 @@ class _NameUses(cst.CSTVisitor):
         self.attr_uses: Dict[str, Set[str]] = {}
         self.self_calls: List[str] = []
         self.args_of_self_calls: Set[str] = set()
+        self.calls_self = False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name):
             self.attr_uses.setdefault(node.value.value, set()).add(node.attr.value)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == self.self_name:
+            self.calls_self = True  # self(tokens): the module runs itself
         attr = self_attribute(node.func, self.self_name)
         if attr is None and self.class_name is not None:
             attr = self_attribute(node.func, self.class_name)
@@ -771,6 +781,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         is_property=is_property,
         is_static=is_static,
         tensor_collection_params=collections,
+        calls_self=uses.calls_self and is_method,
     )
 
 
@@ -1035,6 +1046,17 @@ class _FactsBuilder:
                 if callee in cls.methods and callee not in reach:
                     todo.append(callee)
         cls.forward_reachable = reach
+        runners = [
+            m for m, f in cls.methods.items()
+            if m not in reach and m != "__init__" and not f.is_static and (f.calls_self or "forward" in f.self_calls)
+        ]
+        while runners:
+            m = runners.pop()
+            if m in cls.model_runners:
+                continue
+            cls.model_runners.append(m)
+            runners.extend(c for c in cls.methods[m].self_calls
+                           if c in cls.methods and c not in reach and c != "__init__" and c not in cls.model_runners)
         self._finish_caller_uses(cls)
         # attributes
         node = self._class_nodes[cls.name]

@@ -4,8 +4,10 @@
 Flags a torch tensor factory (`torch.arange`, `zeros`, `ones`, `empty`, `full`,
 `rand*`, `eye`, `linspace`, `logspace`, `tensor`, `as_tensor`,
 `tril_indices`, ...) called without `device=` inside `forward` of an
-`nn.Module`, inside a method that `forward` calls, or inside a module-level
-function of the same file that such code calls (`mask = causal_mask(n)`).
+`nn.Module`, inside a method that `forward` calls, inside a method that runs
+the module itself (`logits = self(tokens)` in `generate`/`sample`, and the
+methods it calls), or inside a module-level function of the same file that
+such code calls (`mask = causal_mask(n)`).
 
 ## Why is this bad?
 A factory without `device=` creates its tensor on the CPU (or the default
@@ -56,8 +58,9 @@ of this file whose every `return` gives a list), a factory used as an index
 Python value (`torch.rand(1).item() < p`, `.tolist()`, `.numel()`,
 `int(torch.randint(...))`, `.numpy()`: a NumPy array needs a CPU tensor, so
 one built for it is CPU on purpose), a tensor stored with `setattr` on an
-argument (`setattr(x, name, t)`), factories in `__init__`, and functions no
-module's forward calls. A tensor assembled on the CPU (filled in place, combined
+argument (`setattr(x, name, t)`), factories in `__init__`, functions no
+module's forward calls, and what a `generate`-style method returns to its
+caller (`return torch.tensor(ids)`: it leaves the model). A tensor assembled on the CPU (filled in place, combined
 with other CPU tensors, collected in a Python list, taken to the CPU on
 purpose with `.cpu()`) is not flagged when every later use moves it, indexes
 with it, tests it (`mask.any()`, `mask is None`), reads its shape, reduces it
@@ -250,7 +253,9 @@ class RNN(nn.Module):
     def candidate(cls, scan) -> bool:
         # a call that may name a torch factory, without device=/out=/**kw,
         # in a method that may run from forward
-        for call in itertools.chain(scan.calls_in_forward(), scan.calls_in_forward_functions()):
+        for call in itertools.chain(
+            scan.calls_in_forward(), scan.calls_in_forward_functions(), scan.calls_in_model_runners()
+        ):
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs:
                 continue
             if call.moved:  # torch.arange(n).to(x.device), x[torch.arange(n)]
@@ -288,7 +293,7 @@ class RNN(nn.Module):
 
     # -- per method: findings wait until the whole method has been seen ------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.context.in_forward and self.context.current_method is node:
+        if self._on_device() and self.context.current_method is node:
             cls = self.context.current_class
             tensor_attrs = {n for n, a in cls.attributes.items() if a.kind not in ("other", "device")}
             tensor_attrs |= set(cls.buffers) | set(cls.parameters)
@@ -299,6 +304,7 @@ class RNN(nn.Module):
                 self_name=self.context.self_name, methods=[*cls.methods, *_inherited_methods(self.facts, cls)],
                 class_name=cls.name,
             )
+            self._method.runner = node.name.value in cls.model_runners
             if self._flows_class is not cls:
                 self._flows, self._flows_class = {}, cls
             self._flows[node.name.value] = self._method  # the last definition is the one called
@@ -330,7 +336,17 @@ class RNN(nn.Module):
     def _active(self) -> bool:
         """Inside code forward runs: a forward-reachable method, or a
         module-level function forward calls."""
-        return self.context.in_forward or (self._method is not None and self._method.group is None)
+        return self._on_device() or (self._method is not None and self._method.group is None)
+
+    def _on_device(self) -> bool:
+        """Inside a method that runs where the model's weights are: one
+        ``forward`` reaches, or one that runs the module itself
+        (``generate``/``sample``: ``logits = self(tokens)``)."""
+        ctx = self.context
+        if ctx.in_forward:
+            return True
+        cls, m = ctx.current_class, ctx.current_method
+        return cls is not None and cls.is_module and m is not None and m.name.value in cls.model_runners
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         if self._method is not None and self._method.node is original_node:
@@ -1081,6 +1097,9 @@ class _MethodFlow:
         self._assumed_params: FrozenSet[str] = frozenset()
         self._cache: Dict[Tuple[FrozenSet[int], FrozenSet[str]], Tuple[Set[str], Set[str], Dict[int, _Def]]] = {}
         self._returns_cpu: Optional[bool] = None
+        #: a method that runs the module itself (generate): what it returns
+        #: goes to its caller, outside the model
+        self.runner = False
 
     # -- collection --------------------------------------------------------------
     def block_opened(self, block: int) -> None:
@@ -1581,6 +1600,11 @@ class _Resolver:
             return self._results[memo]
         self._results[memo] = False
         sites = [(f, s) for f in self._callers(flow) for s in f.sites if s.method == flow.key]
+        if not sites and flow.runner:
+            # generate(...) returning token ids built on the CPU: the result
+            # leaves the model (no DataParallel gather runs it)
+            self._results[memo] = True
+            return True
         ok = bool(sites) and all(f.site_contained(s, self) for f, s in sites)
         self._results[memo] = ok
         return ok
