@@ -58,7 +58,8 @@ loops over `self.parameters()` (in a replica they run zero times, which is
 not a crash), `next(self.parameters(), default)`, a read under `try: ...
 except StopIteration:` (the fallback transformers uses), `buffers()`
 (replicas keep their buffers), and models passed in as arguments (not
-replicated).
+replicated), and models that pin their parts to devices themselves
+(model-parallel code cannot run under DataParallel at all: DL004).
 
 ## Fix safety
 Safe for `.device` (`next(self.parameters()).device` becomes
@@ -247,8 +248,8 @@ class LSTMTagger(nn.Module):
     def _check(self, expr: cst.BaseExpression, owner: cst.BaseExpression, device: Optional[cst.Attribute]) -> None:
         ctx = self.context
         cls = ctx.current_class
-        if cls is None or not ctx.self_name:
-            return
+        if cls is None or not ctx.self_name or cls.pinned_devices():
+            return  # a model that pins its parts to devices is never a DataParallel replica (DL004)
         module_class = module_class_of(self.facts, cls, owner, ctx.self_name, {})
         if module_class is None:
             return  # not this module or one of its submodules
