@@ -125,6 +125,8 @@ class ScanSummary:
         #: names of every function and method defined in the file (a call of
         #: one may return a tensor: ``self.kernel = make_kernel(5)``)
         self.function_names: Set[str] = set()
+        #: (class, method) pairs whose body calls the instance itself (``self(x)``)
+        self.self_callers: Set[Tuple[Optional[str], Optional[str]]] = set()
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 
@@ -241,7 +243,7 @@ class ScanSummary:
         superset of :attr:`devlint.semantic.ClassFacts.forward_reachable`
         (every class counts, whatever its bases; same-named classes merge)."""
         if self._forward is None:
-            out: Dict[str, FrozenSet[str]] = {}
+            found: Dict[str, Set[str]] = {}
             for cls, methods in self.methods.items():
                 reach = {"forward"}
                 todo = ["forward"]
@@ -250,9 +252,47 @@ class ScanSummary:
                         if callee in methods and callee not in reach:
                             reach.add(callee)
                             todo.append(callee)
-                out[cls] = frozenset(reach)
-            self._forward = out
+                found.setdefault(cls, set()).update(reach)
+            # a method a class inherits from a base of this file runs in the
+            # base's code: self.init_hidden(b) defined by the base class
+            for cls in self.methods:
+                for owner, method in self._inherited_calls(cls, found.get(cls, set())):
+                    found.setdefault(owner, set()).add(method)
+            self._forward = {c: frozenset(m) for c, m in found.items()}
         return self._forward
+
+    def _owner_of(self, cls: str, method: str) -> Optional[str]:
+        """The class of this file whose ``method`` instances of ``cls`` run
+        (``cls`` itself or a base, depth first)."""
+        seen: Set[str] = set()
+        todo = [cls]
+        while todo:
+            c = todo.pop(0)
+            if c in seen or c not in self.bases:
+                continue
+            seen.add(c)
+            if method in self.methods.get(c, {}):
+                return c
+            todo[:0] = [b for b in self.bases[c] if b in self.bases]
+        return None
+
+    def _inherited_calls(self, cls: str, reach: Set[str]) -> List[Tuple[str, str]]:
+        """(base, method) pairs that ``cls``'s forward-reachable methods run
+        through ``self.<method>(...)`` on a base of this file, transitively."""
+        out: List[Tuple[str, str]] = []
+        todo = [(cls, m) for m in reach]
+        seen = set(todo)
+        while todo:
+            owner, m = todo.pop()
+            for callee in self.methods.get(owner, {}).get(m, ()):
+                target = self._owner_of(cls, callee)
+                if target is None or (target, callee) in seen:
+                    continue
+                seen.add((target, callee))
+                todo.append((target, callee))
+                if target != cls:
+                    out.append((target, callee))
+        return out
 
     def in_forward(self, cls: Optional[str], method: Optional[str]) -> bool:
         if cls is None or method is None:
@@ -262,6 +302,28 @@ class ScanSummary:
     def calls_in_forward(self) -> Iterator[CallSite]:
         for call in self.calls:
             if self.in_forward(call.cls, call.method):
+                yield call
+
+    def calls_in_model_runners(self) -> Iterator[CallSite]:
+        """Calls in methods that run the module itself (``self(x)``,
+        ``self.forward(x)``) and what they call on self: a superset of the
+        calls in :attr:`devlint.semantic.ClassFacts.model_runners`."""
+        runners: Set[Tuple[Optional[str], Optional[str]]] = set(self.self_callers)
+        for cls, methods in self.methods.items():
+            for m, called in methods.items():
+                if "forward" in called and m != "forward":
+                    runners.add((cls, m))
+        if not runners:
+            return
+        todo = list(runners)
+        while todo:
+            cls, m = todo.pop()
+            for callee in self.methods.get(cls or "", {}).get(m or "", ()):  # type: ignore[arg-type]
+                if callee in self.methods.get(cls or "", {}) and (cls, callee) not in runners:  # type: ignore[arg-type]
+                    runners.add((cls, callee))
+                    todo.append((cls, callee))
+        for call in self.calls:
+            if (call.cls, call.method) in runners:
                 yield call
 
     def calls_in_forward_functions(self) -> Iterator[CallSite]:
@@ -531,6 +593,8 @@ class _Scanner:
                 for a in node.args:
                     if type(a) is Call:
                         elements.add(id(a))
+                if method is not None and type(func) is Name and func.id in s.method_self.get((cls, method), ()):  # type: ignore[attr-defined]
+                    s.self_callers.add((cls, method))  # self(tokens): the module runs itself
                 if method is not None and type(func) is Name and func.id in ("setattr", "getattr"):  # type: ignore[attr-defined]
                     # setattr(self, f"scale_{i}", t) / getattr(self, f"scale_{i}"): as semantic names them
                     dynamic = _dynamic_attribute(node)

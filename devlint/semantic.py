@@ -344,6 +344,12 @@ class FunctionFacts:
     #: used as an index: ``t[self.m(...)]``, ``i = self.m(...); t[i.view(-1)]``)
     #: or "other"; empty when no forward-reachable code calls it
     caller_uses: List[str] = field(default_factory=list)
+    #: the body runs the module itself: ``self(...)`` or ``self.forward(...)``
+    #: (a ``generate``/``sample`` loop)
+    calls_self: bool = False
+    #: parameters annotated as a list/tuple/sequence of tensors
+    #: (``features: List[torch.Tensor]``): iterating one gives tensors
+    tensor_collection_params: List[str] = field(default_factory=list)
     #: (module-level functions forward calls) every ``return`` gives a list
     #: or tuple display or comprehension: ``torch.tensor(get_slopes(n))`` has
     #: dimensions
@@ -366,6 +372,10 @@ class ClassFacts:
     methods: Dict[str, FunctionFacts] = field(default_factory=dict)
     #: methods that run when ``forward`` runs: forward and what it calls on self
     forward_reachable: List[str] = field(default_factory=list)
+    #: methods outside ``forward_reachable`` (and ``__init__``) that run the
+    #: module itself (``logits = self(tokens)`` in ``generate``), and what
+    #: they call on self: their tensors meet the model's outputs
+    model_runners: List[str] = field(default_factory=list)
     attributes: Dict[str, AttributeFacts] = field(default_factory=dict)
     buffers: List[str] = field(default_factory=list)
     parameters: List[str] = field(default_factory=list)
@@ -654,6 +664,17 @@ def _is_collection_annotation(ann: str) -> bool:
     return "[" in ann and outer in _COLLECTION_ANNOTATIONS
 
 
+def _iterates_tensors(ann: str) -> bool:
+    """``List[Tensor]``, ``Sequence[torch.Tensor]``, ``tuple[Tensor, ...]``:
+    a collection whose iteration gives its tensors (not a dict: its keys)."""
+    outer = ann.split("[", 1)[0].rsplit(".", 1)[-1].lower()
+    inner = ann.split("[", 1)[1][:-1] if "[" in ann and ann.endswith("]") else ""
+    parts = [p if p == "..." else p.rsplit(".", 1)[-1] for p in inner.split(",")]
+    return outer in ("list", "tuple", "sequence", "iterable") and bool(inner) and all(
+        p == "Tensor" or p == "..." for p in parts
+    )
+
+
 class _NameUses(cst.CSTVisitor):
     """Collects, for a function body: ``p.<attr>`` uses of names and
     ``self.<m>(...)`` calls (also ``ClassName.<m>(...)``, a static method
@@ -666,12 +687,15 @@ class _NameUses(cst.CSTVisitor):
         self.attr_uses: Dict[str, Set[str]] = {}
         self.self_calls: List[str] = []
         self.args_of_self_calls: Set[str] = set()
+        self.calls_self = False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name):
             self.attr_uses.setdefault(node.value.value, set()).add(node.attr.value)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == self.self_name:
+            self.calls_self = True  # self(tokens): the module runs itself
         attr = self_attribute(node.func, self.self_name)
         if attr is None and self.class_name is not None:
             attr = self_attribute(node.func, self.class_name)
@@ -719,6 +743,7 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     uses = _NameUses(self_name, set(method_names), class_name)
     walk(fn.body, uses)
     tensor_params: List[str] = []
+    collections: List[str] = []
     all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
     if is_method:
         all_params = all_params[1:] if all_params else []
@@ -726,8 +751,11 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         name = p.name.value
         ann = _annotation_code(p)
         if ann is not None:
-            if "Tensor" in ann and "Optional" not in ann and "None" not in ann and not _is_collection_annotation(ann):
-                tensor_params.append(name)
+            if "Tensor" in ann and "Optional" not in ann and "None" not in ann:
+                if not _is_collection_annotation(ann):
+                    tensor_params.append(name)
+                elif _iterates_tensors(ann):
+                    collections.append(name)
             continue
         if any(h in name.lower() for h in _DEVICE_NAME_HINTS):
             continue
@@ -752,6 +780,8 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         self_calls=uses.self_calls,
         is_property=is_property,
         is_static=is_static,
+        tensor_collection_params=collections,
+        calls_self=uses.calls_self and is_method,
     )
 
 
@@ -859,6 +889,7 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if cls.is_module:
                 self._finish_module_class(cls)
+        self._finish_inherited_reach()
         self._finish_forward_uses()
         self._finish_anchors()
         self._finish_forward_functions()
@@ -1015,6 +1046,17 @@ class _FactsBuilder:
                 if callee in cls.methods and callee not in reach:
                     todo.append(callee)
         cls.forward_reachable = reach
+        runners = [
+            m for m, f in cls.methods.items()
+            if m not in reach and m != "__init__" and not f.is_static and (f.calls_self or "forward" in f.self_calls)
+        ]
+        while runners:
+            m = runners.pop()
+            if m in cls.model_runners:
+                continue
+            cls.model_runners.append(m)
+            runners.extend(c for c in cls.methods[m].self_calls
+                           if c in cls.methods and c not in reach and c != "__init__" and c not in cls.model_runners)
         self._finish_caller_uses(cls)
         # attributes
         node = self._class_nodes[cls.name]
@@ -1033,6 +1075,59 @@ class _FactsBuilder:
         for record in cls.assignments:
             if record.kind == "module_container" and record.name in registered:
                 record.registered_elsewhere = True
+
+    def _method_owner(self, cls: str, method: str) -> Optional[ClassFacts]:
+        """The class of this file whose ``method`` instances of ``cls`` run:
+        ``cls`` itself or a base of this file, depth first."""
+        seen: Set[str] = set()
+        todo = [cls]
+        while todo:
+            c = todo.pop(0)
+            facts = self.facts.classes.get(c)
+            if facts is None or c in seen:
+                continue
+            seen.add(c)
+            if method in facts.methods:
+                return facts
+            todo[:0] = [b for b in facts.bases if b in self.facts.classes]
+        return None
+
+    def _finish_inherited_reach(self) -> None:
+        """A method a module class inherits from a module base of this file
+        and runs from ``forward`` (``h = self.init_hidden(b)``, defined by the
+        base) is forward-reachable in the base too, with the subclass's call
+        sites among its ``caller_uses``."""
+        for cls in list(self.facts.classes.values()):
+            if not cls.is_module or not any(b in self.facts.classes for b in cls.bases):
+                continue
+            todo = [(cls, m) for m in cls.forward_reachable]
+            seen = {(cls.name, m) for m in cls.forward_reachable}
+            inherited: Dict[str, ClassFacts] = {}
+            while todo:
+                owner, m = todo.pop()
+                for callee in owner.methods[m].self_calls:
+                    target = self._method_owner(cls.name, callee)
+                    if target is None or (target.name, callee) in seen:
+                        continue
+                    seen.add((target.name, callee))
+                    todo.append((target, callee))
+                    if target is not cls and target.is_module:
+                        inherited[callee] = target
+                        if callee not in target.forward_reachable:
+                            target.forward_reachable.append(callee)
+            if not inherited or cls.name not in self._class_nodes:
+                continue
+            nodes = {s.name.value: s for s in body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
+            for caller in cls.forward_reachable:
+                fn = nodes.get(caller)
+                if fn is None or not (set(cls.methods[caller].self_calls) & set(inherited)):
+                    continue
+                params = [p.name.value for p in fn.params.params]
+                self_name = params[0] if params and not cls.methods[caller].is_static else "self"
+                uses = _SelfCallResults(self.facts, self_name, set(inherited))
+                fn.body.visit(uses)
+                for method, use in uses.results():
+                    inherited[method].methods[method].caller_uses.append(use)
 
     def _finish_caller_uses(self, cls: ClassFacts) -> None:
         """``FunctionFacts.caller_uses`` of the methods forward reaches."""

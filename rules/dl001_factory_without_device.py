@@ -4,8 +4,10 @@
 Flags a torch tensor factory (`torch.arange`, `zeros`, `ones`, `empty`, `full`,
 `rand*`, `eye`, `linspace`, `logspace`, `tensor`, `as_tensor`,
 `tril_indices`, ...) called without `device=` inside `forward` of an
-`nn.Module`, inside a method that `forward` calls, or inside a module-level
-function of the same file that such code calls (`mask = causal_mask(n)`).
+`nn.Module`, inside a method that `forward` calls, inside a method that runs
+the module itself (`logits = self(tokens)` in `generate`/`sample`, and the
+methods it calls), or inside a module-level function of the same file that
+such code calls (`mask = causal_mask(n)`).
 
 ## Why is this bad?
 A factory without `device=` creates its tensor on the CPU (or the default
@@ -38,8 +40,10 @@ class Encoder(nn.Module):
 The device is taken from a tensor the method already has (a tensor argument
 such as `src`); where there is none, from a parameter or buffer the module
 holds directly (`self.tok.weight.device`); an argument annotated as a
-collection of tensors (`features: List[torch.Tensor]`) has no `.device` and
-is not used. Never `next(self.parameters())`:
+collection of tensors (`features: List[torch.Tensor]`) has no `.device`, but
+inside a loop over it the element does (`for feat in features`, also through
+`zip` and `enumerate`: `device=feat.device`), and is preferred to a held
+parameter. Never `next(self.parameters())`:
 inside DataParallel replicas `parameters()` is empty (PyTorch >= 1.5), so that
 "fix" raises `StopIteration` exactly where the bug was.
 
@@ -54,8 +58,9 @@ of this file whose every `return` gives a list), a factory used as an index
 Python value (`torch.rand(1).item() < p`, `.tolist()`, `.numel()`,
 `int(torch.randint(...))`, `.numpy()`: a NumPy array needs a CPU tensor, so
 one built for it is CPU on purpose), a tensor stored with `setattr` on an
-argument (`setattr(x, name, t)`), factories in `__init__`, and functions no
-module's forward calls. A tensor assembled on the CPU (filled in place, combined
+argument (`setattr(x, name, t)`), factories in `__init__`, functions no
+module's forward calls, and what a `generate`-style method returns to its
+caller (`return torch.tensor(ids)`: it leaves the model). A tensor assembled on the CPU (filled in place, combined
 with other CPU tensors, collected in a Python list, taken to the CPU on
 purpose with `.cpu()`) is not flagged when every later use moves it, indexes
 with it, tests it (`mask.any()`, `mask is None`), reads its shape, reduces it
@@ -63,6 +68,10 @@ to a 0-dim tensor (`t.sum()`), copies device values into it (`t[1:] = x`),
 masks it with a comparison to a number (`t[t < 0] = 0`), collects it in
 a list that also takes other values (`pieces.append(self.helper(...))`),
 reduces it to a 0-dim offset (`start = pieces[-1].max() + 1 if pieces else 0`),
+tests it in an `if`/`while` condition over CPU values and numbers
+(`if ids[i] - ids[0] >= size:`), maps a list of such tensors
+(`[p.float() for p in pieces]`), mixes it with the result of a method of the
+class that builds its own result on the CPU,
 reads it as a number (`torch.arange(start, end)` over the rows of a CPU
 tensor) or feeds another such use, until a re-binding to its moved copy in
 the same block (`t = t.to(dev)`), e.g. a helper that returns early with a
@@ -73,7 +82,9 @@ nor is a factory inside a computation over CPU tensors whose result is moved
 `torch.exp(-math.log(p) * torch.arange(half) / half).to(device=t.device)`).
 
 The flow is followed across the methods of the class (a static method called
-as `ClassName.helper(...)` counts as `self.helper(...)`): a helper's CPU result
+as `ClassName.helper(...)` counts as `self.helper(...)`, and a method the
+class inherits from a base module of the same file runs from the subclass's
+forward: `h = self.init_hidden(b)` reaches the base's `init_hidden`): a helper's CPU result
 is fine when every forward-reachable call site keeps it to such uses (also
 through the caller's own return: a static grid moved by the caller's caller),
 a CPU value passed to another method is fine when that method's parameter
@@ -242,7 +253,9 @@ class RNN(nn.Module):
     def candidate(cls, scan) -> bool:
         # a call that may name a torch factory, without device=/out=/**kw,
         # in a method that may run from forward
-        for call in itertools.chain(scan.calls_in_forward(), scan.calls_in_forward_functions()):
+        for call in itertools.chain(
+            scan.calls_in_forward(), scan.calls_in_forward_functions(), scan.calls_in_model_runners()
+        ):
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs:
                 continue
             if call.moved:  # torch.arange(n).to(x.device), x[torch.arange(n)]
@@ -274,10 +287,13 @@ class RNN(nn.Module):
         #: flows of module-level functions forward calls, by name
         self._all_flows: List[_MethodFlow] = []
         self._functions: Dict[str, _MethodFlow] = {}
+        #: enclosing for loops: [node, loop variable holding a tensor of a
+        #: List[Tensor] parameter (or None), inside its body yet]
+        self._loops: List[list] = []
 
     # -- per method: findings wait until the whole method has been seen ------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if self.context.in_forward and self.context.current_method is node:
+        if self._on_device() and self.context.current_method is node:
             cls = self.context.current_class
             tensor_attrs = {n for n, a in cls.attributes.items() if a.kind not in ("other", "device")}
             tensor_attrs |= set(cls.buffers) | set(cls.parameters)
@@ -285,8 +301,10 @@ class RNN(nn.Module):
             self._method = _MethodFlow(
                 node, self.facts, tensor_attrs, fn.tensor_params if fn else (),
                 returns_placed=fn is not None and fn.result_placed_by_callers(),
-                self_name=self.context.self_name, methods=cls.methods, class_name=cls.name,
+                self_name=self.context.self_name, methods=[*cls.methods, *_inherited_methods(self.facts, cls)],
+                class_name=cls.name,
             )
+            self._method.runner = node.name.value in cls.model_runners
             if self._flows_class is not cls:
                 self._flows, self._flows_class = {}, cls
             self._flows[node.name.value] = self._method  # the last definition is the one called
@@ -318,7 +336,17 @@ class RNN(nn.Module):
     def _active(self) -> bool:
         """Inside code forward runs: a forward-reachable method, or a
         module-level function forward calls."""
-        return self.context.in_forward or (self._method is not None and self._method.group is None)
+        return self._on_device() or (self._method is not None and self._method.group is None)
+
+    def _on_device(self) -> bool:
+        """Inside a method that runs where the model's weights are: one
+        ``forward`` reaches, or one that runs the module itself
+        (``generate``/``sample``: ``logits = self(tokens)``)."""
+        ctx = self.context
+        if ctx.in_forward:
+            return True
+        cls, m = ctx.current_class, ctx.current_method
+        return cls is not None and cls.is_module and m is not None and m.name.value in cls.model_runners
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         if self._method is not None and self._method.node is original_node:
@@ -374,14 +402,61 @@ class RNN(nn.Module):
         if self._method is not None:
             self._method.loops.append(self._method.pos)
             self._method.loop_assign(node.target, node.iter)
+            # for feat in features / zip(features, ...), features: List[Tensor]
+            self._loops.append([node, self._loop_element(node), False])
 
     def leave_For(self, original_node: cst.For) -> None:
         if self._method is not None and self._method.loops:
             self._method.loops.pop()
+        if self._loops and self._loops[-1][0] is original_node:
+            self._loops.pop()
+
+    def _loop_element(self, node: cst.For) -> Optional[str]:
+        """The loop variable that holds an element of a parameter annotated as
+        a list of tensors (``for feat in features``, ``for feat, s in
+        zip(features, strides)``, ``for i, feat in enumerate(features)``)."""
+        assert self._method is not None
+        if self._method.group is None:
+            facts = self.facts.forward_functions.get(self._method.node.name.value)
+        else:
+            facts = self.context.current_method_facts
+        collections = set(facts.tensor_collection_params) if facts is not None else set()
+        if not collections:
+            return None
+        it, target = node.iter, node.target
+        if isinstance(it, cst.Name) and it.value in collections and isinstance(target, cst.Name):
+            return target.value
+        if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate")):
+            return None
+        if not isinstance(target, (cst.Tuple, cst.List)) or any(a.star or a.keyword for a in it.args):
+            return None
+        sources = [a.value for a in it.args]
+        if it.func.value == "enumerate":
+            sources = [cst.Name("_")] + sources[:1]
+        if len(sources) != len(target.elements):
+            return None
+        for source, element in zip(sources, target.elements):
+            if isinstance(source, cst.Name) and source.value in collections and isinstance(element.value, cst.Name):
+                return element.value.value
+        return None
+
+    def _loop_anchor(self) -> Optional[str]:
+        """``feat.device`` for the innermost loop body over a list of tensors."""
+        for _, name, active in reversed(self._loops):
+            if active and name is not None:
+                return f"{name}.device"
+        return None
 
     def visit_While(self, node: cst.While) -> None:
         if self._method is not None:
             self._method.loops.append(self._method.pos)
+            self._method.moved_values.append(node.test)
+
+    def visit_If(self, node: cst.If) -> None:
+        # if t[i] - base >= limit: the test is read as a Python truth value,
+        # which leaves a computation over CPU tensors and numbers on the CPU
+        if self._method is not None:
+            self._method.moved_values.append(node.test)
 
     leave_While = leave_For  # type: ignore[assignment]
 
@@ -417,6 +492,8 @@ class RNN(nn.Module):
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self._method is not None:
             self._method.block_opened(id(node))
+        if self._loops and self._loops[-1][0].body is node:
+            self._loops[-1][2] = True  # the loop's body: its variable is bound
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
         if self._method is not None and self._method.blocks:
@@ -529,6 +606,14 @@ class RNN(nn.Module):
                 None, "no tensor argument to take the device from")
         else:
             anchor, why = ctx.device_anchor()
+        method_facts = ctx.current_method_facts if self._method is not None and self._method.group is not None else None
+        if self._loop_anchor() is not None and not (
+            (self._method is not None and self._method.group is None and self._method.tensor_params_in_order)
+            or (method_facts is not None and anchor is not None
+                and anchor.split(".", 1)[0] in method_facts.tensor_params)
+        ):
+            # no tensor argument: the element of a List[Tensor] argument the loop is over
+            anchor, why = self._loop_anchor(), ""
         cls = ctx.current_class
         if cls is not None and len(set(cls.pinned_devices().values())) > 1:
             # model-parallel: the right device is the stage's, not the input's
@@ -1011,6 +1096,10 @@ class _MethodFlow:
         self._assumed: FrozenSet[int] = frozenset()
         self._assumed_params: FrozenSet[str] = frozenset()
         self._cache: Dict[Tuple[FrozenSet[int], FrozenSet[str]], Tuple[Set[str], Set[str], Dict[int, _Def]]] = {}
+        self._returns_cpu: Optional[bool] = None
+        #: a method that runs the module itself (generate): what it returns
+        #: goes to its caller, outside the model
+        self.runner = False
 
     # -- collection --------------------------------------------------------------
     def block_opened(self, block: int) -> None:
@@ -1165,6 +1254,9 @@ class _MethodFlow:
                 if func.attr.value in _REDUCE_ALL and not node.args:
                     return False, False  # t.max(), t.item(): a 0-dim tensor or a number, which mixes with any device
                 if isinstance(recv, cst.Name) and recv.value == "self":
+                    callee = self.group.get(func.attr.value) if self.group is not None else None
+                    if callee is not None and callee is not self and callee.returns_cpu():
+                        return True, False  # self.grid(n): a method that builds its result on the CPU
                     return False, True  # self.proj(x): a submodule's output, on the model's device
                 if isinstance(recv, cst.Name) and recv.value in self.imports:
                     if self.facts.is_factory(func):
@@ -1203,6 +1295,14 @@ class _MethodFlow:
             return a[0] or b[0], a[1] or b[1]
         if isinstance(node, cst.UnaryOperation):
             return self._operands(node.expression, out, skip)
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            # [t.float() for t in pieces]: the elements of a local, transformed
+            comp = node.for_in
+            if comp.inner_for_in is None and not comp.ifs and isinstance(comp.target, cst.Name) and not comp.asynchronous:
+                a = self._operands(comp.iter, out, skip)
+                b = self._operands(node.elt, out, skip | {comp.target.value})
+                return a[0] or b[0], a[1] or b[1]
+            return False, True
         if isinstance(node, cst.IfExp):  # a if cond else b: either branch (the test is a Python truth value)
             a = self._operands(node.body, out, skip)
             b = self._operands(node.orelse, out, skip)
@@ -1315,6 +1415,19 @@ class _MethodFlow:
         names: List[cst.Name] = []
         _, unknown = self._operands(d.value, names, scalars)
         return not unknown and {n.value for n in names} <= born
+
+    def returns_cpu(self) -> bool:
+        """Every ``return`` of the method gives a value built on the CPU from
+        torch calls and numbers only (``return torch.cat(pieces)``)."""
+        if self._returns_cpu is None:
+            self._returns_cpu = False  # a recursive question is answered "no"
+            saved = (self._assumed, self._assumed_params)
+            self._assumed, self._assumed_params = frozenset(), frozenset()
+            try:
+                self._returns_cpu = bool(self.returns) and all(self._born_def(r) for r in self.returns)
+            finally:
+                self._assumed, self._assumed_params = saved
+        return self._returns_cpu
 
     def calls_in_moved_values(self) -> Set[int]:
         """Ids of the calls inside a moved computation over CPU-born values
@@ -1465,7 +1578,16 @@ class _Resolver:
     def _callers(self, flow: _MethodFlow) -> List[_MethodFlow]:
         if flow.group is None:
             return self.flows  # a module-level function: called from anywhere in the file
-        return [f for f in self.flows if f.group is flow.group]
+        # the class's own methods, and those of its subclasses in the file
+        # that inherit the method (self.init_hidden(b) in a subclass's forward)
+        return [
+            f for f in self.flows
+            if f.group is flow.group or (
+                flow.cls is not None and f.cls is not None and f.cls is not flow.cls
+                and flow.cls.name in _file_bases(f.facts, f.cls)
+                and flow.key not in f.cls.methods
+            )
+        ]
 
     def _callee(self, flow: _MethodFlow, key: str) -> Optional[_MethodFlow]:
         if key.startswith("@"):
@@ -1478,6 +1600,11 @@ class _Resolver:
             return self._results[memo]
         self._results[memo] = False
         sites = [(f, s) for f in self._callers(flow) for s in f.sites if s.method == flow.key]
+        if not sites and flow.runner:
+            # generate(...) returning token ids built on the CPU: the result
+            # leaves the model (no DataParallel gather runs it)
+            self._results[memo] = True
+            return True
         ok = bool(sites) and all(f.site_contained(s, self) for f, s in sites)
         self._results[memo] = ok
         return ok
@@ -1543,6 +1670,24 @@ def _is_setattr_on(node: cst.Call, names: Set[str]) -> bool:
         and isinstance(node.args[0].value, cst.Name)
         and node.args[0].value.value in names
     )
+
+
+def _file_bases(facts: FileFacts, cls: ClassFacts) -> List[str]:
+    """The bases of ``cls`` defined in this file, transitively."""
+    out: List[str] = []
+    todo = [b for b in cls.bases if b in facts.classes]
+    while todo:
+        b = todo.pop(0)
+        if b in out:
+            continue
+        out.append(b)
+        todo.extend(x for x in facts.classes[b].bases if x in facts.classes)
+    return out
+
+
+def _inherited_methods(facts: FileFacts, cls: ClassFacts) -> List[str]:
+    """Methods ``cls`` inherits from its bases of this file."""
+    return [m for b in _file_bases(facts, cls) for m in facts.classes[b].methods if m not in cls.methods]
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

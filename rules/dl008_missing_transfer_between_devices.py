@@ -59,7 +59,9 @@ keep a tensor on its device.
 
 ## Fix safety
 Safe: a `.to()` onto the device the receiving layer already requires is a
-no-op wherever the original code worked.
+no-op wherever the original code worked. A value already moved to a fixed
+device (`labels.to("cuda:0")`, `labels.cuda()`) has that move redirected
+(`labels.to(logits.device)`) rather than a second one chained after it.
 """
 
 from __future__ import annotations
@@ -850,6 +852,19 @@ class _Rename(cst.CSTTransformer):
 
 
 def _moved(arg: cst.BaseExpression, target: str) -> cst.BaseExpression:
+    if (
+        isinstance(arg, cst.Call)
+        and isinstance(arg.func, cst.Attribute)
+        and (
+            (arg.func.attr.value == "to" and len(arg.args) == 1 and arg.args[0].keyword is None
+             and isinstance(arg.args[0].value, (cst.SimpleString, cst.Integer)))
+            or (arg.func.attr.value == "cuda" and len(arg.args) <= 1 and all(a.keyword is None for a in arg.args))
+        )
+    ):
+        # labels.to("cuda:0") / labels.cuda(): moved to the wrong device; move it to the right one instead
+        return arg.with_changes(
+            func=arg.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(target))]
+        )
     if not isinstance(arg, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not arg.lpar:
         arg = arg.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return cst.Call(func=cst.Attribute(value=arg, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(target))])

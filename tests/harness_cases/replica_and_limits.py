@@ -15,7 +15,9 @@ class UsesParameters(nn.Module):
 
     def forward(self, x):
         scale = torch.ones(4)
-        first = next(self.parameters())
+        # a spelling DL013 does not read (it fixes next(self.parameters())):
+        # devlint's fix leaves this failure in place
+        first = next(p for p in self.parameters())
         return self.proj(x) * scale + first.sum() * 0
 
 
