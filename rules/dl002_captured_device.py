@@ -9,8 +9,8 @@ calls), on a device fixed outside the replica: `self.device` assigned in
 an index, or a GPU index kept in `__init__` (`self.gpu = gpu`) and used as
 `f"cuda:{self.gpu}"` or `.cuda(self.gpu)`; as `.to(<device>)`, `.cuda(...)`
 or `device=<device>` in a call, also through a local copy (`device =
-self.device`, then `device=device`) when that assignment is the local's only
-binding in the method.
+self.device` or `device = f"cuda:{self.gpu}"`, then `device=device`) when
+that assignment is the local's only binding in the method.
 
 ## Why is this bad?
 `nn.DataParallel` copies the module onto every GPU and runs each copy on its
@@ -271,6 +271,39 @@ class YoloHead(nn.Module):
 """,
             count=4,
         ),
+        Invalid(
+            """
+import torch
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self, gpu):
+        super().__init__()
+        self.gpu = gpu
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        device = f"cuda:{self.gpu}"
+        bias = torch.zeros(2, device=device)
+        return self.fc(x) + bias + torch.ones(2).cuda(self.gpu)
+""",
+            """
+import torch
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self, gpu):
+        super().__init__()
+        self.gpu = gpu
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        device = f"cuda:{self.gpu}"
+        bias = torch.zeros(2, device=x.device)
+        return self.fc(x) + bias + torch.ones(2).to(x.device)
+""",
+            count=2,
+        ),
     ]
 
     @classmethod
@@ -303,6 +336,10 @@ class YoloHead(nn.Module):
                         and value.value.id in scan.method_self.get((c.cls, c.method), ())
                     ):
                         return True
+                    if isinstance(value, ast.JoinedStr) and value.values:
+                        head = value.values[0]
+                        if isinstance(head, ast.Constant) and str(head.value).startswith("cuda"):
+                            return True  # device = f"cuda:{self.gpu}", then device=device
             if kind == "attr":
                 root, attr = detail.split(".", 1)
                 if attr in scan.attribute_values and root in scan.method_self.get((c.cls, c.method), ()):
@@ -368,7 +405,10 @@ class YoloHead(nn.Module):
             if value is not None and node.value not in self._bound_names():
                 return f"`{node.value}`, a module-level device fixed at import,", _current_only(value)
             alias = self._alias_of(node.value)
-            if alias is not None and self_attribute(alias, self.context.self_name) is not None:
+            if alias is not None and (
+                self_attribute(alias, self.context.self_name) is not None or isinstance(alias, cst.FormattedString)
+            ):
+                # device = self.device / device = f"cuda:{self.gpu}", then device=device
                 found = self._captured(alias)
                 if found is not None:
                     return f"`{node.value}`, set from {found[0]}", found[1]
