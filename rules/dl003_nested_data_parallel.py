@@ -10,8 +10,9 @@ another one:
 * a wrapped model handed to the constructor of a model that is then wrapped
   (`enc = nn.DataParallel(Encoder())` ... `nn.DataParallel(Seq2Seq(enc, dec))`);
 * a model wrapped twice on one path: `DP(DP(m))`, `model = DP(model)` after
-  `model = DP(model)` with no re-binding in between, or a function that wraps
-  its argument called on a model it already wrapped.
+  `model = DP(model)` with no re-binding in between, a function that wraps
+  its argument called on a model it already wrapped, or `self.model` wrapped
+  again in a method (`resume()`) when `__init__` always wraps it.
 
 A function of this file (a method, or a function defined inside the calling
 one) that returns its argument wrapped counts as a wrap of that argument
@@ -422,7 +423,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         """How ``name`` was wrapped before ``order`` on every path to it, or None."""
         chain = binding_chain(scope, name, order, branch)
         if not chain:
-            return None
+            return self._wrapped_by_constructor(scope, name)
         last = chain[-1]
         if not always_before(last.branch, branch):
             return None
@@ -438,6 +439,27 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 wrapper = helper.wraps_param_with or helper.returns_wrapper or (known.wrapper if known else "")
                 return f"by `{last.call}`, which returns it wrapped in {_short(wrapper)}"
         return None
+
+
+    def _wrapped_by_constructor(self, scope: ScopeFacts, name: str) -> Optional[str]:
+        """``self.model`` that a method wraps without binding it first, when
+        ``__init__`` of the same class leaves it wrapped on every path:
+        ``__init__`` always runs first (``self.model = DDP(self.model)`` there,
+        again in ``resume()``)."""
+        if not scope.class_name or not scope.params or scope.name.endswith(".__init__"):
+            return None
+        me = scope.params[0] + "."
+        if not name.startswith(me) or "." in name[len(me):]:
+            return None
+        init = self.facts.scope_named(f"{scope.class_name}.__init__")
+        if init is None or not init.params:
+            return None
+        attr = init.params[0] + "." + name[len(me):]
+        last = init.last_binding(attr, 10 ** 9, [])
+        if last is None or last.kind != "wrap" or last.branch:
+            return None
+        wrap = init.wraps[last.wrap_index]
+        return f"in {_short(wrap.wrapper)} by `{init.name}`, which always runs first"
 
 
 def _where(scope_name: str) -> str:

@@ -9,7 +9,9 @@ already splits itself over devices by hand (model parallelism):
   `torch.device("cuda", i)`, a loop that places each block on its own GPU,
   or two different device expressions for two submodules;
 * it is built from parts placed on different devices in the script
-  (`Seq2Seq(enc.to("cuda:0"), dec.to("cuda:1"))`);
+  (`Seq2Seq(enc.to("cuda:0"), dec.to("cuda:1"))`), or its parts are placed
+  one by one before the wrap (`net.body.to("cuda:0")`,
+  `net.head.to("cuda:1")`, then `nn.DataParallel(net)`);
 * it was loaded with a `device_map` that may split it (`"auto"`,
   `"balanced"`, `"sequential"`, a dict naming several devices, a variable).
   A map onto one device (`device_map={"": local_rank}`, `"cuda:0"`,
@@ -225,6 +227,17 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
                     return f"`{name}`: {why}"
         if any(is_explicit_device(d) for _, d in placed) or len({d for _, d in placed}) >= 2:
             return ", ".join(f"`{n}` on `{d}`" for n, d in _distinct(placed))
+        # net.body.to("cuda:0"); net.head.to("cuda:1"); DataParallel(net):
+        # parts of the wrapped model placed one by one before the wrap
+        root = event.wrapped_name
+        parts = [
+            (p.target, p.device)
+            for p in scope.placements
+            if root and p.order < event.order and p.device and p.target.startswith(root + ".")
+            and not scope.binds_between(root, p.order, event.order)
+        ]
+        if any(is_explicit_device(d) for _, d in parts) or len({d for _, d in parts}) >= 2:
+            return ", ".join(f"`{n}` on `{_shown(d)}`" for n, d in _distinct(parts))
         return ""
 
     def _class_split(self, name: str, depth: int) -> str:
