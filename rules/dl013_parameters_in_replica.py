@@ -2,11 +2,12 @@
 
 ## What it does
 Flags `next(self.parameters())` (also `next(iter(...))`, `list(...)[0]`,
-`tuple(...)[0]`, and the same on a submodule: `next(self.encoder.parameters())`)
-inside `forward` of an `nn.Module`, a method `forward` calls, or a property
-such code reads (`@property def device(self): return
-next(self.parameters()).device`): the idiom for "the device (or dtype) of
-this module's weights".
+`tuple(...)[0]`, `next(p for p in ...)`, and the same on a submodule:
+`next(self.encoder.parameters())`) inside `forward` of an `nn.Module`, a
+method `forward` calls, or a property such code reads (`@property def
+device(self): return next(self.parameters()).device`): the idiom for "the
+device (or dtype) of this module's weights". Also flags a method of that kind
+that ends with `for p in self.parameters(): return p.device`.
 
 ## Why is this bad?
 `nn.DataParallel` runs `forward` on replicas made by
@@ -18,6 +19,12 @@ re-raises the error from the replica's worker thread:
 ```
 StopIteration: Caught StopIteration in replica 0 on device 0.
 ```
+
+`list(self.parameters())[0]` raises `IndexError: list index out of range`
+instead, and a method ending with `for p in self.parameters(): return
+p.device` returns None, so `torch.arange(n, device=self.device)` is built on
+the CPU and the next operation fails with "Expected all tensors to be on the
+same device".
 
 The same model runs on one GPU and under DistributedDataParallel, so the bug
 shows only when someone wraps it in DataParallel on a multi-GPU machine
@@ -55,7 +62,8 @@ found from the class definition: replicas keep those as attributes.
 Not flagged: `parameters()` outside `forward` and the methods it calls (a
 `generate` or `predict` method, a training script: no replica runs them),
 loops over `self.parameters()` (in a replica they run zero times, which is
-not a crash), `next(self.parameters(), default)`, a read under `try: ...
+not a crash) unless the method returns from the loop and has no fallback
+after it, `next(self.parameters(), default)`, a read under `try: ...
 except StopIteration:` (the fallback transformers uses), `buffers()`
 (replicas keep their buffers), and models passed in as arguments (not
 replicated), and models that pin their parts to devices themselves
@@ -65,20 +73,24 @@ replicated), and models that pin their parts to devices themselves
 Safe for `.device` (`next(self.parameters()).device` becomes
 `self.encoder.weight.device`): on one device every parameter is on it, and in
 a replica the held tensor is the replica's own copy. Unsafe otherwise
-(`.dtype`, the tensor itself): the tensor devlint names need not be the first
-parameter, and a model may keep parameters in several dtypes. With no tensor
-devlint can name the finding has no fix.
+(`.dtype`, the tensor itself): the parameter devlint names (a parameter, never
+a buffer, which may hold integers such as `position_ids`) need not be the
+first one, and a model may keep parameters in several dtypes. The loop becomes
+`return self.encoder.weight.device` (safe) or `.dtype` (unsafe). A generator
+that filters or transforms the parameters (`next(p for p in
+self.parameters() if p.requires_grad)`) is flagged without a fix. With no
+tensor devlint can name the finding has no fix.
 """
 
 from __future__ import annotations
 
-from typing import List, Optional, Set
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import code_of, module_class_of, positional_args, self_attribute_loads
+from devlint.semantic import WEIGHTED_LAYERS, code_of, module_class_of, positional_args, self_attribute_loads
 from devlint.walk import walk
 
 #: ``list(...)``, ``tuple(...)``: the ``[0]`` of them is the first parameter
@@ -89,7 +101,7 @@ class ParametersInReplica(Rule):
     code = "DL013"
     name = "parameters-in-replica"
     message = (
-        "`{expr}` in `{method}` raises StopIteration inside DataParallel replicas, "
+        "`{expr}` in `{method}` raises {error} inside DataParallel replicas, "
         "whose `parameters()` is empty"
     )
     fix_safety = "safe/unsafe"
@@ -116,6 +128,27 @@ class Net(nn.Module):
 
 def evaluate(model, x):
     return model(x.to(next(model.parameters()).device))
+"""
+        ),
+        Valid(
+            """
+import torch
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    @property
+    def device(self):
+        for p in self.parameters():
+            return p.device
+        return torch.device("cpu")
+
+    def forward(self, x):
+        first = next((p for p in self.parameters()), None)
+        return self.fc(x.to(self.device)) if first is not None else x
 """
         ),
     ]
@@ -169,6 +202,21 @@ class LSTMTagger(nn.Module):
         return self.rnn(self.embed(ids), h)[0] * mask[..., None]
 """,
             count=2,
+        ),
+        Invalid(
+            """
+import torch.nn as nn
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        trainable = next(p for p in self.parameters() if p.requires_grad)
+        return self.fc(x.to(trainable.device))
+""",
+            count=1,
         ),
     ]
 
@@ -225,39 +273,109 @@ class LSTMTagger(nn.Module):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value != "device" or not self._in_scope(node):
             return
-        owner = _first_parameter_of(node.value)
-        if owner is None:
+        found = _first_parameter_of(node.value)
+        if found is None:
             return
         self._done.add(id(node.value))
-        self._check(node.value, owner, device=node)
+        owner, exact = found
+        self._check(node.value, owner, device=node if exact else None, fixable=exact)
 
     def visit_Call(self, node: cst.Call) -> None:
         if id(node) in self._done or not self._in_scope(node):
             return
-        owner = _first_parameter_of(node)
-        if owner is not None:
-            self._check(node, owner, device=None)
+        found = _first_parameter_of(node)
+        if found is not None:
+            self._check(node, found[0], device=None, fixable=found[1])
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if id(node) in self._done or not self._in_scope(node):
             return
-        owner = _first_parameter_of(node)
-        if owner is not None:
-            self._check(node, owner, device=None)
+        found = _first_parameter_of(node)
+        if found is not None:
+            self._check(node, found[0], device=None, fixable=found[1])
 
-    def _check(self, expr: cst.BaseExpression, owner: cst.BaseExpression, device: Optional[cst.Attribute]) -> None:
+    def visit_For(self, node: cst.For) -> None:
+        """``for p in self.parameters(): return p.device`` as the last
+        statement of a method: in a replica the loop runs zero times and the
+        method returns None (``torch.arange(n, device=None)`` then makes a CPU
+        tensor on every replica)."""
+        ctx = self.context
+        m = ctx.current_method
+        if m is None or node.orelse is not None or not self._in_scope(node):
+            return
+        if not isinstance(m.body, cst.IndentedBlock) or not m.body.body or m.body.body[-1] is not node:
+            return  # a fallback follows the loop, or the loop is in a nested block
+        owner = _parameters_owner(node.iter)
+        first = node.body.body[0] if isinstance(node.body, cst.IndentedBlock) and node.body.body else None
+        if owner is None or not isinstance(node.target, cst.Name) or not isinstance(first, cst.SimpleStatementLine):
+            return
+        ret = first.body[0] if len(first.body) == 1 else None
+        if not isinstance(ret, cst.Return) or ret.value is None:
+            return
+        module_class = self._module_class(owner)
+        if module_class is None:
+            return
+        loop = f"for {node.target.value} in {code_of(node.iter)}: return {code_of(ret.value)}"
+        message = (
+            f"`{loop}` in `{m.name.value}` returns None inside DataParallel replicas, "
+            "whose `parameters()` is empty"
+        )
+        if not ctx.in_forward:
+            message = message.replace(f"in `{m.name.value}`", f"in `{m.name.value}` (a property `forward` reads)", 1)
+        value, var = ret.value, node.target.value
+        device = isinstance(value, cst.Attribute) and value.attr.value == "device"
+        if device or (isinstance(value, cst.Attribute) and value.attr.value == "dtype"):
+            base = value.value
+        else:
+            base = value
+        if not (isinstance(base, cst.Name) and base.value == var):
+            self.report(node.iter, message, no_fix_reason="the loop returns more than the parameter's device or dtype")
+            return
+        path = self.facts.tensor_path_of_class(module_class) if device else _parameter_path(self.facts, module_class)
+        if path is None:
+            name = module_class.rsplit(".", 1)[-1]
+            self.report(node.iter, message, no_fix_reason=f"`{name}` holds no tensor devlint can name")
+            return
+        held = cst.parse_expression(f"{code_of(owner)}.{path}")
+        new_value = value.with_changes(value=held) if base is not value else held
+        new = first.with_changes(leading_lines=node.leading_lines, body=[ret.with_changes(value=new_value)])
+        text = f"return `{code_of(new_value)}`"
+        if device:
+            fix = self.replace(node, new, text)
+        else:
+            fix = self.replace(node, new, f"{text} (may not be the first parameter)", FixSafety.UNSAFE)
+        self.report(node.iter, message, fix=fix)
+
+    def _module_class(self, owner: cst.BaseExpression) -> Optional[str]:
+        """The module class ``owner`` (``self``, ``self.encoder``) is, when it
+        is this module or one of its submodules in a class that may run as a
+        DataParallel replica."""
         ctx = self.context
         cls = ctx.current_class
         if cls is None or not ctx.self_name or cls.pinned_devices():
-            return  # a model that pins its parts to devices is never a DataParallel replica (DL004)
-        module_class = module_class_of(self.facts, cls, owner, ctx.self_name, {})
+            return None  # a model that pins its parts to devices is never a DataParallel replica (DL004)
+        return module_class_of(self.facts, cls, owner, ctx.self_name, {})
+
+    def _check(
+        self, expr: cst.BaseExpression, owner: cst.BaseExpression, device: Optional[cst.Attribute], fixable: bool
+    ) -> None:
+        ctx = self.context
+        module_class = self._module_class(owner)
         if module_class is None:
             return  # not this module or one of its submodules
         method = ctx.current_method.name.value if ctx.current_method is not None else "forward"
-        message = self.message.format(expr=code_of(expr), method=method)
+        error = "IndexError" if isinstance(expr, cst.Subscript) else "StopIteration"
+        message = self.message.format(expr=code_of(expr), method=method, error=error)
         if not ctx.in_forward:
             message = message.replace(f"in `{method}`", f"in `{method}` (a property `forward` reads)", 1)
-        path = self.facts.tensor_path_of_class(module_class)
+        if not fixable:
+            self.report(expr, message, no_fix_reason="the generator filters or transforms the parameters")
+            return
+        # the device: any tensor the module holds (buffers move with it); the
+        # tensor itself or its dtype: a parameter (a buffer may be an integer one)
+        path = self.facts.tensor_path_of_class(module_class) if device is not None else _parameter_path(
+            self.facts, module_class
+        )
         if path is None:
             name = module_class.rsplit(".", 1)[-1]
             self.report(expr, message, no_fix_reason=f"`{name}` holds no tensor devlint can name")
@@ -271,6 +389,32 @@ class LSTMTagger(nn.Module):
             expr, cst.parse_expression(held), f"use `{held}` (may not be the first parameter)", FixSafety.UNSAFE
         )
         self.report(expr, message, fix=fix)
+
+
+def _parameter_path(facts, class_name: str, depth: int = 0) -> Optional[str]:
+    """A path from an instance of ``class_name`` to a parameter it holds
+    (``weight`` for ``nn.Linear``, ``encoder.weight`` for a local module):
+    ``tensor_path_of_class`` without buffers, whose dtype may differ."""
+    cls = facts.classes.get(class_name)
+    if cls is None:
+        if class_name.startswith("torch.nn.") and class_name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+            return "weight"
+        return None
+    if not cls.is_module:
+        return None
+    for name in cls.parameters:
+        return name
+    for name, attr in cls.attributes.items():
+        if attr.kind == "parameter":
+            return name
+    if depth >= 3:
+        return None
+    for name, attr in cls.attributes.items():
+        if attr.kind == "module" and attr.module_class and attr.module_class != class_name:
+            inner = _parameter_path(facts, attr.module_class, depth + 1)
+            if inner:
+                return f"{name}.{inner}"
+    return None
 
 
 class _Expressions(cst.CSTVisitor):
@@ -319,10 +463,13 @@ def _properties_read_by_forward(node: cst.ClassDef, cls) -> Set[str]:
     return found
 
 
-def _first_parameter_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """``X`` when ``node`` takes the first of ``X.parameters()``:
+def _first_parameter_of(node: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, bool]]:
+    """``(X, exact)`` when ``node`` takes the first of ``X.parameters()``:
     ``next(X.parameters())``, ``next(iter(X.parameters()))``,
-    ``list(X.parameters())[0]``, ``tuple(X.parameters())[0]``."""
+    ``list(X.parameters())[0]``, ``tuple(X.parameters())[0]``,
+    ``next(p for p in X.parameters())`` (exact: the parameter itself), or
+    ``next(p.device for p in X.parameters() if p.requires_grad)`` (not exact:
+    a generator that transforms or filters them, which raises all the same)."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next":
         args = positional_args(node)
         if len(args) != 1 or len(node.args) != 1:
@@ -333,7 +480,22 @@ def _first_parameter_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression
             if len(inner_args) != 1:
                 return None
             inner = inner_args[0].value
-        return _parameters_owner(inner)
+        if isinstance(inner, cst.GeneratorExp):
+            comp = inner.for_in
+            if comp.asynchronous is not None or comp.inner_for_in is not None:
+                return None
+            owner = _parameters_owner(comp.iter)
+            if owner is None:
+                return None
+            exact = (
+                not comp.ifs
+                and isinstance(comp.target, cst.Name)
+                and isinstance(inner.elt, cst.Name)
+                and inner.elt.value == comp.target.value
+            )
+            return owner, exact
+        owner = _parameters_owner(inner)
+        return (owner, True) if owner is not None else None
     if isinstance(node, cst.Subscript) and len(node.slice) == 1:
         index = node.slice[0].slice
         if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"):
@@ -342,7 +504,8 @@ def _first_parameter_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression
         if isinstance(seq, cst.Call) and isinstance(seq.func, cst.Name) and seq.func.value in _SEQUENCES:
             args = positional_args(seq)
             if len(args) == 1:
-                return _parameters_owner(args[0].value)
+                owner = _parameters_owner(args[0].value)
+                return (owner, True) if owner is not None else None
     return None
 
 

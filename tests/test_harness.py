@@ -111,7 +111,7 @@ def behaviour(harness_run):
 
 def test_replica_only_failure_is_reproduced(behaviour):
     r = behaviour["replica_and_limits"]["replica_only"]
-    # next(p for p in self.parameters()) works on one device but a replica has no parameters
+    # next(self.named_parameters()) works on one device but a replica has no parameters
     assert r["original"]["status"] == "reproduced"
     assert r["original"]["error"]["type"] == "StopIteration"
     assert r["device_path"] == SIMULATED_2

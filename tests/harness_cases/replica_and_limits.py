@@ -15,9 +15,9 @@ class UsesParameters(nn.Module):
 
     def forward(self, x):
         scale = torch.ones(4)
-        # a spelling DL013 does not read (it fixes next(self.parameters())):
-        # devlint's fix leaves this failure in place
-        first = next(p for p in self.parameters())
+        # a spelling DL013 does not read (it reads parameters(), not
+        # named_parameters()): devlint's fix leaves this failure in place
+        first = next(self.named_parameters())[1]
         return self.proj(x) * scale + first.sum() * 0
 
 
