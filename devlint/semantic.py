@@ -1034,29 +1034,15 @@ class _FactsBuilder:
         return False
 
     def _finish_module_class(self, cls: ClassFacts) -> None:
-        # forward reachability
-        reach: List[str] = []
-        todo = [m for m in ("forward",) if m in cls.methods]
-        while todo:
-            m = todo.pop()
-            if m in reach:
-                continue
-            reach.append(m)
-            for callee in cls.methods[m].self_calls:
-                if callee in cls.methods and callee not in reach:
-                    todo.append(callee)
+        # forward reachability, then the methods that run the model
+        # (generate/sample loops calling self(...)) and what they call
+        reach = _self_call_closure(cls, [m for m in ("forward",) if m in cls.methods], set())
         cls.forward_reachable = reach
         runners = [
             m for m, f in cls.methods.items()
             if m not in reach and m != "__init__" and not f.is_static and (f.calls_self or "forward" in f.self_calls)
         ]
-        while runners:
-            m = runners.pop()
-            if m in cls.model_runners:
-                continue
-            cls.model_runners.append(m)
-            runners.extend(c for c in cls.methods[m].self_calls
-                           if c in cls.methods and c not in reach and c != "__init__" and c not in cls.model_runners)
+        cls.model_runners = _self_call_closure(cls, runners, set(reach) | {"__init__"})
         self._finish_caller_uses(cls)
         # attributes
         node = self._class_nodes[cls.name]
@@ -1607,8 +1593,21 @@ def _is_argument_device(value: cst.BaseExpression, params: Sequence[str]) -> boo
     attribute of a parameter."""
     if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value in params):
         return False
-    attr = value.attr.value.lower()
-    return attr in ("device", "dev") or attr.endswith("_device")
+    return _is_device_name(value.attr.value.lower())
+
+
+def _self_call_closure(cls: ClassFacts, start: List[str], exclude: Set[str]) -> List[str]:
+    """``start`` and every method of ``cls`` they reach through ``self.m(...)``
+    calls, leaving out ``exclude``."""
+    reach: List[str] = []
+    todo = list(start)
+    while todo:
+        m = todo.pop()
+        if m in reach:
+            continue
+        reach.append(m)
+        todo.extend(c for c in cls.methods[m].self_calls if c in cls.methods and c not in reach and c not in exclude)
+    return reach
 
 
 def is_sequence_call(node: cst.BaseExpression) -> bool:
@@ -2404,8 +2403,8 @@ MODULE_SCOPE = "<module>"
 
 #: qualified names of torch's data loader class
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
-#: callables whose result iterates like their first argument
-_ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+#: callables whose result iterates like their first argument (``tqdm(loader)``)
+ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
 #: names that hold the index of a CUDA device (``local_rank``, ``args.gpu``)
 _RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
 #: words in a loader's binding or arguments that say batches arrive on a device
@@ -2657,7 +2656,7 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
         if dotted is None:
             break
         q = facts.qualify_dotted(dotted) or dotted
-        if q not in _ITER_WRAPPERS and dotted not in _ITER_WRAPPERS:
+        if q not in ITER_WRAPPERS and dotted not in ITER_WRAPPERS:
             break
         if dotted == "enumerate":
             enumerated = True
@@ -4322,7 +4321,7 @@ class _ScriptCollector(cst.CSTVisitor):
         for item in branch:
             test = self.if_tests.get((scope.index, int(item.partition(":")[0])))
             if test is not None:
-                names.update(n.value for n in _names_in(test))
+                names.update(free_names(test))
         first = 1 if scope.class_name else 0  # ``self.multi_gpu`` is no switch of the caller's
         return [(i, p) for i, p in enumerate(scope.params) if i >= first and p != keep and p in names]
 
@@ -4497,14 +4496,50 @@ def _is_off(node: cst.BaseExpression) -> bool:
     )
 
 
-def _names_in(node: cst.CSTNode) -> List[cst.Name]:
-    found: List[cst.Name] = []
+def with_keyword_arg(
+    args: Sequence[cst.Arg], name: str, value: cst.BaseExpression, at: Optional[int] = None
+) -> List[cst.Arg]:
+    """``args`` with ``name=value`` inserted at ``at`` (default: the end),
+    keeping the layout: a trailing comma stays trailing."""
+    out = list(args)
+    at = len(out) if at is None else at
+    new = cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    if at == 0:
+        if out:
+            new = new.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    else:
+        prev = out[at - 1]
+        if isinstance(prev.comma, cst.Comma):
+            new = new.with_changes(comma=prev.comma)
+        else:
+            out[at - 1] = prev.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    out.insert(at, new)
+    return out
 
-    class _Names(cst.CSTVisitor):
+
+def free_names(node: cst.CSTNode) -> Set[str]:
+    """The plain names an expression reads (or a target binds): ``args`` of
+    ``args.gpu``, ``local_rank`` of ``f"cuda:{local_rank}"``; not attribute
+    names nor the keywords of call arguments."""
+    found: Set[str] = set()
+
+    class _Find(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
+            found.add(n.value)
 
-    node.visit(_Names())
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            walk(n.value, self)
+            return False
+
+    walk(node, _Find())
     return found
 
 

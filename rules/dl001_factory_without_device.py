@@ -127,6 +127,7 @@ from devlint.semantic import (
     keyword_arg,
     positional_args,
     self_attribute_loads,
+    with_keyword_arg,
 )
 from devlint.scan import CHAIN_METHODS, MOVE_METHODS
 from devlint.walk import walk
@@ -356,8 +357,6 @@ class RNN(nn.Module):
         cls = self.context.current_class
         if cls is None or cls is not self._flows_class:
             return
-        for flow in self._flows.values():
-            flow.class_node = original_node
         for flow in self._all_flows:
             if flow.cls is cls:
                 flow.class_node = original_node
@@ -1691,21 +1690,4 @@ def _inherited_methods(facts: FileFacts, cls: ClassFacts) -> List[str]:
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:
-    value = cst.parse_expression(anchor)
-    args = list(call.args)
-    new_arg = cst.Arg(
-        keyword=cst.Name("device"),
-        value=value,
-        equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-        ),
-    )
-    if args:
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma):
-            # trailing comma: keep the layout, the new argument takes it too
-            new_arg = new_arg.with_changes(comma=last.comma)
-        else:
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    args.append(new_arg)
-    return call.with_changes(args=args)
+    return call.with_changes(args=with_keyword_arg(call.args, "device", cst.parse_expression(anchor)))

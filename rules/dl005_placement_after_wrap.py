@@ -99,10 +99,10 @@ from devlint.semantic import (
     ScopeFacts,
     WrapEvent,
     always_before,
+    free_names,
     placement_call,
     positional_args,
 )
-from devlint.walk import walk
 
 _DTYPE_HINTS = ("dtype", "float", "half", "bfloat", "int", "double", "bool", "long", "memory_format")
 
@@ -354,7 +354,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         if not separate:
             # DDP(model, ...).to(dev) -> DDP(model.to(dev), ...)
             return Fix([(node, new_wrap)], safety, "place the model before wrapping it"), ""
-        for name in _names_in(node.args):
+        for name in sorted(set().union(*(free_names(a.value) for a in node.args))):
             if scope.binds_between(name, wrap.order, event.order):
                 return None, f"`{name}` changes between the wrap and the placement"
         line, _ = self.statement_of.get(id(node), (None, None))
@@ -418,16 +418,4 @@ def _set_keyword(args: List[cst.Arg], name: str, value: cst.BaseExpression) -> L
                 equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
             )
         )
-    return out
-
-
-def _names_in(args) -> List[str]:
-    out: List[str] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.append(n.value)
-
-    for a in args:
-        walk(a, _V())
     return out

@@ -77,6 +77,7 @@ from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     ClassFacts,
     dotted_name,
+    free_names,
     is_cuda_string,
     is_dtype_expr,
     keyword_arg,
@@ -85,7 +86,6 @@ from devlint.semantic import (
     self_attribute,
     string_value,
 )
-from devlint.walk import walk
 
 _LOSSES = frozenset(
     {
@@ -545,7 +545,7 @@ class _Flow:
         value = arg.value
         if arg.keyword is None and is_dtype_expr(self.facts, value):
             return receiver  # .to(x.dtype), .to(torch.float16): a cast, not a transfer
-        for name in _free_names(value):
+        for name in free_names(value):
             if name in self.loop_names and self.cls.elements_spread(self.loop_names[name]):
                 return Spread(self.loop_names[name], moved=True)  # x.to(devices[i % n])
         if isinstance(value, cst.Attribute) and value.attr.value == "device":
@@ -750,7 +750,7 @@ class _Flow:
     def usable(self, node: cst.BaseExpression, extra: Set[str] = frozenset()) -> bool:
         """Whether a device expression written in ``__init__`` means the same
         inside ``forward``: its names are module-level, imported or builtins."""
-        names = _free_names(node)
+        names = free_names(node)
         known = set(self.facts.module_assigned) | set(self.facts.imports) | _BUILTINS | set(extra)
         known.add(self.self_name)
         return all(n in known for n in names)
@@ -821,25 +821,6 @@ def _body(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
 def _short(node: cst.CSTNode) -> str:
     text = dotted_name(node) or " ".join(cst.Module(body=[]).code_for_node(node).split())
     return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _free_names(node: cst.CSTNode) -> Set[str]:
-    found: Set[str] = set()
-
-    class _Find(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            walk(n.value, self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            walk(n.value, self)
-            return False
-
-    walk(node, _Find())
-    return found
 
 
 class _Rename(cst.CSTTransformer):

@@ -89,16 +89,18 @@ from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     MODULE_SCOPE,
-    TORCH_LOADS,
     ScopeStack,
+    TORCH_LOADS,
     code_of,
     device_candidates,
     dotted_name,
+    free_names,
     is_memory_buffer,
     is_torch_load,
     keyword_arg,
     placement_of,
     positional_args,
+    with_keyword_arg,
 )
 
 
@@ -220,7 +222,7 @@ def embeddings(path, device):
     def visit_Assign(self, node: cst.Assign) -> None:
         if self.scopes.name == MODULE_SCOPE:
             for t in node.targets:
-                self._module_bound.update(_names_in(t.target))
+                self._module_bound.update(free_names(t.target))
         value = node.value
         while isinstance(value, cst.Subscript):
             value = value.value
@@ -287,7 +289,7 @@ def embeddings(path, device):
         candidates = device_candidates(self.facts, self.scopes.name)
         if self.scopes.name == MODULE_SCOPE:
             # at module level, only a device the script has defined before the load
-            candidates = [c for c in candidates if _names_in(cst.parse_expression(c)) <= self._module_bound]
+            candidates = [c for c in candidates if free_names(cst.parse_expression(c)) <= self._module_bound]
         target = candidates[0] if candidates else '"cpu"'
         fix = self.replace(
             node,
@@ -296,23 +298,6 @@ def embeddings(path, device):
             FixSafety.UNSAFE,
         )
         self.report(node, fix=fix)
-
-
-def _names_in(node: cst.CSTNode) -> Set[str]:
-    """The plain names an expression reads or a target binds (``args`` of
-    ``args.gpu``, ``local_rank`` of ``f"cuda:{local_rank}"``)."""
-    found: Set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
-            return False
-
-    node.visit(V())
-    return found
 
 
 def _loads_inside(call: cst.Call) -> List[int]:
@@ -328,23 +313,7 @@ def _loads_inside(call: cst.Call) -> List[int]:
 
 
 def _with_map_location(call: cst.Call, value: str) -> cst.Call:
-    """``torch.load(f, ...)`` -> ``torch.load(f, map_location=value, ...)``,
-    keeping the layout of the argument list."""
-    new_arg = cst.Arg(
-        keyword=cst.Name("map_location"),
-        value=cst.parse_expression(value),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
-    args = list(call.args)
-    at = len(positional_args(call))  # positional arguments come first
-    if at == 0:
-        if args:
-            new_arg = new_arg.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    else:
-        prev = args[at - 1]
-        if isinstance(prev.comma, cst.Comma):
-            new_arg = new_arg.with_changes(comma=prev.comma)
-        else:
-            args[at - 1] = prev.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    args.insert(at, new_arg)
-    return call.with_changes(args=args)
+    """``torch.load(f, ...)`` -> ``torch.load(f, map_location=value, ...)``:
+    after the positional arguments, keeping the layout."""
+    at = len(positional_args(call))
+    return call.with_changes(args=with_keyword_arg(call.args, "map_location", cst.parse_expression(value), at))

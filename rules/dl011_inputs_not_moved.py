@@ -143,12 +143,14 @@ from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     CTC_LOSSES,
     DATA_LOADERS,
+    ITER_WRAPPERS,
     MODULE_SCOPE,
     Placement,
     ScopeStack,
     WrapFacts,
     code_of,
     dotted_name,
+    is_number_literal,
     keyword_arg,
     looks_like_loader,
     loader_loop,
@@ -159,12 +161,11 @@ from devlint.semantic import (
     placement_of,
     positional_args,
     ref_of,
+    with_keyword_arg,
 )
 from devlint.rules._scripts import cuda_index
 from devlint.walk import walk
 
-#: callees a loop's name may be bound to and still iterate a loader (the scan's spelling)
-_ITER_CALLEES = frozenset({"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "enumerate", "iter"})
 #: methods whose result is no longer on the device
 _TO_HOST = frozenset({"cpu", "numpy", "item", "tolist"})
 #: tensor methods that keep a batch item on the device it is on
@@ -475,7 +476,7 @@ class Trainer:
             return value if value.args else None
         if q in _HOST_CONVERSIONS:
             args = positional_args(value)
-            if not args or _is_number(args[0].value):
+            if not args or is_number_literal(args[0].value):
                 return None  # torch.tensor(0.99): a 0-dim number mixes with CUDA tensors
             data = args[0].value
             bound = self._loop_values.get(self.scopes.name, {}).get(data.value) if isinstance(data, cst.Name) else None
@@ -521,7 +522,7 @@ class Trainer:
         if any(looks_like_loader(name) for name in scan.loops if name):
             return True
         # pbar = tqdm(train_loader); for batch in pbar
-        if any(scan.call_bound.get(name, set()) & _ITER_CALLEES for name in scan.loops if name):
+        if any(scan.call_bound.get(name, set()) & ITER_WRAPPERS for name in scan.loops if name):
             return True
         # it = iter(train_loader); while True: x, y = next(it)
         takes_next = any(call.func == "next" for call in scan.calls)
@@ -711,7 +712,7 @@ class Trainer:
         if root.kind == "host":
             # torch.as_tensor(obs) -> torch.as_tensor(obs, device=device)
             dev = p.device or '"cuda"'
-            built = root.node.with_changes(args=_with_keyword(list(root.node.args), "device", dev))  # type: ignore[attr-defined]
+            built = root.node.with_changes(args=with_keyword_arg(root.node.args, "device", cst.parse_expression(dev)))  # type: ignore[attr-defined]
             self.report(found.node, message, fix=self.replace(root.node, built, f"build `{found.item}` with `device={dev}`"))
             return
         if root.kind == "index" or loop_node is None:
@@ -830,29 +831,6 @@ def _calls_a_model(rule: "InputsNotMoved", node: cst.CSTNode) -> bool:
             node = node.func.value
         else:
             return False
-
-
-def _with_keyword(args: List[cst.Arg], name: str, value: str) -> List[cst.Arg]:
-    """``args`` with ``name=value`` appended, keeping the layout."""
-    new_arg = cst.Arg(
-        keyword=cst.Name(name),
-        value=cst.parse_expression(value),
-        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
-    )
-    if args:
-        last = args[-1]
-        if isinstance(last.comma, cst.Comma):
-            new_arg = new_arg.with_changes(comma=last.comma)  # a trailing comma stays trailing
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        else:
-            args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-    return args + [new_arg]
-
-
-def _is_number(node: cst.BaseExpression) -> bool:
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        node = node.expression
-    return isinstance(node, (cst.Integer, cst.Float))
 
 
 #: the count and size fields of a batch object, plain numbers (``data.num_graphs``)
@@ -994,9 +972,9 @@ class _LoopWalker:
                 return _Root(code_of(node), "attr", node, base), node
             elif isinstance(node, cst.BinaryOperation) and isinstance(node.operator, _ARITHMETIC):
                 # x * 2 - 1, x / 255.0: arithmetic with a number keeps the device
-                if _is_number(node.right):
+                if is_number_literal(node.right):
                     node = node.left
-                elif _is_number(node.left):
+                elif is_number_literal(node.left):
                     node = node.right
                 else:
                     return None

@@ -84,7 +84,7 @@ tensor devlint can name the finding has no fix.
 
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -101,7 +101,7 @@ class ParametersInReplica(Rule):
     code = "DL013"
     name = "parameters-in-replica"
     message = (
-        "`{expr}` in `{method}` raises {error} inside DataParallel replicas, "
+        "`{expr}` in {where} raises {error} inside DataParallel replicas, "
         "whose `parameters()` is empty"
     )
     fix_safety = "safe/unsafe"
@@ -280,19 +280,14 @@ class Head(nn.Module):
         owner, exact = found
         self._check(node.value, owner, device=node if exact else None, fixable=exact)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: Union[cst.Call, cst.Subscript]) -> None:
         if id(node) in self._done or not self._in_scope(node):
             return
         found = _first_parameter_of(node)
         if found is not None:
             self._check(node, found[0], device=None, fixable=found[1])
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        if id(node) in self._done or not self._in_scope(node):
-            return
-        found = _first_parameter_of(node)
-        if found is not None:
-            self._check(node, found[0], device=None, fixable=found[1])
+    visit_Subscript = visit_Call  # list(self.parameters())[0]
 
     def visit_For(self, node: cst.For) -> None:
         """``for p in self.parameters(): return p.device`` as the last
@@ -316,12 +311,7 @@ class Head(nn.Module):
         if module_class is None:
             return
         loop = f"for {node.target.value} in {code_of(node.iter)}: return {code_of(ret.value)}"
-        message = (
-            f"`{loop}` in `{m.name.value}` returns None inside DataParallel replicas, "
-            "whose `parameters()` is empty"
-        )
-        if not ctx.in_forward:
-            message = message.replace(f"in `{m.name.value}`", f"in `{m.name.value}` (a property `forward` reads)", 1)
+        message = f"`{loop}` in {self._where()} returns None inside DataParallel replicas, whose `parameters()` is empty"
         value, var = ret.value, node.target.value
         device = isinstance(value, cst.Attribute) and value.attr.value == "device"
         if device or (isinstance(value, cst.Attribute) and value.attr.value == "dtype"):
@@ -331,10 +321,9 @@ class Head(nn.Module):
         if not (isinstance(base, cst.Name) and base.value == var):
             self.report(node.iter, message, no_fix_reason="the loop returns more than the parameter's device or dtype")
             return
-        path = self.facts.tensor_path_of_class(module_class) if device else _parameter_path(self.facts, module_class)
+        path = self._held_path(module_class, device)
         if path is None:
-            name = module_class.rsplit(".", 1)[-1]
-            self.report(node.iter, message, no_fix_reason=f"`{name}` holds no tensor devlint can name")
+            self.report(node.iter, message, no_fix_reason=_no_tensor(module_class))
             return
         held = cst.parse_expression(f"{code_of(owner)}.{path}")
         new_value = value.with_changes(value=held) if base is not value else held
@@ -345,6 +334,19 @@ class Head(nn.Module):
         else:
             fix = self.replace(node, new, f"{text} (may not be the first parameter)", FixSafety.UNSAFE)
         self.report(node.iter, message, fix=fix)
+
+    def _where(self) -> str:
+        """How the message names the method: `forward`, or `device` (a
+        property `forward` reads)."""
+        ctx = self.context
+        method = ctx.current_method.name.value if ctx.current_method is not None else "forward"
+        return f"`{method}`" if ctx.in_forward else f"`{method}` (a property `forward` reads)"
+
+    def _held_path(self, module_class: str, device: bool) -> Optional[str]:
+        """For the device: any tensor the module holds (buffers move with
+        it); for the tensor itself or its dtype: a parameter (a buffer may be
+        an integer one)."""
+        return self.facts.tensor_path_of_class(module_class) if device else _parameter_path(self.facts, module_class)
 
     def _module_class(self, owner: cst.BaseExpression) -> Optional[str]:
         """The module class ``owner`` (``self``, ``self.encoder``) is, when it
@@ -359,26 +361,17 @@ class Head(nn.Module):
     def _check(
         self, expr: cst.BaseExpression, owner: cst.BaseExpression, device: Optional[cst.Attribute], fixable: bool
     ) -> None:
-        ctx = self.context
         module_class = self._module_class(owner)
         if module_class is None:
             return  # not this module or one of its submodules
-        method = ctx.current_method.name.value if ctx.current_method is not None else "forward"
         error = "IndexError" if isinstance(expr, cst.Subscript) else "StopIteration"
-        message = self.message.format(expr=code_of(expr), method=method, error=error)
-        if not ctx.in_forward:
-            message = message.replace(f"in `{method}`", f"in `{method}` (a property `forward` reads)", 1)
+        message = self.message.format(expr=code_of(expr), where=self._where(), error=error)
         if not fixable:
             self.report(expr, message, no_fix_reason="the generator filters or transforms the parameters")
             return
-        # the device: any tensor the module holds (buffers move with it); the
-        # tensor itself or its dtype: a parameter (a buffer may be an integer one)
-        path = self.facts.tensor_path_of_class(module_class) if device is not None else _parameter_path(
-            self.facts, module_class
-        )
+        path = self._held_path(module_class, device is not None)
         if path is None:
-            name = module_class.rsplit(".", 1)[-1]
-            self.report(expr, message, no_fix_reason=f"`{name}` holds no tensor devlint can name")
+            self.report(expr, message, no_fix_reason=_no_tensor(module_class))
             return
         held = f"{code_of(owner)}.{path}"
         if device is not None:
@@ -389,6 +382,10 @@ class Head(nn.Module):
             expr, cst.parse_expression(held), f"use `{held}` (may not be the first parameter)", FixSafety.UNSAFE
         )
         self.report(expr, message, fix=fix)
+
+
+def _no_tensor(module_class: str) -> str:
+    return f"`{module_class.rsplit('.', 1)[-1]}` holds no tensor devlint can name"
 
 
 def _parameter_path(facts, class_name: str, depth: int = 0) -> Optional[str]:

@@ -143,6 +143,7 @@ def test_unwrapped_before_the_helper_wraps_again():
 def test_helper_calls_are_not_fixed():
     src = HEAD + CONDITIONAL + "\nmodel = spread(Backbone())\nmodel = spread(model)\n"
     result = fix_source(src, "script.py", codes=CODES, unsafe=True)
+    assert [d.code for d in result.diagnostics] == ["DL003"]  # reported, with no fix
     assert result.fixed_text == src
 
 
