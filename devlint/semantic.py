@@ -898,9 +898,15 @@ class _FactsBuilder:
         object.__setattr__(self.facts, "_script_module", self.module)
         return self.facts
 
+    def _module_function_nodes(self) -> Dict[str, cst.FunctionDef]:
+        """The module-level ``def``s of the file by name (built once)."""
+        if self._module_functions is None:
+            self._module_functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        return self._module_functions
+
     def _finish_forward_functions(self) -> None:
         """``FileFacts.forward_functions``."""
-        functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        functions = self._module_function_nodes()
         if not functions:
             return
         todo: List[str] = []
@@ -1062,37 +1068,22 @@ class _FactsBuilder:
             if record.kind == "module_container" and record.name in registered:
                 record.registered_elsewhere = True
 
-    def _method_owner(self, cls: str, method: str) -> Optional[ClassFacts]:
-        """The class of this file whose ``method`` instances of ``cls`` run:
-        ``cls`` itself or a base of this file, depth first."""
-        seen: Set[str] = set()
-        todo = [cls]
-        while todo:
-            c = todo.pop(0)
-            facts = self.facts.classes.get(c)
-            if facts is None or c in seen:
-                continue
-            seen.add(c)
-            if method in facts.methods:
-                return facts
-            todo[:0] = [b for b in facts.bases if b in self.facts.classes]
-        return None
-
     def _finish_inherited_reach(self) -> None:
         """A method a module class inherits from a module base of this file
         and runs from ``forward`` (``h = self.init_hidden(b)``, defined by the
         base) is forward-reachable in the base too, with the subclass's call
         sites among its ``caller_uses``."""
         for cls in list(self.facts.classes.values()):
-            if not cls.is_module or not any(b in self.facts.classes for b in cls.bases):
+            if not cls.is_module or cls.name not in self._class_nodes or not any(b in self.facts.classes for b in cls.bases):
                 continue
+            methods = self._effective_methods(cls, set())
             todo = [(cls, m) for m in cls.forward_reachable]
             seen = {(cls.name, m) for m in cls.forward_reachable}
             inherited: Dict[str, ClassFacts] = {}
             while todo:
                 owner, m = todo.pop()
                 for callee in owner.methods[m].self_calls:
-                    target = self._method_owner(cls.name, callee)
+                    target = methods[callee][0] if callee in methods else None
                     if target is None or (target.name, callee) in seen:
                         continue
                     seen.add((target.name, callee))
@@ -1101,36 +1092,30 @@ class _FactsBuilder:
                         inherited[callee] = target
                         if callee not in target.forward_reachable:
                             target.forward_reachable.append(callee)
-            if not inherited or cls.name not in self._class_nodes:
-                continue
-            nodes = {s.name.value: s for s in body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
-            for caller in cls.forward_reachable:
-                fn = nodes.get(caller)
-                if fn is None or not (set(cls.methods[caller].self_calls) & set(inherited)):
-                    continue
-                params = [p.name.value for p in fn.params.params]
-                self_name = params[0] if params and not cls.methods[caller].is_static else "self"
-                uses = _SelfCallResults(self.facts, self_name, set(inherited))
-                fn.body.visit(uses)
-                for method, use in uses.results():
-                    inherited[method].methods[method].caller_uses.append(use)
+            self._add_caller_uses(cls, inherited)
 
     def _finish_caller_uses(self, cls: ClassFacts) -> None:
         """``FunctionFacts.caller_uses`` of the methods forward reaches."""
         called = {c for m in cls.forward_reachable for c in cls.methods[m].self_calls if c in cls.methods}
-        if not called:
+        self._add_caller_uses(cls, {c: cls for c in called})
+
+    def _add_caller_uses(self, cls: ClassFacts, targets: Dict[str, ClassFacts]) -> None:
+        """Add how ``cls``'s forward-reachable methods use the results of
+        ``self.<m>(...)`` for each ``m`` in ``targets`` to the ``caller_uses``
+        of ``m`` as the class ``targets[m]`` defines it."""
+        if not targets:
             return
         nodes = {s.name.value: s for s in body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
         for caller in cls.forward_reachable:
             fn = nodes.get(caller)
-            if fn is None or not (set(cls.methods[caller].self_calls) & called):
+            if fn is None or not (set(cls.methods[caller].self_calls) & set(targets)):
                 continue
             params = [p.name.value for p in fn.params.params]
             self_name = params[0] if params and not cls.methods[caller].is_static else "self"
-            uses = _SelfCallResults(self.facts, self_name, called)
+            uses = _SelfCallResults(self.facts, self_name, set(targets))
             fn.body.visit(uses)
             for method, use in uses.results():
-                cls.methods[method].caller_uses.append(use)
+                targets[method].methods[method].caller_uses.append(use)
 
     def _effective_methods(self, cls: ClassFacts, seen: Set[str]) -> Dict[str, Tuple[ClassFacts, cst.FunctionDef]]:
         """Method name -> (defining class, node), local base classes included."""
@@ -1241,11 +1226,7 @@ class _FactsBuilder:
         module-level ``def``) or ``self._make_kernel(...)`` (a method of the
         class whose attributes are being collected); None otherwise."""
         if isinstance(func, cst.Name):
-            if self._module_functions is None:
-                self._module_functions = {
-                    s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)
-                }
-            return self._module_functions.get(func.value)
+            return self._module_function_nodes().get(func.value)
         owner = self._self_call_owner
         if owner is None or not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
             return None
