@@ -261,6 +261,12 @@ def _element_class_of(facts: "FileFacts", cls: "ClassFacts", attr: str) -> Optio
     return a.element_class
 
 
+def shown_device(device: str) -> str:
+    """A device expression as a message shows it: ``.cuda(1)`` records the
+    bare index ``1``, which reads better as ``cuda:1``."""
+    return f"cuda:{device}" if device.isdigit() else device
+
+
 def is_cuda_string(value: Optional[str]) -> bool:
     return value is not None and (value == "cuda" or value.startswith("cuda:"))
 

@@ -789,7 +789,6 @@ def _callee_key(node: cst.Call, flow: "_MethodFlow") -> Optional[str]:
         isinstance(func, cst.Attribute)
         and isinstance(func.value, cst.Name)
         and func.value.value in (flow.self_name, flow.class_name)
-        and func.value.value
         and func.attr.value in flow.methods
     ):
         return func.attr.value

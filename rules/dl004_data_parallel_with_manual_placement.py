@@ -89,7 +89,7 @@ from devlint.rules._scripts import (
     is_explicit_device,
     wrapped_origin,
 )
-from devlint.semantic import ScopeFacts, WrapEvent
+from devlint.semantic import ScopeFacts, WrapEvent, shown_device
 
 
 class DataParallelWithManualPlacement(ScriptRule):
@@ -237,7 +237,7 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
             and not scope.binds_between(root, p.order, event.order)
         ]
         if any(is_explicit_device(d) for _, d in parts) or len({d for _, d in parts}) >= 2:
-            return ", ".join(f"`{n}` on `{_shown(d)}`" for n, d in _distinct(parts))
+            return ", ".join(f"`{n}` on `{shown_device(d)}`" for n, d in _distinct(parts))
         return ""
 
     def _class_split(self, name: str, depth: int) -> str:
@@ -246,7 +246,7 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
             return ""
         pinned = cls.pinned_devices()
         if any(is_explicit_device(d) for d in pinned.values()) or len(set(pinned.values())) >= 2:
-            parts = ", ".join(f"`{a}` on `{_shown(d)}`" for a, d in _distinct(list(pinned.items())))
+            parts = ", ".join(f"`{a}` on `{shown_device(d)}`" for a, d in _distinct(list(pinned.items())))
             return f"`{name}` puts {parts}"
         if depth > 1:
             for attr in cls.attributes.values():
@@ -256,12 +256,6 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
                     if why:
                         return why
         return ""
-
-
-def _shown(device: str) -> str:
-    """A device expression as the message shows it: ``.cuda(1)`` records
-    the bare index ``1``, which reads better as ``cuda:1``."""
-    return f"cuda:{device}" if device.isdigit() else device
 
 
 def _distinct(pairs: List[Tuple[str, str]], limit: int = 3) -> List[Tuple[str, str]]:

@@ -85,6 +85,7 @@ from devlint.semantic import (
     positional_args,
     self_attribute,
     string_value,
+    shown_device,
 )
 
 _LOSSES = frozenset(
@@ -783,9 +784,7 @@ def _describe(where: Where) -> str:
             text = where.key.split(":", 1)[1]
         else:
             text = where.key
-        if text.isdigit():
-            text = f"cuda:{text}"  # .cuda(1) / .to(1): say which device the index names
-        return f"`{text}`" + (" (where the inputs enter the model)" if where.arrival else "")
+        return f"`{shown_device(text)}`" + (" (where the inputs enter the model)" if where.arrival else "")
     return "an unknown device"
 
 

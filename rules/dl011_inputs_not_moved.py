@@ -199,7 +199,7 @@ class _Root:
 
     def __init__(self, key: str, kind: str, node: cst.CSTNode, base: str) -> None:
         self.key = key
-        self.kind = kind  # "name", "key" or "index"
+        self.kind = kind  # "name", "key", "index", "attr" (a batch object's field) or "host" (built on the CPU)
         self.node = node
         self.base = base  # the loop's name it comes from
 
@@ -609,7 +609,7 @@ class Trainer:
     def leave_For(self, original_node: cst.For) -> None:
         self._loops -= 1
 
-    def _next_loop(self, node: cst.CSTNode) -> bool:
+    def _next_loop(self, node: cst.CSTNode) -> None:
         """A loop that takes its batches with ``next()`` from an iterator over a
         loader (``it = iter(loader)``; ``while True: x, y = next(it)``), near the
         top of its body, possibly in a ``try`` that restarts the iterator."""
@@ -626,8 +626,7 @@ class Trainer:
                 batches = []
             if items or batches:
                 self._walk_loop(node, loader, items, batches, {n: loader for n in items + batches}, i + 1)
-            return True
-        return False
+            return
 
     def _next_batch(self, stmt: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
         """``x, y = next(it)`` with ``it`` iterating a loader: (target, loader)."""
