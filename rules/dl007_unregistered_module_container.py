@@ -85,13 +85,13 @@ behaviour. No fix for a dict whose keys are not strings, or are strings that
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import code_of, dotted_name, is_sequence_call, self_attribute, string_value
+from devlint.semantic import code_of, dotted_name, is_keyword_dict_call, is_sequence_call, self_attribute, string_value
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
 #: names nn.ModuleDict.add_module refuses as keys: its own attributes
@@ -426,13 +426,12 @@ def _dict_key_problem(value: cst.BaseExpression, str_keys: bool) -> str:
             "`nn.ModuleDict` accepts only string keys and devlint cannot tell that these keys are strings; "
             "wrap the dict in `nn.ModuleDict` if they are (or use an `nn.ModuleList` indexed by position)"
         )
-    keys: Sequence[cst.BaseExpression] = ()
+    keys: List[Optional[str]] = []
     if isinstance(value, cst.Dict):
-        keys = [e.key for e in value.elements if isinstance(e, cst.DictElement)]
-    elif isinstance(value, cst.Call):
-        keys = [cst.SimpleString(repr(a.keyword.value)) for a in value.args if a.keyword is not None]  # dict(rgb=...)
-    for key in keys:
-        s = string_value(key)
+        keys = [string_value(e.key) for e in value.elements if isinstance(e, cst.DictElement)]
+    elif is_keyword_dict_call(value):
+        keys = [a.keyword.value for a in value.args if a.keyword is not None]  # dict(rgb=...)
+    for s in keys:
         if s is not None and ("." in s or not s or s in _MODULE_DICT_ATTRIBUTES):
             return f"`nn.ModuleDict` refuses the key {s!r} (empty, dotted or an `nn.Module` attribute); rename it"
     return ""

@@ -465,8 +465,7 @@ class Trainer:
     def _host_call(self, value: cst.BaseExpression) -> Optional[cst.Call]:
         """The call building ``value`` on the CPU, looking through methods that
         keep the device (``torch.as_tensor(obs).float().unsqueeze(0)``)."""
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _KEEPS_DEVICE:
-            value = value.func.value
+        value = _strip_keeps_device(value)
         if not isinstance(value, cst.Call):
             return None
         q = self.facts.qualify(value.func)
@@ -495,9 +494,7 @@ class Trainer:
         for a in call.args:
             if a.star:
                 continue
-            value = a.value
-            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _KEEPS_DEVICE:
-                value = value.func.value
+            value = _strip_keeps_device(a.value)
             built = hosts.get(value.value) if isinstance(value, cst.Name) else self._host_call(value)
             if built is not None:
                 built_args.append((value, built))
@@ -830,6 +827,14 @@ def _calls_a_model(rule: "InputsNotMoved", node: cst.CSTNode) -> bool:
             node = node.func.value
         else:
             return False
+
+
+def _strip_keeps_device(value: cst.BaseExpression) -> cst.BaseExpression:
+    """``torch.as_tensor(obs).float().unsqueeze(0)`` -> ``torch.as_tensor(obs)``:
+    through the methods that keep the device."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _KEEPS_DEVICE:
+        value = value.func.value
+    return value
 
 
 #: the count and size fields of a batch object, plain numbers (``data.num_graphs``)
