@@ -158,3 +158,16 @@ def cached(package: str, version: str, dist: str = "wheel") -> Optional[Path]:
     offline smoke tests)."""
     src = CACHE / "src" / _key(package, version, dist)
     return src if (src / ".complete").is_file() else None
+
+
+def install_commit(commit: str, dest: Path) -> Path:
+    """Install commit ``commit`` of this repository (not editable, no
+    dependencies) under ``dest``; returns the folder to put on PYTHONPATH so
+    that ``python -m devlint`` runs that version."""
+    src, site = dest / "src", dest / "site"
+    src.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
+                    "--target", str(site), str(src)], check=True, capture_output=True)
+    return site

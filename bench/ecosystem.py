@@ -42,13 +42,12 @@ import collections
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dists  # noqa: E402
@@ -159,17 +158,6 @@ def run_all(python: str, packages: Sequence[dict], roots: Dict[str, Path], env: 
     return {"packages": per_package, "findings": findings}
 
 
-def install_base(commit: str, dest: Path) -> Path:
-    src = dest / "src"
-    site = dest / "site"
-    src.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--disable-pip-version-check",
-                    "--target", str(site), str(src)], check=True, capture_output=True)
-    return site
-
-
 def base_results(base: str, packages: Sequence[dict], roots: Dict[str, Path], jobs: Optional[int]) -> dict:
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", base], capture_output=True, text=True,
                             check=True).stdout.strip()
@@ -182,7 +170,7 @@ def base_results(base: str, packages: Sequence[dict], roots: Dict[str, Path], jo
             cached["findings"] = [d for d in cached["findings"] if d["package"] in wanted]
             return cached
     with tempfile.TemporaryDirectory(prefix="devlint-base-") as tmp:
-        site = install_base(commit, Path(tmp))
+        site = dists.install_commit(commit, Path(tmp))
         env = dict(os.environ, PYTHONPATH=str(site))
         res = run_all(sys.executable, packages, roots, env=env, candidates=False, jobs=jobs, label=f" [{commit[:7]}]")
     res["commit"] = commit

@@ -7,6 +7,7 @@ clean files of ``bench/realbugs/clean.json`` (format: bench/realbugs/README.md).
     python bench/realbugs.py --cases ID ...  # some cases
     python bench/realbugs.py --offline       # only distributions already cached
     python bench/realbugs.py --validate      # check the manifests, run nothing
+    python bench/realbugs.py --at BASE       # the same figures for devlint as of commit BASE
 
 For each case the pinned distributions are fetched (``pip download
 --no-deps``, cached under ``bench/cache/``, ``bench/dists.py``) and ``devlint
@@ -35,8 +36,10 @@ import argparse
 import collections
 import difflib
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,11 +223,12 @@ def load_clean(path: Path = DATA / "clean.json") -> Tuple[List[CleanFile], List[
     return out, problems
 
 
-def run_devlint(root: Path, paths: Sequence[str]) -> Tuple[Dict[str, List[Finding]], List[str]]:
+def run_devlint(root: Path, paths: Sequence[str], env: Optional[Dict[str, str]] = None
+                ) -> Tuple[Dict[str, List[Finding]], List[str]]:
     """Findings per file (relative to ``root``) and the problems devlint reported."""
     cmd = [sys.executable, "-m", "devlint", "check", "--select", "ALL", "--output-format", "json", "--exit-zero",
            "--no-cache", *sorted(set(paths))]
-    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
     problems = [f"{root.name}: {l}" for l in proc.stderr.splitlines() if l.strip()]
     try:
         found = json.loads(proc.stdout) if proc.stdout.strip() else []
@@ -363,6 +367,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--offline", action="store_true", help="skip distributions that are not cached yet")
     ap.add_argument("--validate", action="store_true", help="check the manifests and stop")
     ap.add_argument("--no-clean", action="store_true", help="skip the clean files")
+    ap.add_argument("--at", metavar="COMMIT", help="run devlint as of this commit of the repository (installed in a "
+                    "temporary folder) instead of the working tree, to compare figures")
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
 
@@ -410,12 +416,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     results: Dict[Tuple[str, str, str], Dict[str, List[Finding]]] = {}
     run_problems: List[str] = []
     t0 = time.monotonic()
-    for key, root in roots.items():
-        present = [p for p in sorted(wanted[key]) if (root / p).is_file()]
-        for p in sorted(wanted[key] - set(present)):
-            run_problems.append(f"{key[0]} {key[1]}: {p} is not in the distribution")
-        results[key], errs = run_devlint(root, present) if present else ({}, [])
-        run_problems += errs
+    with tempfile.TemporaryDirectory(prefix="devlint-at-") as tmp:
+        env = None
+        if args.at:
+            env = dict(os.environ, PYTHONPATH=str(dists.install_commit(args.at, Path(tmp))))
+        for key, root in roots.items():
+            present = [p for p in sorted(wanted[key]) if (root / p).is_file()]
+            for p in sorted(wanted[key] - set(present)):
+                run_problems.append(f"{key[0]} {key[1]}: {p} is not in the distribution")
+            results[key], errs = run_devlint(root, present, env) if present else ({}, [])
+            run_problems += errs
     seconds = time.monotonic() - t0
 
     rows = evaluate(cases, roots, results)
@@ -431,7 +441,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                "judgement": j["judgement"] if j else "unjudged", "reason": j.get("reason", "") if j else ""})
 
     skipped = len(cases) - len(rows)
-    report = ["# devlint on real fixed bugs", "",
+    report = ["# devlint on real fixed bugs" + (f" (devlint at {args.at})" if args.at else ""), "",
               f"{len(rows)} cases run ({skipped} skipped: distribution not available), "
               f"{sum(r['cross_file'] for r in rows)} cross-file; {len(clean)} clean files; devlint {seconds:.0f} s.", "",
               *tables(rows)]

@@ -594,6 +594,32 @@ class FileFacts:
             todo.extend(c.bases)
         return False
 
+    def never_replicated(self, cls: ClassFacts) -> bool:
+        """Whether ``cls``'s own ``forward`` can never run inside a
+        DataParallel replica, where ``parameters()`` is empty and a device
+        fixed outside the call is not the replica's: it pins its parts to
+        devices (model parallelism: wrapping it is DL004's bug), it is a
+        DataParallel/DDP subclass (its ``forward`` scatters and gathers on the
+        main device), or it holds a DataParallel/DDP wrapper as a submodule
+        (it is the outer model: replicating it would nest wrappers, DL003)."""
+        if cls.pinned_devices():
+            return True
+        seen: Set[str] = set()
+        todo = [cls.name]
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            c = self.classes.get(name)
+            if c is None:
+                if canonical(name) in WRAPPERS:
+                    return True
+                continue
+            todo.extend(c.bases)
+        self.ensure_script_facts()
+        return bool(cls.inner_wrappers)
+
     def tensor_path_of_class(self, class_name: str) -> Optional[str]:
         """A path from an instance of ``class_name`` to a tensor it holds
         (``weight`` for ``nn.Linear``, ``ln1.weight`` for a local ``Block``),
@@ -2118,9 +2144,13 @@ class _SelfAttributeUses(cst.CSTVisitor):
             if attr in _SELF_CONTAINED_METHODS and not node.args and self_attribute(func.value, self.self_name):
                 # self.buf.zero_(): touches no other tensor
                 self._quiet.add(id(func.value))
-        if dotted_name(func) in ("len", "isinstance") or keyword_arg(node, "device") is not None:
+        if dotted_name(func) in _VALUE_ONLY_CALLS or keyword_arg(node, "device") is not None:
             for a in node.args:
                 self._quiet_chain(a.value)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        # f"{self.table}": formatting reads values, it meets no other device
+        self._quiet_chain(node.expression)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         # ``self.buf is None``: no tensor operation
@@ -2130,10 +2160,15 @@ class _SelfAttributeUses(cst.CSTVisitor):
                 self._quiet_chain(c.comparator)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        # y[:, self.perm]: indexing accepts a CPU index tensor on any device
+        # y[:, self.perm]: indexing accepts a CPU index tensor on any device,
+        # also one computed from held indices and numbers (y[:, self.m + self.l])
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
-                self._quiet_chain(element.slice.value)
+                value = element.slice.value
+                leaves = _index_arithmetic_leaves(value)
+                if leaves == [value] or all(self_attribute(leaf, self.self_name) for leaf in leaves):
+                    for leaf in leaves:
+                        self._quiet_chain(leaf)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in _INSPECT_ATTRS and self_attribute(node.value, self.self_name) is not None:
@@ -2144,6 +2179,36 @@ class _SelfAttributeUses(cst.CSTVisitor):
         self.loaded.add(name)
         if id(node) not in self._quiet:
             self.reads.add(name)
+
+
+#: calls that only read a value: its device meets nothing
+_VALUE_ONLY_CALLS = frozenset({"len", "isinstance", "str", "repr", "print", "format"})
+
+
+def _index_arithmetic_leaves(node: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The operands of an index expression built by arithmetic from held
+    values and numbers only (``self.midx + self.lmax``, ``-self.perm``), or
+    the expression itself: an operand from elsewhere (a local that may be on
+    the GPU) makes the arithmetic itself a device meeting, so then nothing."""
+    if isinstance(node, cst.UnaryOperation):
+        inner = _index_arithmetic_leaves(node.expression)
+        return inner if inner else []
+    if not isinstance(node, cst.BinaryOperation):
+        return [node]
+    leaves: List[cst.BaseExpression] = []
+    for side in (node.left, node.right):
+        if isinstance(side, (cst.BinaryOperation, cst.UnaryOperation)):
+            sub = _index_arithmetic_leaves(side)
+            if not sub:
+                return []
+            leaves += sub
+        elif is_number_literal(side):
+            continue
+        elif isinstance(side, (cst.Attribute, cst.Subscript)):
+            leaves.append(side)
+        else:
+            return []
+    return leaves
 
 
 def _is_dtype_only(call: cst.Call) -> bool:

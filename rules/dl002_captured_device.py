@@ -356,8 +356,8 @@ class Head(nn.Module):
         if not ctx.in_forward:
             return
         cls = ctx.current_class
-        if cls is None or cls.pinned_devices():
-            return  # model-parallel code places tensors on purpose
+        if cls is None or self.facts.never_replicated(cls):
+            return  # model-parallel code places tensors on purpose; an outer wrapper is no replica
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
             if self._is_module(func.value) or self.facts.qualify(func.value) == "torch":

@@ -354,8 +354,8 @@ class Head(nn.Module):
         DataParallel replica."""
         ctx = self.context
         cls = ctx.current_class
-        if cls is None or not ctx.self_name or cls.pinned_devices():
-            return None  # a model that pins its parts to devices is never a DataParallel replica (DL004)
+        if cls is None or not ctx.self_name or self.facts.never_replicated(cls):
+            return None  # model-parallel classes and outer wrappers are never DataParallel replicas
         return module_class_of(self.facts, cls, owner, ctx.self_name, {})
 
     def _check(
