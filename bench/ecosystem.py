@@ -158,9 +158,15 @@ def run_all(python: str, packages: Sequence[dict], roots: Dict[str, Path], env: 
     return {"packages": per_package, "findings": findings}
 
 
-def base_results(base: str, packages: Sequence[dict], roots: Dict[str, Path], jobs: Optional[int]) -> dict:
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", base], capture_output=True, text=True,
-                            check=True).stdout.strip()
+def resolve_commit(rev: str) -> str:
+    proc = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"ecosystem: {rev}: not a commit of this repository")
+    return proc.stdout.strip()
+
+
+def base_results(commit: str, packages: Sequence[dict], roots: Dict[str, Path], jobs: Optional[int]) -> dict:
     cache = dists.CACHE / "ecosystem-base" / f"{commit}.json"
     wanted = {p["package"]: p["version"] for p in packages if p["package"] in roots}
     if cache.is_file():
@@ -320,6 +326,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
 
+    # resolved first: HEAD may move while the working tree's run goes on
+    base_commit = resolve_commit(args.diff) if args.diff else None
     packages = load_manifest(Path(args.manifest))
     if args.packages:
         unknown = sorted(set(args.packages) - {p["package"] for p in packages})
@@ -342,7 +350,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         report += ["## Distributions that could not be fetched", "", *[f"- {e}" for e in problems], ""]
 
     if args.diff:
-        base = base_results(args.diff, packages, roots, args.jobs)
+        base = base_results(str(base_commit), packages, roots, args.jobs)
         lines, per_rule = diff(base, head)
         report += [f"## Diff against {base.get('commit', args.diff)[:10]}", "",
                    "| rule | added | removed | message changed |", "| --- | ---: | ---: | ---: |"]

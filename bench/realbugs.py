@@ -372,6 +372,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
 
+    at_commit = None
+    if args.at:
+        proc = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--verify", f"{args.at}^{{commit}}"],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            ap.error(f"{args.at}: not a commit of this repository")
+        at_commit = proc.stdout.strip()
     data = Path(args.data)
     cases, problems = load_cases(data / "cases")
     clean, clean_problems = load_clean(data / "clean.json")
@@ -419,7 +426,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     with tempfile.TemporaryDirectory(prefix="devlint-at-") as tmp:
         env = None
         if args.at:
-            env = dict(os.environ, PYTHONPATH=str(dists.install_commit(args.at, Path(tmp))))
+            env = dict(os.environ, PYTHONPATH=str(dists.install_commit(at_commit, Path(tmp))))
         for key, root in roots.items():
             present = [p for p in sorted(wanted[key]) if (root / p).is_file()]
             for p in sorted(wanted[key] - set(present)):

@@ -65,7 +65,11 @@ argument of `forward` or computed in it (`device = x.device`,
 `f"cuda:{x.get_device()}"`); a `device`
 property that reads a parameter's device; `.to("cpu")` / `.cpu()` (moving
 results off the GPU on purpose); modules that pin their own submodules to
-devices (model-parallel code: DL004 and DL008 cover it).
+devices (model-parallel code: DL004 and DL008 cover it); and modules whose
+`forward` never runs in a replica: a DataParallel/DDP subclass (its forward
+scatters and gathers on the main device, so an `output_device` kept in
+`__init__` is right there) and a module that holds a DataParallel/DDP as a
+submodule (it is the outer model; replicating it would nest wrappers: DL003).
 
 ## Fix safety
 Safe: on one device the new expression names the same device as before, and

@@ -65,8 +65,12 @@ Not flagged: tensors registered with `register_buffer`, `nn.Parameter` or
 `nn.Buffer`; a Parameter stored again under another name (`self.w2 =
 self.w`: assigning a Parameter registers it); tensors used only outside `forward`; reads that move the tensor
 on the spot (`self.pe.to(x.device)`, `.type_as(x)`, `x.new_tensor(self.t)`),
-only look at its shape or dtype, or use it as an index (`x[:, self.perm]`:
-indexing accepts a CPU index tensor on any device); attributes that `forward` itself assigns (a
+only look at its shape or dtype, only read it as a value (`len()`, `str()`,
+`repr()`, `print()`, an f-string), or use it as an index (`x[:, self.perm]`,
+also computed from held values and numbers, `x[:, self.midx + self.lmax]`:
+indexing accepts a CPU index tensor on any device; a limit: if one of those
+held values were a registered buffer, the arithmetic itself would mix
+devices, and that is not seen); attributes that `forward` itself assigns (a
 cache such as `self.hidden = ...`: the code manages that tensor's device);
 0-dim tensors such as `torch.tensor(0.07)` (PyTorch lets a 0-dim CPU tensor
 mix with CUDA tensors); Python numbers.

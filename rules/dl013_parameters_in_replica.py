@@ -66,8 +66,11 @@ not a crash) unless the method returns from the loop and has no fallback
 after it, `next(self.parameters(), default)`, a read under `try: ...
 except StopIteration:` (the fallback transformers uses), `buffers()`
 (replicas keep their buffers), and models passed in as arguments (not
-replicated), and models that pin their parts to devices themselves
-(model-parallel code cannot run under DataParallel at all: DL004).
+replicated), models that pin their parts to devices themselves
+(model-parallel code cannot run under DataParallel at all: DL004), and the
+`forward` of a DataParallel/DDP subclass or of a module that holds one as a
+submodule (neither is ever a replica: it runs on the main device with every
+parameter).
 
 ## Fix safety
 Safe for `.device` (`next(self.parameters()).device` becomes
