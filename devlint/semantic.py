@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Container, Dict, Iterable, List, Optional, Sequence, Set, Tuple, Union
+from typing import Container, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -556,20 +556,29 @@ class FileFacts:
             return self.classes[name].is_module
         return _is_torch_module_name(name)
 
-    def class_attribute(self, class_name: str, attr: str) -> Optional[AttributeFacts]:
-        """``attr`` as assigned by class ``class_name`` or a base class defined
-        in this file."""
+    def lineage(self, class_name: str) -> Iterator[str]:
+        """``class_name`` and its bases, breadth first, each once: classes of
+        this file are followed to their own bases; an imported base (a
+        qualified name) is yielded but not followed."""
         seen: Set[str] = set()
         todo = [class_name]
         while todo:
             name = todo.pop(0)
-            cls = self.classes.get(name)
-            if cls is None or name in seen:
+            if name in seen:
                 continue
             seen.add(name)
-            if attr in cls.attributes:
+            yield name
+            cls = self.classes.get(name)
+            if cls is not None:
+                todo.extend(cls.bases)
+
+    def class_attribute(self, class_name: str, attr: str) -> Optional[AttributeFacts]:
+        """``attr`` as assigned by class ``class_name`` or a base class defined
+        in this file."""
+        for name in self.lineage(class_name):
+            cls = self.classes.get(name)
+            if cls is not None and attr in cls.attributes:
                 return cls.attributes[attr]
-            todo.extend(cls.bases)
         return None
 
     def has_device_attribute(self, class_name: str) -> bool:
@@ -581,17 +590,10 @@ class FileFacts:
         if cls is None:
             # DistributedDataParallel sets ``self.device``; no other torch.nn module does
             return not _is_torch_module_name(class_name) or class_name == DISTRIBUTED_DATA_PARALLEL
-        seen: Set[str] = set()
-        todo = [class_name]
-        while todo:
-            name = todo.pop(0)
+        for name in self.lineage(class_name):
             c = self.classes.get(name)
-            if c is None or name in seen:
-                continue
-            seen.add(name)
-            if c.defines_device or "device" in c.self_assigned or "__getattr__" in c.methods:
+            if c is not None and (c.defines_device or "device" in c.self_assigned or "__getattr__" in c.methods):
                 return True
-            todo.extend(c.bases)
         return False
 
     def never_replicated(self, cls: ClassFacts) -> bool:
@@ -604,19 +606,8 @@ class FileFacts:
         (it is the outer model: replicating it would nest wrappers, DL003)."""
         if cls.pinned_devices():
             return True
-        seen: Set[str] = set()
-        todo = [cls.name]
-        while todo:
-            name = todo.pop(0)
-            if name in seen:
-                continue
-            seen.add(name)
-            c = self.classes.get(name)
-            if c is None:
-                if canonical(name) in WRAPPERS:
-                    return True
-                continue
-            todo.extend(c.bases)
+        if any(n not in self.classes and canonical(n) in WRAPPERS for n in self.lineage(cls.name)):
+            return True
         self.ensure_script_facts()
         return bool(cls.inner_wrappers)
 
@@ -2191,8 +2182,7 @@ def _index_arithmetic_leaves(node: cst.BaseExpression) -> List[cst.BaseExpressio
     the expression itself: an operand from elsewhere (a local that may be on
     the GPU) makes the arithmetic itself a device meeting, so then nothing."""
     if isinstance(node, cst.UnaryOperation):
-        inner = _index_arithmetic_leaves(node.expression)
-        return inner if inner else []
+        return _index_arithmetic_leaves(node.expression)
     if not isinstance(node, cst.BinaryOperation):
         return [node]
     leaves: List[cst.BaseExpression] = []
