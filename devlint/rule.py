@@ -18,6 +18,7 @@ from devlint.diagnostic import Diagnostic, Fix, FixSafety
 from devlint.semantic import ClassFacts, FileFacts, FunctionFacts, code_of
 
 if TYPE_CHECKING:  # pragma: no cover
+    from devlint.facts.flow import DeviceFlow
     from devlint.scan import ScanSummary
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Use instead", "Fix safety")
@@ -55,6 +56,17 @@ class Context:
         self.function_stack: List[cst.FunctionDef] = []
         # function depth at which each class was entered
         self._class_depths: List[int] = []
+        self._device_flow: Optional["DeviceFlow"] = None
+
+    @property
+    def device_flow(self) -> "DeviceFlow":
+        """The file's device flow (:mod:`devlint.facts.flow`), built on first
+        use and shared by every rule."""
+        if self._device_flow is None:
+            from devlint.facts.flow import DeviceFlow
+
+            self._device_flow = DeviceFlow(self.facts, self.module)
+        return self._device_flow
 
     # -- where are we ------------------------------------------------------
     @property

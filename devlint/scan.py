@@ -678,8 +678,12 @@ class _Scanner:
                 continue
             elif t is Subscript:
                 index = node.slice
-                for part in index.elts if type(index) is TupleNode else (index,):
-                    if type(part) is Call:
+                parts = index.elts if type(index) is TupleNode else (index,)
+                # an index beside another index that may be a tensor may meet
+                # it (mixed-device indices fail): not "only indexes"
+                beside = sum(1 for part in parts if type(part) is not ast.Slice and type(part) is not Constant) > 1
+                for part in parts:
+                    if type(part) is Call and not beside:
                         moved.add(id(part))
             elif t is ListNode or t is TupleNode or t is SetNode:
                 for a in node.elts:

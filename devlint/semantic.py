@@ -81,6 +81,7 @@ _LEGACY_TENSOR_CONSTRUCTORS = frozenset(
     for p in ("", "cuda.")
     for t in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
 ) - {"torch.cuda.Tensor"}
+LEGACY_TENSOR_CONSTRUCTORS = _LEGACY_TENSOR_CONSTRUCTORS
 #: torch functions that take tensors but do not return one tensor
 _NOT_ONE_TENSOR = frozenset(
     {

@@ -9,6 +9,20 @@ the module itself (`logits = self(tokens)` in `generate`/`sample`, and the
 methods it calls), or inside a module-level function of the same file that
 such code calls (`mask = causal_mask(n)`).
 
+Anywhere else (a helper, a loss, a metric's `update`/`compute`,
+post-processing, any method but those that run while a module is built),
+it flags a CPU-born tensor (a factory without `device=`, `torch.from_numpy`,
+`torch.Tensor(...)`) where the device flow shows it meeting a tensor on the
+inputs' device: `torch.cat([x, torch.zeros(n, d)])` with `x` a tensor
+argument, a CPU kernel passed to `F.conv1d(signal, kernel)`, a CPU table
+indexed by a device index, CPU ids into a submodule's embedding, a helper's
+CPU result added to an argument, a CPU tensor passed to a helper that
+combines it with a device tensor, or `return torch.tensor(0.0)` on one path
+of a function whose other path returns the input's device. An argument counts
+as a tensor when it is annotated as one or used the way only a tensor is
+(`.device`, `.size()`, `.view()`, the input of a torch computation); one
+that may be a number (`torch.arange(n) * scale`) meets nothing.
+
 ## Why is this bad?
 A factory without `device=` creates its tensor on the CPU (or the default
 device). The model's parameters live on a GPU, so the first operation that
@@ -58,8 +72,11 @@ of this file whose every `return` gives a list), a factory used as an index
 Python value (`torch.rand(1).item() < p`, `.tolist()`, `.numel()`,
 `int(torch.randint(...))`, `.numpy()`: a NumPy array needs a CPU tensor, so
 one built for it is CPU on purpose), a tensor stored with `setattr` on an
-argument (`setattr(x, name, t)`), factories in `__init__`, functions no
-module's forward calls, and what a `generate`-style method returns to its
+argument (`setattr(x, name, t)`), factories in `__init__` and what it calls,
+outside forward a CPU tensor that meets no device tensor (it is moved,
+including under a condition, `t.to(d) if c else t`; used as an index or a
+Python value; filled with device values copied in; kept for
+`pack_padded_sequence`), and what a `generate`-style method returns to its
 caller (`return torch.tensor(ids)`: it leaves the model). A tensor assembled on the CPU (filled in place, combined
 with other CPU tensors, collected in a Python list, taken to the CPU on
 purpose with `.cpu()`) is not flagged when every later use moves it, indexes
@@ -119,6 +136,7 @@ from devlint.diagnostic import Fix
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     DEVICE_FACTORIES,
+    LEGACY_TENSOR_CONSTRUCTORS,
     ClassFacts,
     FileFacts,
     body_of,
@@ -129,6 +147,7 @@ from devlint.semantic import (
     self_attribute_loads,
     with_keyword_arg,
 )
+from devlint.facts.flow import TENSOR_ONLY_ATTRS
 from devlint.scan import CHAIN_METHODS, MOVE_METHODS
 from devlint.walk import walk
 
@@ -273,6 +292,24 @@ class RNN(nn.Module):
                 if fn in _SHAPED and call.n_args == 1 and call.first_arg == "empty":
                     continue  # torch.rand([])
                 return True
+        # anywhere else the device flow decides: a CPU-born tensor outside
+        # module construction, in a file where some value can be a tensor on
+        # the inputs' device (a bound on DeviceFlow's meetings)
+        local: Optional[bool] = None
+        for call in scan.calls:
+            if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs or call.moved:
+                continue
+            if call.cls is not None and call.method in _INIT_METHODS and scan.class_may_be_module(call.cls):
+                continue  # built before the module is moved
+            fns = scan.torch_functions(call.func)
+            if not (fns & (DEVICE_FACTORIES | {"from_numpy"}) or scan.refers_to(call.func, LEGACY_TENSOR_CONSTRUCTORS)):
+                continue
+            if fns <= {"tensor", "as_tensor"} and call.first_arg == "attribute" and not scan.may_hold_sequence(call.cls, call.first_name):
+                continue  # torch.tensor(self.scale): the flow cannot tell it holds data
+            if local is None:
+                local = _may_hold_local_tensors(scan)
+            if local:
+                return True
         return False
 
     def __init__(self, context) -> None:
@@ -363,6 +400,10 @@ class RNN(nn.Module):
         self._flows, self._flows_class = {}, None
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self._report_forward_flows()
+        self._report_flow_meetings()
+
+    def _report_forward_flows(self) -> None:
         if not self._all_flows:
             return
         resolver = _Resolver(self._all_flows, self._functions)
@@ -377,6 +418,47 @@ class RNN(nn.Module):
                     self.report(call, message, no_fix_reason=why)
                 else:
                     self.report(call, message, fix=fix)
+
+    # -- code forward does not run: asked of the device flow ------------------
+    def _report_flow_meetings(self) -> None:
+        """Every function and method (helpers, metrics' ``update``/``compute``,
+        losses, post-processing, and what forward runs): a CPU-born tensor is
+        a finding where the device flow shows it meeting a tensor on the
+        inputs' or the module's device, unless the forward flow above
+        already reported it."""
+        flow = self.context.device_flow
+        owners = flow.owner
+        reported: Set[int] = {id(d.node) for d in self.diagnostics}
+        for fn in flow.all_functions():
+            if _init_time(self.facts, flow, fn) or not flow.may_meet(fn):
+                continue
+            result = flow.function(fn)
+            for meeting in result.meetings:
+                origin = meeting.origin
+                home = _home_of(flow, origin, fn)
+                if id(origin) in reported or home is None or _init_time(self.facts, flow, home):
+                    continue
+                reported.add(id(origin))
+                home_flow = flow.function(home)
+                name = home_flow.origin_names.get(origin, "tensor")
+                where = home.name.value if owners.get(home) is None else f"{owners[home]}.{home.name.value}"
+                partner = f"`{meeting.partner}`" if meeting.partner else "a tensor on the inputs' device"
+                how = {"operator": "an operation", "submodule": "a submodule's weights", "index": "an index",
+                       "return": "the other returns"}.get(meeting.how, f"`{meeting.how}`")
+                message = (
+                    f"`torch.{name}` in `{where}` creates its tensor on the CPU; it meets {partner} "
+                    f"through {how}, which fails when that is on a GPU"
+                )
+                anchors = home_flow.anchors.get(origin, [])
+                if not anchors or not isinstance(origin, cst.Call):
+                    self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created")
+                    continue
+                anchor = f"{anchors[0]}.device"
+                if name in ("tensor", "as_tensor", "scalar_tensor") or self.facts.is_factory(origin.func):
+                    new = _add_device(origin, anchor)
+                else:  # torch.from_numpy(a), torch.FloatTensor(xs): no device argument
+                    new = cst.Call(func=cst.Attribute(value=origin, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(anchor))])
+                self.report(origin, message, fix=self.replace(origin, new, f"create it on `{anchor}`"))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._method is not None:
@@ -1686,6 +1768,57 @@ def _file_bases(facts: FileFacts, cls: ClassFacts) -> List[str]:
 def _inherited_methods(facts: FileFacts, cls: ClassFacts) -> List[str]:
     """Methods ``cls`` inherits from its bases of this file."""
     return [m for b in _file_bases(facts, cls) for m in facts.classes[b].methods if m not in cls.methods]
+
+
+def _may_hold_local_tensors(scan) -> bool:
+    """Whether the device flow can see a tensor on the inputs' device in this
+    file: something annotated or used as a tensor (``Tensor``, ``.device``,
+    ``.size()``, ...), a torch computation, or a class that may be a module."""
+    if scan.attributes & _LOCAL_HINTS:
+        return True
+    if any(t.endswith("Tensor") and t.startswith("torch.") for ts in scan.imports.values() for t in ts):
+        return True
+    if any(scan.class_may_be_module(c) for c in scan.bases):
+        return True
+    for call in scan.calls:
+        for q in scan.resolve(call.func):
+            if q.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")):
+                return True
+            if q.startswith("torch.") and q.count(".") == 1 and q[6:] not in DEVICE_FACTORIES:
+                return True
+    return False
+
+
+_LOCAL_HINTS = TENSOR_ONLY_ATTRS | {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "shape"}
+
+_INIT_METHODS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "init_weights", "_init_weights", "__setstate__"})
+
+
+def _init_time(facts: FileFacts, flow, fn: cst.FunctionDef) -> bool:
+    """A method of a module class that runs while the module is built, before
+    it is moved to a device (``__init__``, ``reset_parameters``, and methods
+    only ``__init__`` calls)."""
+    cls_name = flow.owner.get(fn)
+    if cls_name is None:
+        return False
+    cls = facts.classes.get(cls_name)
+    if cls is None or not cls.is_module:
+        return False
+    name = fn.name.value
+    if name in _INIT_METHODS:
+        return True
+    callers = [m for m, f in cls.methods.items() if name in f.self_calls]
+    return bool(callers) and all(m in _INIT_METHODS for m in callers)
+
+
+def _home_of(flow, origin: cst.CSTNode, asker: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+    """The function whose body holds ``origin``."""
+    if origin in flow.function(asker).origin_names:
+        return asker
+    for fn in flow.all_functions():
+        if fn is not asker and origin in flow.function(fn).origin_names:
+            return fn
+    return None
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

@@ -80,11 +80,17 @@ def test_scan_rules_out_plain_torch_code():
         def forward(self, x):
             return self.proj(x) * self.mask + torch.zeros_like(x)
 
-    def make_grid(n):
-        return torch.arange(n)
+    def make_grid(n, device):
+        return torch.arange(n, device=device)
     """
     rules = select_rules(["DL001"])
     assert _scan_filter(textwrap.dedent(src), rules) == []
+    # a helper's CPU tensor may meet a tensor anywhere in a file that has
+    # tensors (the device flow decides), but not in one that has none
+    helper = src.replace("torch.arange(n, device=device)", "torch.arange(n)")
+    assert _scan_filter(textwrap.dedent(helper), rules) == rules
+    plain = "import torch\n\ndef make_grid(n):\n    return torch.arange(n)\n"
+    assert _scan_filter(plain, rules) == []
 
 
 @pytest.mark.parametrize(

@@ -215,6 +215,8 @@ class _DeviceMap(TorchFunctionMode):
             )
         if name in ("__getitem__", "__setitem__") and env.is_fake(self_tensor) and self_tensor.device.type == "cuda":
             return _fake_cuda_indexing(func, name, self_tensor, args[1], args[2:], kwargs)
+        if env.simulated:
+            _check_simulated_devices(name, self_tensor, args)
         if name == "to" and self_tensor is not None and _is_tensor_method(func):
             args = list(args)
             if len(args) > 1 and _is_device_like(args[1]):
@@ -360,6 +362,26 @@ def _on_cpu_twins(func, args: tuple, kwargs: dict) -> Any:
     if device is None or device.type == "cpu":
         return out
     return _map_tensors(out, lambda t: t.to(device))
+
+
+_CONCATENATIONS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
+
+
+def _check_simulated_devices(name: str, self_tensor: Optional[torch.Tensor], args: tuple) -> None:
+    """Two device checks real CUDA makes that fake tensors let pass: a
+    concatenation takes no CPU tensor beside CUDA ones, not even a 0-dim one
+    (``stack`` unsqueezes it first), and a CPU tensor cannot be indexed by
+    a CUDA index tensor."""
+    if name in _CONCATENATIONS and args and isinstance(args[0], (list, tuple)):
+        devices = {t.device for t in args[0] if isinstance(t, torch.Tensor)}
+        if len(devices) > 1 and any(d.type == "cpu" for d in devices):
+            a, b = sorted(devices, key=str)[:2]
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at least two devices, {a} and {b}!")
+    if name in ("__getitem__", "__setitem__") and self_tensor is not None and self_tensor.device.type == "cpu" and len(args) > 1:
+        index = args[1]
+        parts = index if isinstance(index, (tuple, list)) else (index,)
+        if any(isinstance(p, torch.Tensor) and p.device.type == "cuda" for p in parts):
+            raise RuntimeError("indices should be either on cpu or on the same device as the indexed tensor (cpu)")
 
 
 def _fake_cuda_indexing(func, name: str, t: torch.Tensor, index: Any, rest: tuple, kwargs: dict) -> Any:

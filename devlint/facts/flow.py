@@ -1,0 +1,1313 @@
+"""The device flow: where each value of a function lives.
+
+One abstract interpretation of a function body, statement by statement. Every
+expression gets a :class:`Value`: a *kind* (tensor, module, device, Python
+number, NumPy array, sequence, shape, other, unknown) and, for tensors and
+modules, a *device*:
+
+- ``LOCAL``: follows this call's inputs (a tensor parameter, the module's own
+  parameters and buffers, what a submodule returns): in a model on a GPU it is
+  that GPU, in a replica the replica's;
+- ``CPU``: on the CPU; a tensor *born* there (a factory without ``device=``,
+  ``torch.from_numpy``, a legacy constructor) carries the calls that made it,
+  a tensor taken there on purpose (``.cpu()``) carries none;
+- ``CURRENT``: the current CUDA device (``.cuda()``, ``"cuda"``);
+- ``ANY``: not known (a join of different devices, a move to a device held in
+  a variable the flow cannot read, an unknown call).
+
+Values flow through locals, tuple unpacking, comprehensions, loops (run
+twice, so a value carried round the loop is seen), ``if``/``else`` (joined;
+a branch that returns or raises does not reach the join), ``list.append``,
+returns, and calls to module-level functions and methods of the same class,
+through per-function summaries (what the function returns).
+
+*Meetings* are where a CPU-born tensor meets a ``LOCAL`` tensor in an
+operation that needs both on one device: arithmetic and comparisons (a 0-dim
+CPU tensor is allowed there), torch functions over several tensors
+(``cat``/``stack`` accept no 0-dim exception), tensor methods taking another
+tensor (``a.index_select(0, idx)``, ``a.masked_fill(m, v)``), a submodule with
+weights called on the CPU tensor, a CPU tensor indexed by a device tensor or
+used as an index beside one, and a function returning a CPU-born tensor on one
+path and a device tensor on another. Everything else a CPU tensor does
+(``.item()``, ``len``, shapes, being moved, indexing a device tensor, being
+copied into) is no meeting.
+
+Rules ask :meth:`DeviceFlow.function` for a function's :class:`FunctionFlow`
+and read its ``meetings``; each ``Meeting`` says where the fix goes (the
+factory), what it met and which tensor in scope there a fix may name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+
+import libcst as cst
+
+from devlint.semantic import (
+    STATELESS_MODULES,
+    ClassFacts,
+    FileFacts,
+    _ELEMENTWISE,
+    _LEGACY_TENSOR_CONSTRUCTORS,
+    _NOT_ONE_TENSOR,
+    dotted_name,
+    is_dtype_cast,
+    keyword_arg,
+    string_value,
+)
+
+# -- the abstract domain ----------------------------------------------------
+
+TENSOR = "tensor"
+MODULE = "module"
+DEVICE = "device"
+NUMBER = "number"
+NUMPY = "numpy"
+SEQ = "sequence"
+SHAPE = "shape"
+OTHER = "other"
+UNKNOWN = "unknown"
+
+LOCAL = "local"
+CPU = "cpu"
+CURRENT = "current"
+ANY = "any"
+
+
+@dataclass(frozen=True)
+class Value:
+    kind: str = UNKNOWN
+    device: str = ANY
+    #: for a CPU tensor: the calls that created it there without being asked
+    born: FrozenSet[cst.CSTNode] = frozenset()
+    #: a 0-dim tensor (or a Python number), which mixes with any device
+    scalar: bool = False
+    #: the name that holds this very value (a parameter, ``self.w``): a fix
+    #: may write ``<anchor>.device``
+    anchor: Optional[str] = None
+    #: a sequence's elements, when its length is known
+    items: Tuple["Value", ...] = ()
+    #: a sequence's elements joined (None: no element seen yet)
+    elem: Optional["Value"] = None
+    #: ``items`` are exactly the elements, in order (a display without
+    #: ``*``); otherwise they are only some of the values it holds
+    exact: bool = True
+
+    @property
+    def cpu_born(self) -> bool:
+        return self.kind == TENSOR and self.device == CPU and bool(self.born)
+
+    @property
+    def on_local(self) -> bool:
+        return self.kind in (TENSOR, MODULE) and self.device == LOCAL
+
+
+UNKNOWN_VALUE = Value()
+#: something that came in with the inputs (a parameter, an attribute or item
+#: of one) whose kind is not known: once an operation shows it is a tensor,
+#: it is a tensor on the inputs' device
+LOCAL_UNKNOWN = Value(UNKNOWN, LOCAL)
+NUMBER_VALUE = Value(NUMBER, scalar=True)
+OTHER_VALUE = Value(OTHER)
+
+
+def join(a: Optional[Value], b: Optional[Value]) -> Value:
+    if a is None:
+        return b if b is not None else UNKNOWN_VALUE
+    if b is None or a is b or a == b:
+        return a
+    kind = a.kind if a.kind == b.kind else UNKNOWN
+    device = a.device if a.device == b.device else ANY
+    born = a.born | b.born if device == CPU and a.born and b.born else frozenset()
+    items: Tuple[Value, ...] = ()
+    exact = a.exact and b.exact and len(a.items) == len(b.items)
+    if kind == SEQ and exact:
+        items = tuple(join(x, y) for x, y in zip(a.items, b.items))
+    elem = join(a.elem, b.elem) if kind == SEQ and (a.elem is not None or b.elem is not None) else None
+    return Value(kind, device, born, a.scalar and b.scalar, a.anchor if a.anchor == b.anchor else None, items, elem, exact)
+
+
+def _tensor(device: str, born: Iterable[cst.CSTNode] = (), scalar: bool = False, anchor: Optional[str] = None) -> Value:
+    return Value(TENSOR, device, frozenset(born), scalar, anchor)
+
+
+def _seq(items: Sequence[Value] = (), elem: Optional[Value] = None, known: bool = True) -> Value:
+    e = elem
+    for v in items:
+        e = join(e, v)
+    return Value(SEQ, items=tuple(items), elem=e, exact=known)
+
+
+def element_of(v: Value) -> Value:
+    """What iterating ``v`` gives."""
+    if v.kind == SEQ:
+        return v.elem if v.elem is not None else UNKNOWN_VALUE
+    if v.kind == TENSOR:
+        # the rows of a tensor; of a 1-D one, 0-dim tensors that mix with any device
+        return replace(v, scalar=True, anchor=None, items=(), elem=None)
+    if v.kind == SHAPE:
+        return NUMBER_VALUE
+    if v.kind == UNKNOWN and v.device == LOCAL:
+        return LOCAL_UNKNOWN
+    return UNKNOWN_VALUE
+
+
+def as_tensor(v: Value) -> Value:
+    """``v`` where only a tensor can be: an input of unknown kind is a tensor
+    on the inputs' device."""
+    if v.kind == UNKNOWN and v.device == LOCAL:
+        return _tensor(LOCAL)
+    return v
+
+
+# -- PyTorch vocabulary the flow needs ---------------------------------------
+
+#: attributes and methods only a tensor has (a NumPy array or a list has
+#: none of them): reading one on a parameter says it holds a tensor
+TENSOR_ONLY_ATTRS = frozenset(
+    {
+        "device", "is_cuda", "dim", "size", "view", "view_as", "unsqueeze", "permute", "contiguous",
+        "masked_fill", "masked_fill_", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor",
+        "numel", "type_as", "expand", "expand_as", "to", "float", "long", "half", "bfloat16", "bool",
+        "detach", "cpu", "cuda", "clone", "softmax", "log_softmax", "matmul", "unbind", "narrow",
+        "index_select", "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "sigmoid",
+        "repeat_interleave", "masked_select", "topk", "element_size", "requires_grad", "grad",
+        "bmm", "mm", "reshape_as", "unfold", "is_floating_point", "get_device", "index_add",
+        "index_add_", "index_fill", "index_fill_", "masked_scatter", "new", "pin_memory", "norm",
+    }
+)
+#: tensor methods whose tensor arguments must be on the receiver's device
+_BINARY_METHODS = frozenset(
+    {
+        "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "true_divide", "floor_divide",
+        "matmul", "mm", "bmm", "mv", "dot", "masked_fill", "masked_fill_", "index_select", "gather",
+        "scatter", "scatter_", "scatter_add", "scatter_add_", "index_add", "index_add_", "index_fill",
+        "index_fill_", "index_put", "index_put_", "masked_scatter", "masked_scatter_", "masked_select",
+        "where", "eq", "ne", "lt", "le", "gt", "ge", "maximum", "minimum", "pow", "fmod", "remainder",
+        "lerp", "lerp_", "addmm", "baddbmm", "take_along_dim", "atan2",
+        "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "clamp", "clamp_",
+    }
+)
+#: torch functions that take several tensors with no 0-dim exception
+_CONCAT = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block_diag"})
+#: torch names whose tensor arguments need not share a device, or that are
+#: not computations: no meeting, unknown result
+_NO_MEETING = frozenset(
+    {
+        "save", "load", "is_tensor", "is_storage", "manual_seed", "from_numpy", "numel", "device",
+        "dtype", "Size", "no_grad", "set_grad_enabled", "enable_grad", "inference_mode", "typename",
+        "get_default_dtype", "set_default_dtype", "broadcast_shapes", "is_floating_point", "is_complex",
+        "get_rng_state", "set_rng_state", "equal", "allclose", "isclose", "seed", "initial_seed",
+        "compile", "jit", "autocast", "finfo", "iinfo", "result_type", "promote_types", "can_cast",
+        "ctc_loss", "pack_padded_sequence", "pad_sequence", "pack_sequence", "pad_packed_sequence",
+    }
+)
+#: torch namespaces whose functions compute on tensors
+_COMPUTE_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+#: tensor methods that return the receiver's tensor, reduced to 0-dim when
+#: called with no argument
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "all", "any", "std", "var", "amax", "amin", "logsumexp"})
+_VALUE_METHODS = {
+    "item": NUMBER_VALUE, "tolist": OTHER_VALUE, "dim": NUMBER_VALUE, "numel": NUMBER_VALUE,
+    "nelement": NUMBER_VALUE, "element_size": NUMBER_VALUE, "get_device": NUMBER_VALUE,
+    "data_ptr": NUMBER_VALUE, "is_contiguous": NUMBER_VALUE, "is_floating_point": NUMBER_VALUE,
+    "stride": OTHER_VALUE, "backward": OTHER_VALUE, "register_hook": OTHER_VALUE, "type": OTHER_VALUE,
+    "__len__": NUMBER_VALUE, "equal": NUMBER_VALUE, "allclose": NUMBER_VALUE,
+}
+_NUMBER_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "isinstance", "issubclass", "hasattr", "callable", "id", "hash", "ord"})
+_OTHER_BUILTINS = frozenset({"str", "repr", "print", "format", "type", "dict", "set", "frozenset", "open", "vars", "dir", "super", "object", "Exception", "ValueError", "TypeError", "RuntimeError", "NotImplementedError", "AssertionError", "KeyError", "IndexError"})
+_SAME_DEVICE_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
+
+
+# -- records -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Meeting:
+    """A CPU-born tensor meets a tensor on the model's device."""
+
+    #: the call that created the CPU tensor (where a fix adds ``device=``)
+    origin: cst.CSTNode
+    #: the expression where the two meet
+    at: cst.CSTNode
+    #: how they meet: "operator", "torch.cat", "method index_select",
+    #: "submodule", "index", "return"
+    how: str
+    #: the tensor it meets, as the code names it ("" when it has no name)
+    partner: str = ""
+
+
+@dataclass
+class FunctionFlow:
+    node: cst.FunctionDef
+    meetings: List[Meeting] = field(default_factory=list)
+    #: what the function returns (joined over its returns)
+    returns: Value = UNKNOWN_VALUE
+    #: origin call -> the names holding a device tensor in scope there, in
+    #: order of preference (parameters first): the anchors a fix may name
+    anchors: Dict[cst.CSTNode, List[str]] = field(default_factory=dict)
+    #: origin call -> the factory's short name (``zeros``, ``from_numpy``)
+    origin_names: Dict[cst.CSTNode, str] = field(default_factory=dict)
+    #: the function hands its inputs' tensors to NumPy (``x.numpy()``,
+    #: ``np.linalg.lstsq(x, y)``), which works on CPU tensors only: its inputs
+    #: are on the CPU, and its own CPU tensors meet nothing on a device
+    cpu_only: bool = False
+
+
+class _Stop(Exception):
+    pass
+
+
+Env = Dict[str, Value]
+
+
+class DeviceFlow:
+    """The device flow of one file, built lazily per function."""
+
+    def __init__(self, facts: FileFacts, module: cst.Module) -> None:
+        self.facts = facts
+        self.module = module
+        self._flows: Dict[cst.FunctionDef, FunctionFlow] = {}
+        self._in_progress: Set[cst.FunctionDef] = set()
+        self._sources: Dict[cst.FunctionDef, Tuple[bool, Set[str]]] = {}
+        self._special: Dict[tuple, FunctionFlow] = {}
+        self._special_in_progress: Set[tuple] = set()
+        #: module-level functions and each class's methods, by name
+        self.functions: Dict[str, cst.FunctionDef] = {}
+        self.methods: Dict[str, Dict[str, cst.FunctionDef]] = {}
+        #: function node -> its class (None for a function outside classes)
+        self.owner: Dict[cst.FunctionDef, Optional[str]] = {}
+        self._index(module.body, None)
+        self.numpy_imported = any(
+            t == "numpy" or t.startswith("numpy.") for ts in facts.imports.values() for t in ts
+        )
+
+    def _index(self, body: Sequence[cst.CSTNode], cls: Optional[str]) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                if cls is None:
+                    self.functions[stmt.name.value] = stmt
+                else:
+                    self.methods.setdefault(cls, {})[stmt.name.value] = stmt
+                self.owner[stmt] = cls
+            elif isinstance(stmt, cst.ClassDef):
+                self._index(_suite(stmt.body), stmt.name.value)
+            elif isinstance(stmt, (cst.If, cst.Try)):
+                for block in _blocks(stmt):
+                    self._index(block, cls)
+
+    def all_functions(self) -> List[cst.FunctionDef]:
+        return list(self.owner)
+
+    def may_meet(self, node: cst.FunctionDef) -> bool:
+        """Whether the function can hold a CPU-born tensor at all: it creates
+        one, or calls (by name, or on its first parameter) a function of the
+        file that may return one. A cheap bound on ``function(node).meetings``."""
+        return self._may_hold(node, set())
+
+    def _may_hold(self, node: cst.FunctionDef, seen: Set[cst.FunctionDef]) -> bool:
+        found = self._sources.get(node)
+        if found is None:
+            v = _Sources(self.facts)
+            node.body.visit(v)
+            found = self._sources[node] = (v.source, v.called)
+        if found[0]:
+            return True
+        seen.add(node)
+        cls = self.owner.get(node)
+        for name in found[1]:
+            callee = self.functions.get(name) or (self.method(cls, name) if cls else None)
+            if callee is not None and callee not in seen and self._may_hold(callee, seen):
+                return True
+        return False
+
+    def function(self, node: cst.FunctionDef) -> FunctionFlow:
+        flow = self._flows.get(node)
+        if flow is None:
+            if node in self._in_progress:
+                return FunctionFlow(node)  # recursion: nothing known yet
+            self._in_progress.add(node)
+            try:
+                flow = _Interpreter(self, node).run()
+            finally:
+                self._in_progress.discard(node)
+            self._flows[node] = flow
+        return flow
+
+    def specialised(self, node: cst.FunctionDef, passed: Dict[str, Value], depth: int) -> FunctionFlow:
+        """The flow of ``node`` with some parameters bound to CPU-born
+        tensors a caller passes (memoised per binding)."""
+        key = (node, tuple(sorted((k, v.born, v.scalar) for k, v in passed.items())))
+        flow = self._special.get(key)  # type: ignore[arg-type]
+        if flow is None:
+            if key in self._special_in_progress:
+                return FunctionFlow(node)
+            self._special_in_progress.add(key)
+            try:
+                flow = _Interpreter(self, node, overrides=passed, depth=depth).run()
+            finally:
+                self._special_in_progress.discard(key)
+            self._special[key] = flow  # type: ignore[index]
+        return flow
+
+    def method(self, cls: str, name: str) -> Optional[cst.FunctionDef]:
+        for c in self.facts.lineage(cls):
+            fn = self.methods.get(c, {}).get(name)
+            if fn is not None:
+                return fn
+        return None
+
+    def class_facts(self, node: cst.FunctionDef) -> Optional[ClassFacts]:
+        cls = self.owner.get(node)
+        return self.facts.classes.get(cls) if cls else None
+
+
+def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    if isinstance(body, cst.IndentedBlock):
+        return body.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return body.body
+    return ()
+
+
+def _blocks(stmt: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
+    out: List[Sequence[cst.CSTNode]] = []
+    if isinstance(stmt, cst.If):
+        out.append(_suite(stmt.body))
+        if isinstance(stmt.orelse, cst.If):
+            out.extend(_blocks(stmt.orelse))
+        elif stmt.orelse is not None:
+            out.append(_suite(stmt.orelse.body))
+    elif isinstance(stmt, cst.Try):
+        out.append(_suite(stmt.body))
+        out.extend(_suite(h.body) for h in stmt.handlers)
+        if stmt.orelse is not None:
+            out.append(_suite(stmt.orelse.body))
+        if stmt.finalbody is not None:
+            out.append(_suite(stmt.finalbody.body))
+    return out
+
+
+def _decorators(node: cst.FunctionDef) -> Set[str]:
+    return {dotted_name(d.decorator) or "" for d in node.decorators}
+
+
+def _annotation(param: cst.Param) -> str:
+    if param.annotation is None:
+        return ""
+    try:
+        return cst.Module(body=[]).code_for_node(param.annotation.annotation)
+    except Exception:  # pragma: no cover - libcst renders any annotation
+        return ""
+
+
+_TENSOR_KEYWORDS = frozenset({"input", "index", "other", "tensors", "mask", "weight"})
+
+
+def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
+    """The arguments of a torch computation that can only be tensors: the
+    first positional one (the elements of a sequence for ``cat``/``stack``),
+    and ``input=``/``index=``/``other=``/``mask=``/``weight=``."""
+    out: List[cst.BaseExpression] = []
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if positional:
+        first = positional[0].value
+        if name in _CONCAT and isinstance(first, (cst.List, cst.Tuple)):
+            out.extend(e.value for e in first.elements if not isinstance(e, cst.StarredElement))
+        elif name not in _CONCAT:
+            out.append(first)
+    out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value in _TENSOR_KEYWORDS)
+    return out
+
+
+class _Evidence(cst.CSTVisitor):
+    """Names the body uses the way only a tensor is used."""
+
+    def __init__(self, facts: FileFacts, names: Set[str], numpy_imported: bool) -> None:
+        self.facts = facts
+        self.names = names
+        self.numpy_imported = numpy_imported
+        self.tensors: Set[str] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.names:
+            a = node.attr.value
+            if a in TENSOR_ONLY_ATTRS or (a == "shape" and not self.numpy_imported):
+                self.tensors.add(node.value.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.facts.qualify(node.func) or ""
+        if not q.startswith("torch."):
+            return
+        name = q.rsplit(".", 1)[-1]
+        if name in _NO_MEETING or self.facts.is_factory(node.func) or q in _LEGACY_TENSOR_CONSTRUCTORS:
+            return
+        if not (q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)):
+            return
+        for e in _tensor_arguments(node, name):
+            if isinstance(e, cst.Name) and e.value in self.names:
+                self.tensors.add(e.value)
+
+
+class _Sources(cst.CSTVisitor):
+    """Whether a body creates a tensor on the CPU, and the names it calls."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.source = False
+        self.called: Set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name):
+            self.called.add(func.value)
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            self.called.add(func.attr.value)
+        if not self.source:
+            q = self.facts.qualify(func) or ""
+            if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS:
+                self.source = True
+            elif self.facts.is_factory(func) and keyword_arg(node, "device") is None:
+                self.source = True
+
+
+class _Interpreter:
+    def __init__(self, flows: DeviceFlow, node: cst.FunctionDef, overrides: Optional[Dict[str, Value]] = None,
+                 depth: int = 0) -> None:
+        self.flows = flows
+        self.overrides = overrides or {}
+        self.depth = depth
+        #: the body hands an input's tensor to NumPy, which only takes CPU
+        #: tensors: in this function the inputs are on the CPU
+        self.cpu_only = False
+        self.facts = flows.facts
+        self.node = node
+        self.cls = flows.class_facts(node)
+        self.result = FunctionFlow(node)
+        self.returns: List[Tuple[cst.CSTNode, Value]] = []
+        self._seen: Set[Tuple[int, int]] = set()
+        decorators = _decorators(node)
+        self.static = "staticmethod" in decorators
+        self.classmethod = "classmethod" in decorators
+        params = [p for p in (*node.params.posonly_params, *node.params.params)]
+        self.self_name = ""
+        if self.flows.owner.get(node) and params and not self.static:
+            self.self_name = params[0].name.value
+        self.is_module = self.cls is not None and self.cls.is_module and not self.classmethod
+
+    # -- set-up ---------------------------------------------------------------
+    def _params(self) -> Env:
+        node = self.node
+        params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
+        names = {p.name.value for p in params}
+        ev = _Evidence(self.facts, names, self.flows.numpy_imported)
+        node.body.visit(ev)
+        env: Env = {}
+        for p in params:
+            name = p.name.value
+            if name == self.self_name:
+                env[name] = Value(MODULE, LOCAL) if self.is_module else OTHER_VALUE
+                continue
+            ann = _annotation(p)
+            base = ann.replace("torch.", "").replace("typing.", "").replace(" ", "")
+            if base in ("Tensor", "Optional[Tensor]", "FloatTensor", "LongTensor", "BoolTensor", "Tensor|None") or name in ev.tensors and not ann:
+                env[name] = _tensor(LOCAL, anchor=name)
+            elif base.startswith(("List[Tensor", "Tuple[Tensor", "Sequence[Tensor", "list[Tensor", "tuple[Tensor", "Iterable[Tensor")):
+                env[name] = _seq(elem=_tensor(LOCAL), known=False)
+            elif base in ("int", "float", "bool", "Optional[int]", "Optional[float]", "int|None", "float|None"):
+                env[name] = NUMBER_VALUE
+            elif base.startswith(("np.", "numpy.")):
+                env[name] = Value(NUMPY)
+            elif base in ("str", "Optional[str]"):
+                env[name] = OTHER_VALUE
+            elif name in ev.tensors and "Tensor" in ann:
+                env[name] = _tensor(LOCAL, anchor=name)
+            elif p.default is not None and isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and not (
+                isinstance(p.default, cst.Name) and p.default.value == "None"
+            ):
+                env[name] = NUMBER_VALUE if not isinstance(p.default, cst.SimpleString) else OTHER_VALUE
+            else:
+                env[name] = LOCAL_UNKNOWN  # whatever the caller passes: what it holds follows the inputs
+        if node.params.star_arg is not None and isinstance(node.params.star_arg, cst.Param):
+            env[node.params.star_arg.name.value] = _seq(known=False)
+        if node.params.star_kwarg is not None:
+            env[node.params.star_kwarg.name.value] = OTHER_VALUE
+        return env
+
+    def run(self) -> FunctionFlow:
+        env = self._params()
+        env.update((k, v) for k, v in self.overrides.items() if k in env)
+        try:
+            self._block(_suite(self.node.body), env)
+        except RecursionError:  # pragma: no cover - absurdly deep code
+            pass
+        if self.cpu_only:
+            self.result.meetings = [m for m in self.result.meetings if m.origin not in self.result.origin_names]
+            self.result.cpu_only = True
+        values = [v for _, v in self.returns]
+        ret: Optional[Value] = None
+        for v in values:
+            ret = join(ret, v)
+        self.result.returns = ret if ret is not None else OTHER_VALUE
+        # a CPU-born tensor returned on one path, a device tensor on another
+        local = next((n for n, v in self.returns if v.kind == TENSOR and v.device == LOCAL), None)
+        if local is not None:
+            for n, v in self.returns:
+                if v.cpu_born:
+                    for origin in v.born:
+                        self._meet(origin, n, "return", "")
+        return self.result
+
+    # -- statements -------------------------------------------------------------
+    def _block(self, stmts: Sequence[cst.CSTNode], env: Env) -> Optional[Env]:
+        """Run ``stmts``; None when the block cannot fall through."""
+        for stmt in stmts:
+            out = self._stmt(stmt, env)
+            if out is None:
+                return None
+            env = out
+        return env
+
+    def _branch(self, stmts: Sequence[cst.CSTNode], env: Env) -> Optional[Env]:
+        return self._block(stmts, dict(env))
+
+    def _stmt(self, stmt: cst.CSTNode, env: Env) -> Optional[Env]:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if self._small(small, env) is None:
+                    return None
+            return env
+        if isinstance(stmt, cst.If):
+            self._expr(stmt.test, env)
+            a = self._branch(_suite(stmt.body), env)
+            if isinstance(stmt.orelse, cst.If):
+                b = self._stmt(stmt.orelse, dict(env))
+            elif stmt.orelse is not None:
+                b = self._branch(_suite(stmt.orelse.body), env)
+            else:
+                b = env
+            return _join_envs(a, b)
+        if isinstance(stmt, (cst.For, cst.While)):
+            if isinstance(stmt, cst.For):
+                it = self._expr(stmt.iter, env)
+            else:
+                self._expr(stmt.test, env)
+            start = dict(env)
+            cur: Optional[Env] = dict(env)
+            for _ in range(2):
+                body_env = dict(cur if cur is not None else start)
+                if isinstance(stmt, cst.For):
+                    self._bind(stmt.target, element_of(it), body_env)
+                out = self._block(_suite(stmt.body), body_env)
+                # continue/break end a path early but the loop goes on
+                cur = _join_envs(start, out if out is not None else body_env)
+            after = cur if cur is not None else start
+            if stmt.orelse is not None:
+                after = self._block(_suite(stmt.orelse.body), dict(after)) or after
+            return after
+        if isinstance(stmt, cst.Try):
+            body = self._branch(_suite(stmt.body), env)
+            out = body
+            for h in stmt.handlers:
+                henv = dict(env)
+                if h.name is not None and isinstance(h.name.name, cst.Name):
+                    henv[h.name.name.value] = OTHER_VALUE
+                out = _join_envs(out, self._block(_suite(h.body), henv))
+            if stmt.orelse is not None and body is not None:
+                out = _join_envs(out, self._block(_suite(stmt.orelse.body), dict(body)))
+            if stmt.finalbody is not None:
+                fin = self._block(_suite(stmt.finalbody.body), dict(out if out is not None else env))
+                return fin if out is not None else None
+            return out
+        if isinstance(stmt, cst.With):
+            for item in stmt.items:
+                v = self._expr(item.item, env)
+                if item.asname is not None:
+                    self._bind(item.asname.name, UNKNOWN_VALUE if v.kind != TENSOR else v, env)
+            return self._block(_suite(stmt.body), env)
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            env[stmt.name.value] = OTHER_VALUE
+            return env
+        if isinstance(stmt, cst.Match):
+            out: Optional[Env] = None
+            self._expr(stmt.subject, env)
+            for case in stmt.cases:
+                out = _join_envs(out, self._branch(_suite(case.body), env)) if out is not None else self._branch(_suite(case.body), env)
+            return _join_envs(out, env)
+        return env
+
+    def _small(self, small: cst.BaseSmallStatement, env: Env) -> Optional[Env]:
+        if isinstance(small, cst.Assign):
+            v = self._expr(small.value, env)
+            for t in small.targets:
+                self._store(t.target, v, env)
+        elif isinstance(small, cst.AnnAssign):
+            if small.value is not None:
+                self._store(small.target, self._expr(small.value, env), env)
+        elif isinstance(small, cst.AugAssign):
+            cur = self._expr(small.target, env)
+            v = self._expr(small.value, env)
+            res = self._binary(cur, v, small, small.target, small.value)
+            self._store(small.target, res, env, augmented=True)
+        elif isinstance(small, cst.Expr):
+            self._expr(small.value, env)
+        elif isinstance(small, cst.Return):
+            value = small.value
+            if isinstance(value, cst.IfExp):  # return a if c else b: two returns
+                self._expr(value.test, env)
+                for branch in (value.body, value.orelse):
+                    self.returns.append((branch, self._expr(branch, env)))
+                return None
+            v = self._expr(value, env) if value is not None else OTHER_VALUE
+            self.returns.append((value if value is not None else small, v))
+            return None
+        elif isinstance(small, cst.Raise):
+            if small.exc is not None:
+                self._expr(small.exc, env)
+            return None
+        elif isinstance(small, (cst.Continue, cst.Break)):
+            return None
+        elif isinstance(small, cst.Del):
+            for el in _targets(small.target):
+                if isinstance(el, cst.Name):
+                    env.pop(el.value, None)
+        elif isinstance(small, (cst.Global, cst.Nonlocal)):
+            for n in small.names:
+                env[n.name.value] = UNKNOWN_VALUE
+        elif isinstance(small, cst.Assert):
+            self._expr(small.test, env)
+        return env
+
+    def _store(self, target: cst.BaseExpression, v: Value, env: Env, augmented: bool = False) -> None:
+        if isinstance(target, cst.Subscript):
+            base = self._expr(target.value, env)
+            idx = [self._index_value(e, env) for e in target.slice]
+            if base.kind == TENSOR and base.device == LOCAL and v.cpu_born and not v.scalar:
+                if any(i.kind == TENSOR for i in idx):  # x[mask] = cpu_values: index_put_
+                    for origin in v.born:
+                        self._meet(origin, target, "index", base.anchor or "")
+            self._index_meetings(base, idx, target)
+            if base.kind == SEQ and isinstance(target.value, cst.Name):
+                env[target.value.value] = _seq(elem=join(base.elem, v), known=False)
+            return
+        self._bind(target, v, env)
+
+    def _bind(self, target: cst.BaseExpression, v: Value, env: Env) -> None:
+        if isinstance(target, cst.Name):
+            env[target.value] = replace(v, anchor=None) if v.anchor and v.anchor != target.value and "." not in v.anchor else v
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elems = target.elements
+            starred = any(isinstance(e, cst.StarredElement) for e in elems)
+            for i, e in enumerate(elems):
+                if isinstance(e, cst.StarredElement):
+                    self._bind(e.value, _seq(elem=element_of(v), known=False), env)
+                    continue
+                if v.kind == SEQ and v.exact and len(v.items) == len(elems) and not starred:
+                    part = v.items[i]
+                else:
+                    part = element_of(v)
+                self._bind(e.value, part, env)
+        elif isinstance(target, cst.Attribute):
+            key = dotted_name(target)
+            if key:
+                env[key] = replace(v, anchor=None)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value, v, env)
+
+    # -- meetings -----------------------------------------------------------------
+    def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str) -> None:
+        key = (id(origin), id(at))
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.result.meetings.append(Meeting(origin, at, how, partner))
+
+    def _check(self, values: Sequence[Value], at: cst.CSTNode, how: str, scalars_meet: bool = False) -> None:
+        local = next((v for v in values if v.kind == TENSOR and v.device == LOCAL), None)
+        if local is None:
+            return
+        for v in values:
+            if v.cpu_born and (scalars_meet or not v.scalar):
+                for origin in v.born:
+                    self._meet(origin, at, how, local.anchor or "")
+
+    def _binary(self, a: Value, b: Value, at: cst.CSTNode, an: Optional[cst.CSTNode] = None, bn: Optional[cst.CSTNode] = None) -> Value:
+        if a.kind == TENSOR and b.kind == TENSOR:
+            self._check((a, b), at, "operator")
+            if a.device == b.device:
+                return _tensor(a.device, a.born | b.born, a.scalar and b.scalar, None)
+            if LOCAL in (a.device, b.device):
+                return _tensor(LOCAL)
+            return _tensor(ANY)
+        if a.kind == TENSOR:
+            return replace(a, scalar=a.scalar and b.kind == NUMBER, anchor=None)
+        if b.kind == TENSOR:
+            return replace(b, scalar=b.scalar and a.kind == NUMBER, anchor=None)
+        if a.kind == NUMBER and b.kind == NUMBER:
+            return NUMBER_VALUE
+        if a.kind == SEQ and b.kind == SEQ:
+            return _seq(elem=join(a.elem, b.elem), known=False)
+        if NUMPY in (a.kind, b.kind):
+            return Value(NUMPY)
+        return UNKNOWN_VALUE
+
+    # -- expressions ----------------------------------------------------------------
+    def _expr(self, node: Optional[cst.BaseExpression], env: Env) -> Value:
+        if node is None:
+            return UNKNOWN_VALUE
+        if isinstance(node, cst.Name):
+            if node.value in env:
+                return env[node.value]
+            if node.value in ("True", "False"):
+                return NUMBER_VALUE
+            if node.value == "None":
+                return OTHER_VALUE
+            return UNKNOWN_VALUE
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+            return NUMBER_VALUE
+        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+            return OTHER_VALUE
+        if isinstance(node, cst.FormattedString):
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    self._expr(part.expression, env)
+            return OTHER_VALUE
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node, env)
+        if isinstance(node, cst.Call):
+            return self._call(node, env)
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node, env)
+        if isinstance(node, cst.BinaryOperation):
+            a = self._expr(node.left, env)
+            b = self._expr(node.right, env)
+            return self._binary(a, b, node, node.left, node.right)
+        if isinstance(node, cst.UnaryOperation):
+            v = self._expr(node.expression, env)
+            return NUMBER_VALUE if isinstance(node.operator, cst.Not) else replace(v, anchor=None)
+        if isinstance(node, cst.BooleanOperation):
+            return join(self._expr(node.left, env), self._expr(node.right, env))
+        if isinstance(node, cst.Comparison):
+            left = self._expr(node.left, env)
+            out = NUMBER_VALUE
+            for c in node.comparisons:
+                right = self._expr(c.comparator, env)
+                if isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+                    left = right
+                    continue
+                res = self._binary(left, right, node)
+                if res.kind == TENSOR:
+                    out = replace(res, anchor=None)
+                left = right
+            return out
+        if isinstance(node, cst.IfExp):
+            self._expr(node.test, env)
+            return join(self._expr(node.body, env), self._expr(node.orelse, env))
+        if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+            items: List[Value] = []
+            known = True
+            for e in node.elements:
+                if isinstance(e, cst.StarredElement):
+                    inner = self._expr(e.value, env)
+                    known = False
+                    items.extend(inner.items if inner.kind == SEQ and inner.items else [element_of(inner)])
+                else:
+                    items.append(self._expr(e.value, env))
+            return _seq(items, known=known)
+        if isinstance(node, cst.Dict):
+            for el in node.elements:
+                if isinstance(el, cst.DictElement):
+                    self._expr(el.key, env)
+                self._expr(el.value, env)
+            return OTHER_VALUE
+        if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+            inner = self._comprehension(node.for_in, env)
+            return _seq(elem=self._expr(node.elt, inner), known=False)
+        if isinstance(node, cst.DictComp):
+            inner = self._comprehension(node.for_in, env)
+            self._expr(node.value, inner)
+            return OTHER_VALUE
+        if isinstance(node, cst.NamedExpr):
+            v = self._expr(node.value, env)
+            self._bind(node.target, v, env)
+            return v
+        if isinstance(node, cst.Lambda):
+            return OTHER_VALUE
+        if isinstance(node, cst.StarredElement):
+            return self._expr(node.value, env)
+        if isinstance(node, (cst.Await, cst.Yield)):
+            inner = getattr(node, "expression", None) or getattr(node, "value", None)
+            if isinstance(inner, cst.BaseExpression):
+                self._expr(inner, env)
+            return UNKNOWN_VALUE
+        return UNKNOWN_VALUE
+
+    def _comprehension(self, for_in: cst.CompFor, env: Env) -> Env:
+        inner = dict(env)
+        cur: Optional[cst.CompFor] = for_in
+        while cur is not None:
+            it = self._expr(cur.iter, inner)
+            self._bind(cur.target, element_of(it), inner)
+            for cond in cur.ifs:
+                self._expr(cond.test, inner)
+            cur = cur.inner_for_in
+        return inner
+
+    def _attribute(self, node: cst.Attribute, env: Env) -> Value:
+        key = dotted_name(node)
+        if key and key in env:
+            return env[key]
+        attr = node.attr.value
+        if isinstance(node.value, cst.Name) and node.value.value == self.self_name and self.self_name:
+            return self._self_attribute(attr)
+        base = self._expr(node.value, env)
+        if base.kind == TENSOR:
+            if attr in _SAME_DEVICE_ATTRS:
+                return replace(base, anchor=None)
+            if attr == "device":
+                return Value(DEVICE, base.device, anchor=base.anchor)
+            if attr == "shape":
+                return Value(SHAPE)
+            if attr in ("dtype", "layout"):
+                return OTHER_VALUE
+            if attr in ("is_cuda", "requires_grad", "ndim", "is_leaf"):
+                return NUMBER_VALUE
+            return UNKNOWN_VALUE
+        if base.kind == SEQ and attr in ("values", "indices", "eigenvalues", "eigenvectors", "U", "S", "Vh", "L", "Q", "R"):
+            return element_of(base)  # x.topk(k).indices, torch.linalg.eigh(a).eigenvalues
+        if base.kind == UNKNOWN and base.device == LOCAL:
+            if attr == "device":
+                return Value(DEVICE, LOCAL)
+            if attr == "shape":
+                return Value(SHAPE)
+            if attr in ("dtype", "layout"):
+                return OTHER_VALUE
+            return LOCAL_UNKNOWN  # outputs.logits
+        if base.kind == MODULE and attr in ("weight", "bias"):
+            return _tensor(base.device, anchor=f"{key}" if key and base.device == LOCAL else None)
+        if base.kind == NUMPY:
+            return Value(NUMPY) if attr in ("T", "real", "imag", "flat") else UNKNOWN_VALUE
+        return UNKNOWN_VALUE
+
+    def _self_attribute(self, attr: str) -> Value:
+        cls = self.cls
+        if cls is None or not self.is_module:
+            return UNKNOWN_VALUE
+        name = f"{self.self_name}.{attr}"
+        if attr in cls.parameters or attr in cls.buffers:
+            return _tensor(LOCAL, anchor=name)
+        a = self.facts.class_attribute(cls.name, attr)
+        if a is None:
+            return UNKNOWN_VALUE
+        if a.kind in ("parameter", "buffer"):
+            return _tensor(LOCAL, anchor=name)
+        if a.kind in ("module", "nn_container"):
+            return Value(MODULE, LOCAL)
+        if a.kind == "device":
+            return Value(DEVICE, ANY)
+        return UNKNOWN_VALUE
+
+    def _index_value(self, el: cst.SubscriptElement, env: Env) -> Value:
+        s = el.slice
+        if isinstance(s, cst.Index):
+            return self._expr(s.value, env)
+        for part in (s.lower, s.upper, s.step):
+            if part is not None:
+                self._expr(part, env)
+        return OTHER_VALUE
+
+    def _index_meetings(self, base: Value, idx: Sequence[Value], at: cst.CSTNode) -> None:
+        """A CPU tensor indexed by a device tensor, and CPU index tensors
+        beside device ones, fail; a CPU index into a device tensor does not."""
+        if base.kind != TENSOR:
+            return
+        tensors = [i for i in idx if i.kind == TENSOR]
+        local = next((i for i in tensors if i.device == LOCAL), None)
+        if local is None:
+            return
+        if base.cpu_born and not base.scalar:
+            for origin in base.born:
+                self._meet(origin, at, "index", local.anchor or "")
+        if len(tensors) > 1:
+            for i in tensors:
+                if i.cpu_born and not i.scalar:
+                    for origin in i.born:
+                        self._meet(origin, at, "index", local.anchor or "")
+
+    def _subscript(self, node: cst.Subscript, env: Env) -> Value:
+        base = self._expr(node.value, env)
+        idx = [self._index_value(e, env) for e in node.slice]
+        if base.kind == TENSOR:
+            self._index_meetings(base, idx, node)
+            return replace(base, scalar=False, anchor=None, items=(), elem=None)
+        if base.kind == SHAPE:
+            return NUMBER_VALUE if not isinstance(node.slice[0].slice, cst.Slice) else Value(SHAPE)
+        if base.kind == SEQ:
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                i = node.slice[0].slice.value
+                if isinstance(i, cst.Integer) and base.exact and base.items:
+                    try:
+                        return base.items[int(i.value, 0)]
+                    except (IndexError, ValueError):
+                        return element_of(base)
+                if isinstance(i, cst.UnaryOperation) and isinstance(i.expression, cst.Integer) and base.exact and base.items:
+                    try:
+                        return base.items[-int(i.expression.value, 0)]
+                    except (IndexError, ValueError):
+                        return element_of(base)
+                return element_of(base)
+            return _seq(elem=base.elem, known=False)
+        if base.kind == MODULE:
+            return Value(MODULE, base.device)
+        if base.kind == NUMPY:
+            return Value(NUMPY)
+        if base.kind == UNKNOWN and base.device == LOCAL:
+            return LOCAL_UNKNOWN  # outputs["logits"]
+        return UNKNOWN_VALUE
+
+    # -- calls ------------------------------------------------------------------------
+    def _call(self, node: cst.Call, env: Env) -> Value:
+        func = node.func
+        q = self.facts.qualify(func) or ""
+        factory = self.facts.is_factory(func)
+        if factory is not None:
+            return self._factory(node, factory, env)
+        args = [(a, self._expr(a.value, env)) for a in node.args]
+        if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS:
+            if q.startswith("torch.cuda."):
+                return _tensor(CURRENT)
+            data = args[0][1] if args and args[0][0].keyword is None else UNKNOWN_VALUE
+            if data.kind == TENSOR:
+                return replace(data, anchor=None)
+            if q != "torch.from_numpy" and (not args or all(v.kind == NUMBER for _, v in args)):
+                return _tensor(CPU)  # torch.Tensor(3, 4): an uninitialised shape
+            return self._born(node, q.rsplit(".", 1)[-1], env)
+        if q == "numpy" or q.startswith("numpy."):
+            if any(v.kind == TENSOR and v.device == LOCAL for _, v in args):
+                self.cpu_only = True  # np.linalg.lstsq(x, y): works on CPU tensors only
+            return Value(NUMPY)
+        if q.startswith("torch."):
+            return self._torch_call(node, q, args)
+        if isinstance(func, cst.Attribute):
+            return self._method_call(node, func, args, env)
+        if isinstance(func, cst.Name):
+            return self._name_call(node, func.value, args, env)
+        return UNKNOWN_VALUE
+
+    def _factory(self, node: cst.Call, name: str, env: Env) -> Value:
+        args = [(a, self._expr(a.value, env)) for a in node.args]
+        dev = keyword_arg(node, "device")
+        if dev is not None:
+            return _tensor(self._device_of(dev.value, env))
+        if keyword_arg(node, "out") is not None or any(a.star == "**" for a, _ in args):
+            return _tensor(ANY)
+        positional = [v for a, v in args if a.keyword is None and not a.star]
+        if name in ("tensor", "as_tensor"):
+            data = positional[0] if positional else UNKNOWN_VALUE
+            if data.kind == TENSOR:
+                return replace(data, anchor=None)
+            if data.kind == NUMBER:
+                return self._born(node, name, env, scalar=True)
+            if data.kind in (SEQ, NUMPY, SHAPE) or (data.kind == UNKNOWN and isinstance(node.args[0].value, (cst.List, cst.Tuple, cst.ListComp))):
+                if data.kind == SEQ and data.elem is not None and data.elem.kind == TENSOR and data.elem.device != CPU:
+                    return _tensor(ANY)
+                return self._born(node, name, env)
+            return _tensor(CPU)  # torch.tensor(x) of an unknown x: maybe a 0-dim copy
+        if name == "scalar_tensor":
+            return self._born(node, name, env, scalar=True)
+        if name in ("zeros", "ones", "empty", "rand", "randn", "full") and node.args:
+            first = node.args[0].value
+            if isinstance(first, (cst.List, cst.Tuple)) and not first.elements:
+                return self._born(node, name, env, scalar=True)  # torch.zeros(()): 0-dim
+            if _has_zero_size(node):
+                return _tensor(CPU)  # torch.empty(0), torch.empty([0]): holds nothing, an unused placeholder
+        return self._born(node, name, env)
+
+    def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False) -> Value:
+        self.result.origin_names[node] = name
+        anchors = [n for n, v in env.items() if v.kind == TENSOR and v.device == LOCAL and v.anchor == n]
+        if self.is_module and self.cls is not None:
+            own = [f"{self.self_name}.{p}" for p in (*self.cls.parameters, *self.cls.buffers)]
+            if self.cls.anchor_tensor:
+                own.append(f"{self.self_name}.{self.cls.anchor_tensor}")
+            anchors.extend(a for a in own if a not in anchors)
+        self.result.anchors[node] = anchors
+        return _tensor(CPU, [node], scalar=scalar)
+
+    def _device_of(self, node: cst.BaseExpression, env: Env) -> str:
+        s = string_value(node)
+        if s is not None:
+            return CPU if s.startswith("cpu") else CURRENT if s.startswith("cuda") else ANY
+        v = self._expr(node, env)
+        if v.kind in (DEVICE, TENSOR) and v.device in (LOCAL, CURRENT):
+            return v.device
+        return ANY
+
+    def _torch_call(self, node: cst.Call, q: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        name = q.rsplit(".", 1)[-1]
+        compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)
+        if not compute or name in _NO_MEETING:
+            return UNKNOWN_VALUE
+        values: List[Value] = []
+        sure = {id(e) for e in _tensor_arguments(node, name)}
+        for a, v in args:
+            if id(a.value) in sure:
+                v = as_tensor(v)
+            elif v.kind == SEQ and name in _CONCAT and v.elem is not None:
+                v = replace(v, items=tuple(as_tensor(i) for i in v.items), elem=as_tensor(v.elem))
+            if v.kind == SEQ:
+                values.extend(v.items if v.exact else (*v.items, *([v.elem] if v.elem is not None else [])))
+            else:
+                values.append(v)
+        tensors = [v for v in values if v.kind == TENSOR]
+        self._check(tensors, node, dotted_name(node.func) or q, scalars_meet=name in _CONCAT)
+        if not tensors:
+            return _tensor(ANY) if name not in _NOT_ONE_TENSOR else UNKNOWN_VALUE
+        devices = {v.device for v in tensors}
+        if len(devices) == 1:
+            dev = devices.pop()
+        else:
+            dev = LOCAL if LOCAL in devices else ANY
+        born = frozenset().union(*(v.born for v in tensors)) if dev == CPU else frozenset()
+        scalar = name in _ELEMENTWISE and all(v.scalar for v in tensors)
+        out = _tensor(dev, born, scalar)
+        if name in _NOT_ONE_TENSOR:
+            return _seq(elem=out, known=False)
+        return out
+
+    def _method_call(self, node: cst.Call, func: cst.Attribute, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
+        m = func.attr.value
+        recv_node = func.value
+        if self.self_name and isinstance(recv_node, cst.Name) and recv_node.value == self.self_name:
+            return self._self_call(node, m, args)
+        recv = self._expr(recv_node, env)
+        if recv.kind == MODULE or (self.is_module and self._self_attribute_node(recv_node)):
+            # self.sub(x) is func=self.sub, handled in _name_call's sibling below;
+            # self.sub.method(x): a submodule's method, on the module's device
+            return _tensor(recv.device) if m in ("forward", "__call__") else UNKNOWN_VALUE
+        if recv.kind == SEQ:
+            if m in ("append", "add") and args and isinstance(recv_node, cst.Name):
+                env[recv_node.value] = _seq(elem=join(recv.elem, args[0][1]), known=False)
+                return OTHER_VALUE
+            if m in ("extend", "insert") and args and isinstance(recv_node, cst.Name):
+                v = args[-1][1]
+                env[recv_node.value] = _seq(elem=join(recv.elem, element_of(v) if m == "extend" else v), known=False)
+                return OTHER_VALUE
+            if m == "pop":
+                return element_of(recv)
+            if m in ("index", "count"):
+                return NUMBER_VALUE
+            return UNKNOWN_VALUE
+        if recv.kind == NUMPY:
+            return Value(NUMPY) if m not in ("item", "tolist", "sum") or args else NUMBER_VALUE
+        if recv.kind not in (TENSOR, UNKNOWN):
+            return UNKNOWN_VALUE
+        if recv.kind == UNKNOWN and recv.device == LOCAL:
+            if m in TENSOR_ONLY_ATTRS or m in _BINARY_METHODS and m not in ("add", "index", "count", "pop"):
+                recv = _tensor(LOCAL)  # x.softmax(-1): x is a tensor
+            elif m not in ("to", "cuda", "cpu", "type_as", "type"):
+                return LOCAL_UNKNOWN if m not in _VALUE_METHODS else _VALUE_METHODS[m]
+        tensor = recv.kind == TENSOR
+        if m in ("to", "cuda", "cpu", "type_as", "type"):
+            return self._move(node, m, recv, args, env)
+        if not tensor:
+            return UNKNOWN_VALUE
+        if m in _VALUE_METHODS:
+            return _VALUE_METHODS[m]
+        if m == "numpy":
+            if recv.device == LOCAL:
+                self.cpu_only = True  # x.numpy() raises for a CUDA tensor
+            return Value(NUMPY)
+        if m == "size":
+            return NUMBER_VALUE if node.args else Value(SHAPE)
+        if m.startswith("new_") or m == "new":
+            return _tensor(recv.device, recv.born if recv.device == CPU else ())
+        if m in ("copy_", "set_"):
+            return replace(recv, anchor=None)
+        others = [v for _, v in args if v.kind == TENSOR]
+        if m in _BINARY_METHODS and others:
+            self._check([recv, *others], node, f"method {m}")
+        if m in ("split", "chunk", "unbind", "tensor_split", "sort", "topk", "max", "min", "median", "mode", "unique", "kthvalue") and (args or m not in _REDUCTIONS):
+            return _seq(elem=_tensor(recv.device, recv.born if recv.device == CPU else ()), known=False)
+        if m in _REDUCTIONS and not node.args:
+            return _tensor(recv.device, recv.born, scalar=True)
+        return _tensor(recv.device, recv.born if recv.device == CPU else (), recv.scalar and m in _ELEMENTWISE)
+
+    def _self_attribute_node(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self.self_name
+
+    def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
+        kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR
+        if m == "cuda":
+            return Value(kind, CURRENT)
+        if m == "cpu":
+            return Value(kind, CPU)
+        if m == "type":
+            if not args:
+                return OTHER_VALUE
+            v = args[0][1]
+            return Value(kind, v.device if v.kind == TENSOR else ANY)
+        if m == "type_as":
+            v = args[0][1] if args else UNKNOWN_VALUE
+            return Value(kind, v.device if v.kind == TENSOR else ANY)
+        # .to(...)
+        if is_dtype_cast(self.facts, node):
+            return replace(recv, kind=kind, anchor=None)
+        for a, v in args:
+            if a.keyword is not None and a.keyword.value not in ("device", "other"):
+                continue
+            s = string_value(a.value)
+            if s is not None:
+                return Value(kind, CPU if s.startswith("cpu") else CURRENT if s.startswith("cuda") else ANY)
+            if v.kind in (TENSOR, DEVICE):
+                return Value(kind, v.device if v.device != CPU else ANY)
+            if a.keyword is None:
+                return Value(kind, ANY)
+        return Value(kind, ANY)
+
+    def _self_call(self, node: cst.Call, m: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        cls = self.cls
+        if cls is None:
+            return UNKNOWN_VALUE
+        if m in ("forward", "__call__") and self.is_module:
+            return _tensor(LOCAL)
+        held = self._self_attribute(m)
+        if held.kind == MODULE:
+            # self.encoder(x): the submodule's weights meet its input
+            a = self.facts.class_attribute(cls.name, m)
+            stateless = a is not None and a.module_class.rsplit(".", 1)[-1] in STATELESS_MODULES
+            inputs = [v for arg, v in args if arg.keyword is None]
+            if stateless:
+                return replace(inputs[0], anchor=None) if inputs and inputs[0].kind == TENSOR else UNKNOWN_VALUE
+            self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
+            return _tensor(LOCAL)
+        fn = self.flows.method(cls.name, m)
+        if fn is None:
+            return UNKNOWN_VALUE
+        return self._apply_summary(fn, args, module_method=self.is_module)
+
+    def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool) -> Value:
+        bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
+        passed = {k: v for k, v in bound.items() if v.cpu_born}
+        if passed and self.depth < _MAX_DEPTH:
+            # a CPU-born argument: run the callee with it (one context per
+            # call site), so a meeting inside the callee is the caller's finding
+            flow = self.flows.specialised(fn, passed, self.depth + 1)
+            born = frozenset().union(*(v.born for v in passed.values()))
+            for m in flow.meetings:
+                if m.origin in born:
+                    self._meet(m.origin, m.at, m.how, m.partner)
+            return self._translate(flow.returns, args, module_method)
+        ret = self.flows.function(fn).returns
+        return self._translate(ret, args, module_method)
+
+    def _translate(self, ret: Value, args: List[Tuple[cst.Arg, Value]], module_method: bool) -> Value:
+        if ret.kind == SEQ:
+            items = tuple(self._translate(i, args, module_method) for i in ret.items)
+            elem = self._translate(ret.elem, args, module_method) if ret.elem is not None else None
+            return Value(SEQ, items=items, elem=elem)
+        if ret.kind in (TENSOR, MODULE) and ret.device == LOCAL:
+            if module_method or any(v.kind == TENSOR and v.device == LOCAL for _, v in args):
+                return Value(ret.kind, LOCAL)
+            return Value(ret.kind, ANY)
+        return replace(ret, anchor=None)
+
+    def _name_call(self, node: cst.Call, name: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
+        if name in env:
+            callee = env[name]
+            if callee.kind == MODULE:
+                return _tensor(callee.device)
+            return UNKNOWN_VALUE
+        if name in _NUMBER_BUILTINS:
+            return NUMBER_VALUE
+        if name in _OTHER_BUILTINS:
+            return OTHER_VALUE
+        first = args[0][1] if args else UNKNOWN_VALUE
+        if name in ("list", "tuple", "sorted", "reversed"):
+            if first.kind == SEQ:
+                return _seq(elem=first.elem, known=False) if name != "tuple" else first
+            return _seq(elem=element_of(first), known=False)
+        if name == "range":
+            return _seq(elem=NUMBER_VALUE, known=False)
+        if name == "enumerate":
+            return _seq(elem=_seq([NUMBER_VALUE, element_of(first)]), known=False)
+        if name == "zip":
+            return _seq(elem=_seq([element_of(v) for _, v in args]), known=False)
+        if name in ("max", "min", "sum", "abs"):
+            if len(args) == 1 and first.kind == SEQ:
+                return element_of(first)
+            out: Optional[Value] = None
+            for _, v in args:
+                out = join(out, v)
+            return out if out is not None else UNKNOWN_VALUE
+        if name == "next" and args:
+            return element_of(first)
+        if name in ("getattr", "iter"):
+            return first if name == "iter" else UNKNOWN_VALUE
+        fn = self.flows.functions.get(name)
+        if fn is not None and fn is not self.node:
+            return self._apply_summary(fn, args, module_method=False)
+        return UNKNOWN_VALUE
+
+
+_MAX_DEPTH = 3
+
+
+def _has_zero_size(call: cst.Call) -> bool:
+    for a in call.args:
+        if a.keyword is not None:
+            continue
+        v = a.value
+        dims = [e.value for e in v.elements] if isinstance(v, (cst.List, cst.Tuple)) else [v]
+        if any(isinstance(d, cst.Integer) and d.value == "0" for d in dims):
+            return True
+    return False
+
+
+def _bind_arguments(fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], method: bool) -> Dict[str, Value]:
+    """Parameter name -> the value a call passes to it (positional and
+    keyword arguments; ``*args``/``**kw`` are not followed)."""
+    params = [*fn.params.posonly_params, *fn.params.params]
+    if method and params and "staticmethod" not in _decorators(fn):
+        params = params[1:]
+    names = {p.name.value for p in (*params, *fn.params.kwonly_params)}
+    out: Dict[str, Value] = {}
+    i = 0
+    for a, v in args:
+        if a.star:
+            break
+        if a.keyword is None:
+            if i < len(params):
+                out[params[i].name.value] = v
+            i += 1
+        elif a.keyword.value in names:
+            out[a.keyword.value] = v
+    return out
+
+
+def _targets(node: cst.BaseExpression) -> List[cst.BaseExpression]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [e.value for e in node.elements]
+    return [node]
+
+
+def _join_envs(a: Optional[Env], b: Optional[Env]) -> Optional[Env]:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    out: Env = {}
+    for k in a.keys() | b.keys():
+        va, vb = a.get(k), b.get(k)
+        out[k] = join(va, vb) if va is not None and vb is not None else (va if va is not None else vb)  # type: ignore[assignment]
+    # keep parameters first (anchors are chosen in insertion order)
+    ordered: Env = {k: out[k] for k in a if k in out}
+    ordered.update((k, v) for k, v in out.items() if k not in ordered)
+    return ordered

@@ -1,0 +1,302 @@
+"""The device-flow provider (devlint/facts/flow.py): kinds, devices, joins,
+summaries and meetings, asked directly rather than through a rule."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Dict, List, Tuple
+
+import libcst as cst
+import pytest
+
+from devlint.facts.flow import (
+    ANY,
+    CPU,
+    LOCAL,
+    NUMBER,
+    SEQ,
+    TENSOR,
+    DeviceFlow,
+    Value,
+    join,
+)
+from devlint.semantic import build_facts
+
+
+def _flow(src: str) -> Tuple[DeviceFlow, cst.Module, Dict[cst.CSTNode, int]]:
+    module = cst.parse_module(textwrap.dedent(src))
+    wrapper = cst.metadata.MetadataWrapper(module, unsafe_skip_copy=True)
+    pos = wrapper.resolve(cst.metadata.PositionProvider)
+    return DeviceFlow(build_facts(module), module), module, {n: p.start.line for n, p in pos.items()}
+
+
+def meetings(src: str) -> List[Tuple[str, int, int, str]]:
+    """(function, line of the CPU tensor's birth, line of the meeting, how)."""
+    flow, _, line = _flow("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n" + textwrap.dedent(src))
+    out = []
+    for fn in flow.all_functions():
+        for m in flow.function(fn).meetings:
+            out.append((fn.name.value, line[m.origin] - 3, line[m.at] - 3, m.how))
+    return out
+
+
+def returns(src: str, name: str) -> Value:
+    flow, _, _ = _flow("import torch\n" + textwrap.dedent(src))
+    fn = next(f for f in flow.all_functions() if f.name.value == name)
+    return flow.function(fn).returns
+
+
+# -- the domain -----------------------------------------------------------------
+
+
+def test_join_keeps_what_both_sides_agree_on():
+    a = Value(TENSOR, CPU, frozenset({"x"}))  # type: ignore[arg-type]
+    b = Value(TENSOR, LOCAL)
+    assert join(a, a) == a
+    j = join(a, b)
+    assert (j.kind, j.device, j.born) == (TENSOR, ANY, frozenset())
+    assert join(Value(NUMBER), Value(TENSOR)).kind not in (NUMBER, TENSOR)
+    assert join(None, b) is b
+
+
+@pytest.mark.parametrize(
+    "body, kind, device",
+    [
+        ("return torch.zeros(3)", TENSOR, CPU),
+        ("return torch.zeros(3, device=x.device)", TENSOR, LOCAL),
+        ("return x.new_zeros(3)", TENSOR, LOCAL),
+        ("return torch.zeros_like(x)", TENSOR, LOCAL),
+        ("return torch.arange(3).to(x.device)", TENSOR, LOCAL),
+        ("return torch.arange(3).to(x)", TENSOR, LOCAL),
+        ("return torch.arange(3).type_as(x)", TENSOR, LOCAL),
+        ("return torch.arange(3).to(torch.float32)", TENSOR, CPU),
+        ("return torch.arange(3).cuda()", TENSOR, "current"),
+        ("return x.size(0)", NUMBER, ANY),
+        ("return x.sum().item()", NUMBER, ANY),
+        ("return [x, x]", SEQ, ANY),
+        ("return x.shape[0]", NUMBER, ANY),
+        ("t = torch.ones(2)\n    t = t.to(x.device) if x.is_cuda else t\n    return t", TENSOR, ANY),
+    ],
+)
+def test_kinds_and_devices(body, kind, device):
+    v = returns(f"def f(x: torch.Tensor):\n    {body}\n", "f")
+    assert (v.kind, v.device) == (kind, device)
+
+
+def test_parameters_are_tensors_only_on_evidence():
+    # no annotation and no tensor-only use: the flow does not guess
+    assert returns("def f(x):\n    return x + 1\n", "f").kind != TENSOR
+    assert returns("def f(x):\n    n = x.size(0)\n    return x + 1\n", "f").device == LOCAL
+    assert returns("def f(x: int):\n    return x\n", "f").kind == NUMBER
+
+
+def test_a_module_method_sees_its_own_weights_and_submodules():
+    src = """
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(2, 2)
+            self.register_buffer("scale", torch.ones(2))
+
+        def run(self, ids):
+            return self.proj(ids) * self.scale
+    """
+    assert returns(src, "run").device == LOCAL
+
+
+def test_summaries_carry_a_helpers_cpu_result_to_the_caller():
+    src = """
+    def grid(n):
+        return torch.linspace(0, 1, n)
+
+    def use(x: torch.Tensor):
+        return x + grid(4)
+    """
+    assert meetings(src) == [("use", 3, 6, "operator")]
+
+
+# -- meetings ---------------------------------------------------------------------
+
+
+def test_operator_and_concat_meetings():
+    src = """
+    def f(x: torch.Tensor):
+        a = x * torch.rand(x.size(0))
+        b = torch.cat([x, torch.zeros(1, 2)])
+        return a, b
+    """
+    assert sorted(m[1:] for m in meetings(src)) == [(3, 3, "operator"), (4, 4, "torch.cat")]
+
+
+def test_zero_dim_cpu_tensors_mix_except_in_concatenation():
+    src = """
+    def f(x: torch.Tensor, t: float):
+        a = x * torch.tensor(t)
+        b = x + torch.zeros(())
+        c = torch.stack([x.sum(), torch.tensor(0.0)])
+        return a, b, c
+    """
+    assert [m[1:] for m in meetings(src)] == [(5, 5, "torch.stack")]
+
+
+def test_cpu_indices_into_device_tensors_are_fine_but_not_the_reverse():
+    src = """
+    def f(x: torch.Tensor, idx: torch.Tensor):
+        a = x[torch.arange(3)]
+        table = torch.arange(10)
+        b = table[idx]
+        c = x[torch.arange(3), idx]
+        return a, b, c
+    """
+    assert sorted(m[1:] for m in meetings(src)) == [(4, 5, "index"), (6, 6, "index")]
+
+
+def test_value_only_uses_and_moves_are_no_meeting():
+    src = """
+    def f(x: torch.Tensor, n: int):
+        k = torch.arange(n).sum().item()
+        m = torch.ones(n)
+        if m.device != x.device:
+            m = m.to(x.device)
+        lens = torch.tensor([len(r) for r in x.tolist()])
+        out = torch.empty(n, 2)
+        out[:, 0] = x[:, 0]
+        return x * k + m, len(lens), out.to(x.device)
+    """
+    assert meetings(src) == []
+
+
+def test_submodule_weights_meet_their_input():
+    src = """
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(3, 4)
+            self.act = nn.ReLU()
+
+        def ok(self, x: torch.Tensor):
+            return self.act(torch.ones(3))
+
+        def bad(self, i: int):
+            return self.embed(torch.tensor([i]))
+    """
+    assert [m[0] for m in meetings(src)] == ["bad"]
+
+
+def test_branches_that_leave_do_not_reach_the_join():
+    src = """
+    def f(x: torch.Tensor):
+        t = torch.ones(3)
+        if x.is_cuda:
+            return x
+        return x + t
+    """
+    assert [m[1:] for m in meetings(src)] == [(3, 6, "operator")]
+
+
+def test_mixed_returns_meet():
+    src = """
+    def f(iou):
+        if iou.numel() == 0:
+            return torch.tensor(0.0)
+        return iou.mean()
+    """
+    assert [m[1:] for m in meetings(src)] == [(4, 4, "return")]
+
+
+def test_loops_carry_values_and_appends():
+    src = """
+    def f(x: torch.Tensor, n: int):
+        parts = []
+        for i in range(n):
+            parts.append(torch.zeros(2))
+        return torch.cat([x, *parts])
+    """
+    assert [m[1:] for m in meetings(src)] == [(5, 6, "torch.cat")]
+
+
+def test_anchors_follow_rebinding():
+    flow, module, line = _flow(
+        "import torch\n"
+        "def f(x, y):\n"
+        "    n = y.size(0)\n"
+        "    a = torch.zeros(n)\n"
+        "    x = x.size(0)\n"
+        "    b = torch.zeros(n)\n"
+        "    return y + a + b\n"
+    )
+    fn = flow.all_functions()[0]
+    result = flow.function(fn)
+    by_line = {line[o]: names for o, names in result.anchors.items()}
+    assert by_line == {4: ["x", "y"], 6: ["y"]}  # once x is rebound to a number it names no device
+
+
+def test_may_meet_bounds_the_meetings():
+    """The cheap bound is never False where the analysis finds a meeting."""
+    src = """
+    import torch
+
+    def grid(n):
+        return torch.arange(n)
+
+    def far(x: torch.Tensor):
+        return x + grid(3)
+
+    def none(x: torch.Tensor):
+        return x * 2
+    """
+    flow, _, _ = _flow(src)
+    for fn in flow.all_functions():
+        if flow.function(fn).meetings:
+            assert flow.may_meet(fn)
+    by_name = {f.name.value: f for f in flow.all_functions()}
+    assert not flow.may_meet(by_name["none"])
+    assert flow.may_meet(by_name["far"])
+
+
+def test_recursion_terminates():
+    src = """
+    def f(x: torch.Tensor):
+        return g(x) + torch.ones(2)
+
+    def g(x: torch.Tensor):
+        return f(x)
+    """
+    assert meetings(src) is not None
+
+
+def test_a_cpu_argument_meets_inside_the_callee():
+    src = """
+    def gamma_pdf(x, concentration):
+        return x.float() ** (concentration - 1)
+
+    def features(positions: torch.Tensor, n: int):
+        mean = torch.linspace(0, 1, n)
+        return gamma_pdf(positions.abs(), mean)
+    """
+    assert meetings(src) == [("features", 6, 3, "operator")]
+
+
+def test_inputs_of_unknown_kind_become_tensors_where_only_a_tensor_can_be():
+    src = """
+    def post_process(outputs, num_classes: int):
+        scores = outputs.logits.softmax(-1)
+        labels = torch.arange(num_classes)
+        top = scores.topk(5).indices
+        return labels[top]
+
+    def scaled(x, scale):
+        return torch.arange(3) * scale  # scale may be a number
+    """
+    assert [m[:2] for m in meetings(src)] == [("post_process", 4)]
+
+
+def test_a_function_that_hands_its_inputs_to_numpy_runs_on_the_cpu():
+    src = """
+    import numpy as np
+
+    def fit(x: torch.Tensor, y: torch.Tensor):
+        design = torch.cat([x, torch.ones(x.size(0), 1)], dim=-1)
+        return np.linalg.lstsq(design, y.numpy(), rcond=None)
+    """
+    assert meetings(src) == []
