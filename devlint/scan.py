@@ -16,10 +16,13 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
-from devlint.semantic import _LEGACY_TENSOR_CONSTRUCTORS, KNOWN_MODULE_BASES, _is_torch_module_name, canonical
+from devlint.semantic import _LEGACY_TENSOR_CONSTRUCTORS, DEVICE_FACTORIES as _FACTORY_NAMES, KNOWN_MODULE_BASES, _is_torch_module_name, canonical
 
 #: calls that build a plain container (as ``semantic._container_type`` reads them)
 _CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "collections.OrderedDict", "OrderedDict"})
+
+
+_LOCAL_HINTS = frozenset({"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "shape"})
 
 
 class CallSite(NamedTuple):
@@ -366,6 +369,27 @@ class ScanSummary:
         for store in self.attribute_stores:
             if store[1] != "forward":
                 yield store
+
+    def may_hold_local_tensors(self) -> bool:
+        """Whether the device flow can see a tensor on the inputs' device in
+        this file (a bound on ``DeviceFlow``'s meetings): something annotated
+        or used as a tensor (``Tensor``, ``.device``, ``.size()``, ...), a
+        torch computation, or a class that may be a module."""
+        from devlint.facts.flow import TENSOR_ONLY_ATTRS
+
+        if self.attributes & (TENSOR_ONLY_ATTRS | _LOCAL_HINTS):
+            return True
+        if any(t.endswith("Tensor") and t.startswith("torch.") for ts in self.imports.values() for t in ts):
+            return True
+        if any(self.class_may_be_module(c) for c in self.bases):
+            return True
+        for call in self.calls:
+            for q in self.resolve(call.func):
+                if q.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")):
+                    return True
+                if q.startswith("torch.") and q.count(".") == 1 and q[6:] not in _FACTORY_NAMES:
+                    return True
+        return False
 
     def may_hold_sequence(self, cls: Optional[str], attr: str) -> bool:
         """Whether ``self.<attr>`` of ``cls`` may hold a list or tuple (a

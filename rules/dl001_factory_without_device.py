@@ -17,8 +17,11 @@ inputs' device: `torch.cat([x, torch.zeros(n, d)])` with `x` a tensor
 argument, a CPU kernel passed to `F.conv1d(signal, kernel)`, a CPU table
 indexed by a device index, CPU ids into a submodule's embedding, a helper's
 CPU result added to an argument, a CPU tensor passed to a helper that
-combines it with a device tensor, or `return torch.tensor(0.0)` on one path
-of a function whose other path returns the input's device. An argument counts
+combines it with a device tensor, or `return torch.zeros(1)` on one path
+of a function whose other path returns the input's device (a 0-dim
+`torch.tensor(0.0)` fallback mixes with anything but a concatenation, and is
+not flagged). Methods of `torch.utils.data` datasets and samplers run in the
+data loader, on the CPU, and are not flagged. An argument counts
 as a tensor when it is annotated as one or used the way only a tensor is
 (`.device`, `.size()`, `.view()`, the input of a torch computation); one
 that may be a number (`torch.arange(n) * scale`) meets nothing.
@@ -147,7 +150,7 @@ from devlint.semantic import (
     self_attribute_loads,
     with_keyword_arg,
 )
-from devlint.facts.flow import TENSOR_ONLY_ATTRS
+from devlint.facts.flow import CPU, INIT_METHODS as _INIT_METHODS
 from devlint.scan import CHAIN_METHODS, MOVE_METHODS
 from devlint.walk import walk
 
@@ -307,7 +310,7 @@ class RNN(nn.Module):
             if fns <= {"tensor", "as_tensor"} and call.first_arg == "attribute" and not scan.may_hold_sequence(call.cls, call.first_name):
                 continue  # torch.tensor(self.scale): the flow cannot tell it holds data
             if local is None:
-                local = _may_hold_local_tensors(scan)
+                local = scan.may_hold_local_tensors()
             if local:
                 return True
         return False
@@ -426,39 +429,22 @@ class RNN(nn.Module):
         a finding where the device flow shows it meeting a tensor on the
         inputs' or the module's device, unless the forward flow above
         already reported it."""
-        flow = self.context.device_flow
-        owners = flow.owner
         reported: Set[int] = {id(d.node) for d in self.diagnostics}
-        for fn in flow.all_functions():
-            if _init_time(self.facts, flow, fn) or not flow.may_meet(fn):
+        for found in self.context.device_flow.origin_meetings((CPU,), reported):
+            origin, meeting = found.origin, found.meeting
+            message = (
+                f"`torch.{found.name}` in `{found.where}` creates its tensor on the CPU; it meets "
+                f"{found.partner_text} through {found.how_text}, which fails when that is on a GPU"
+            )
+            if not found.anchors or not isinstance(origin, cst.Call):
+                self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created")
                 continue
-            result = flow.function(fn)
-            for meeting in result.meetings:
-                origin = meeting.origin
-                home = _home_of(flow, origin, fn)
-                if id(origin) in reported or home is None or _init_time(self.facts, flow, home):
-                    continue
-                reported.add(id(origin))
-                home_flow = flow.function(home)
-                name = home_flow.origin_names.get(origin, "tensor")
-                where = home.name.value if owners.get(home) is None else f"{owners[home]}.{home.name.value}"
-                partner = f"`{meeting.partner}`" if meeting.partner else "a tensor on the inputs' device"
-                how = {"operator": "an operation", "submodule": "a submodule's weights", "index": "an index",
-                       "return": "the other returns"}.get(meeting.how, f"`{meeting.how}`")
-                message = (
-                    f"`torch.{name}` in `{where}` creates its tensor on the CPU; it meets {partner} "
-                    f"through {how}, which fails when that is on a GPU"
-                )
-                anchors = home_flow.anchors.get(origin, [])
-                if not anchors or not isinstance(origin, cst.Call):
-                    self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created")
-                    continue
-                anchor = f"{anchors[0]}.device"
-                if name in ("tensor", "as_tensor", "scalar_tensor") or self.facts.is_factory(origin.func):
-                    new = _add_device(origin, anchor)
-                else:  # torch.from_numpy(a), torch.FloatTensor(xs): no device argument
-                    new = cst.Call(func=cst.Attribute(value=origin, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(anchor))])
-                self.report(origin, message, fix=self.replace(origin, new, f"create it on `{anchor}`"))
+            anchor = f"{found.anchors[0]}.device"
+            if found.name in ("tensor", "as_tensor", "scalar_tensor") or self.facts.is_factory(origin.func):
+                new = _add_device(origin, anchor)
+            else:  # torch.from_numpy(a), torch.FloatTensor(xs): no device argument
+                new = cst.Call(func=cst.Attribute(value=origin, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(anchor))])
+            self.report(origin, message, fix=self.replace(origin, new, f"create it on `{anchor}`"))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._method is not None:
@@ -1768,57 +1754,6 @@ def _file_bases(facts: FileFacts, cls: ClassFacts) -> List[str]:
 def _inherited_methods(facts: FileFacts, cls: ClassFacts) -> List[str]:
     """Methods ``cls`` inherits from its bases of this file."""
     return [m for b in _file_bases(facts, cls) for m in facts.classes[b].methods if m not in cls.methods]
-
-
-def _may_hold_local_tensors(scan) -> bool:
-    """Whether the device flow can see a tensor on the inputs' device in this
-    file: something annotated or used as a tensor (``Tensor``, ``.device``,
-    ``.size()``, ...), a torch computation, or a class that may be a module."""
-    if scan.attributes & _LOCAL_HINTS:
-        return True
-    if any(t.endswith("Tensor") and t.startswith("torch.") for ts in scan.imports.values() for t in ts):
-        return True
-    if any(scan.class_may_be_module(c) for c in scan.bases):
-        return True
-    for call in scan.calls:
-        for q in scan.resolve(call.func):
-            if q.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")):
-                return True
-            if q.startswith("torch.") and q.count(".") == 1 and q[6:] not in DEVICE_FACTORIES:
-                return True
-    return False
-
-
-_LOCAL_HINTS = TENSOR_ONLY_ATTRS | {"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "shape"}
-
-_INIT_METHODS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "init_weights", "_init_weights", "__setstate__"})
-
-
-def _init_time(facts: FileFacts, flow, fn: cst.FunctionDef) -> bool:
-    """A method of a module class that runs while the module is built, before
-    it is moved to a device (``__init__``, ``reset_parameters``, and methods
-    only ``__init__`` calls)."""
-    cls_name = flow.owner.get(fn)
-    if cls_name is None:
-        return False
-    cls = facts.classes.get(cls_name)
-    if cls is None or not cls.is_module:
-        return False
-    name = fn.name.value
-    if name in _INIT_METHODS:
-        return True
-    callers = [m for m, f in cls.methods.items() if name in f.self_calls]
-    return bool(callers) and all(m in _INIT_METHODS for m in callers)
-
-
-def _home_of(flow, origin: cst.CSTNode, asker: cst.FunctionDef) -> Optional[cst.FunctionDef]:
-    """The function whose body holds ``origin``."""
-    if origin in flow.function(asker).origin_names:
-        return asker
-    for fn in flow.all_functions():
-        if fn is not asker and origin in flow.function(fn).origin_names:
-            return fn
-    return None
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

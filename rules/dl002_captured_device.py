@@ -12,6 +12,16 @@ or `device=<device>` in a call, also through a local copy (`device =
 self.device` or `device = f"cuda:{self.gpu}"`, then `device=device`) when
 that assignment is the local's only binding in the method.
 
+Anywhere else (helpers, losses, metrics, generation utilities: any function
+or method that does not run while a module is built), it flags a tensor put
+on the current GPU (`.cuda()`, `.to("cuda")`, `device="cuda"`,
+`torch.device("cuda")`) or on one named in the code (`.cuda(0)`,
+`"cuda:1"`) where the device flow shows it meeting a tensor that follows the
+inputs: `cost = torch.ones(n, n).cuda(); cost + x`, an index moved to
+`"cuda"` that indexes `x`, a kernel on `"cuda:0"` convolved with the signal.
+A tensor moved there together with everything it meets
+(`x = x.cuda(); w = torch.ones(3).cuda(); x * w`) is not flagged.
+
 ## Why is this bad?
 `nn.DataParallel` copies the module onto every GPU and runs each copy on its
 own slice of the batch, but a device captured at construction (or written as a
@@ -85,8 +95,10 @@ from typing import Dict, Optional, Set, Tuple
 
 import libcst as cst
 
+from devlint.facts.flow import CURRENT, FIXED
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
+    code_of,
     dotted_name,
     is_cuda_string,
     keyword_arg,
@@ -348,7 +360,46 @@ class Head(nn.Module):
                 root, attr = detail.split(".", 1)
                 if attr in scan.attribute_values and root in scan.method_self.get((c.cls, c.method), ()):
                     return True
+        # anywhere else the device flow decides: a tensor put on the current
+        # or a fixed GPU (.cuda(), .cuda(0), "cuda", "cuda:1", torch.device("cuda"))
+        # in a file where a tensor can follow the inputs
+        for c in scan.calls:
+            placed = c.attr == "cuda" and c.n_args <= 1
+            if c.device_arg is not None:
+                kind, detail = c.device_arg
+                placed = placed or kind == "int" or (kind == "str" and detail.startswith("cuda")) or (
+                    kind == "call" and scan.refers_to(detail, {"torch.device"})
+                ) or (kind == "name" and any(t.startswith("cuda") for t in scan.strings))
+            if placed and scan.may_hold_local_tensors():
+                return True
         return False
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        self._report_flow_meetings()
+
+    def _report_flow_meetings(self) -> None:
+        """Outside what ``forward`` runs (helpers, losses, metrics, generation
+        utilities): a tensor put on the current or a fixed GPU is a finding
+        where the device flow shows it meeting a tensor on the inputs'
+        device."""
+        flow = self.context.device_flow
+        skip: Set[int] = {id(d.node) for d in self.diagnostics}
+        for found in flow.origin_meetings((CURRENT, FIXED), skip):
+            cls = flow.class_facts(found.home)
+            if cls is not None and found.home.name.value in cls.forward_reachable:
+                continue  # forward is checked above, syntactically
+            origin = found.origin
+            target = "the current GPU" if found.meeting.device == CURRENT else "a GPU named in the code"
+            code = _origin_code(origin)
+            message = (
+                f"`{code}` in `{found.where}` puts its tensor on {target}, not on the device of "
+                f"{found.partner_text}, which it meets through {found.how_text}"
+            )
+            new = _placed_on(origin, f"{found.anchors[0]}.device") if found.anchors and isinstance(origin, cst.Call) else None
+            if new is None:
+                self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is placed")
+            else:
+                self.report(origin, message, fix=self.replace(origin, new, f"place it on `{found.anchors[0]}.device`"))
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -695,3 +746,32 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
 
 def _code(node: cst.CSTNode) -> str:
     return dotted_name(node) or cst.Module(body=[]).code_for_node(node)
+
+
+def _origin_code(call: cst.CSTNode) -> str:
+    """How a message names a placing call: ``.cuda()``, ``.to("cuda")``,
+    ``device="cuda"``."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("cuda", "to"):
+        return f".{call.func.attr.value}({', '.join(code_of(a) for a in call.args)})"
+    if isinstance(call, cst.Call):
+        dev = keyword_arg(call, "device")
+        if dev is not None:
+            return f"device={code_of(dev.value)}"
+    return code_of(call)
+
+
+def _placed_on(call: cst.Call, anchor: str) -> Optional[cst.Call]:
+    """``call`` placing its tensor on ``anchor`` instead: ``t.cuda()`` ->
+    ``t.to(anchor)``, ``t.to("cuda")`` -> ``t.to(anchor)``, ``device="cuda"``
+    -> ``device=anchor``; None when the call has another shape."""
+    new_dev = cst.parse_expression(anchor)
+    func = call.func
+    if isinstance(func, cst.Attribute) and func.attr.value == "cuda":
+        kept = [a for a in call.args if a.keyword is not None and a.keyword.value == "non_blocking"]
+        return call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[cst.Arg(new_dev), *kept])
+    dev = keyword_arg(call, "device")
+    if dev is None and isinstance(func, cst.Attribute) and func.attr.value == "to":
+        dev = next((a for a in call.args if a.keyword is None), None)
+    if dev is None:
+        return None
+    return call.with_changes(args=[a.with_changes(value=new_dev) if a is dev else a for a in call.args])

@@ -198,8 +198,8 @@ def test_mixed_returns_meet():
     src = """
     def f(iou):
         if iou.numel() == 0:
-            return torch.tensor(0.0)
-        return iou.mean()
+            return torch.zeros(1)
+        return iou.mean(0)
     """
     assert [m[1:] for m in meetings(src)] == [(4, 4, "return")]
 
@@ -300,3 +300,51 @@ def test_a_function_that_hands_its_inputs_to_numpy_runs_on_the_cpu():
         return np.linalg.lstsq(design, y.numpy(), rcond=None)
     """
     assert meetings(src) == []
+
+
+def test_current_and_fixed_gpus_meet_the_inputs_device():
+    src = """
+    def f(x: torch.Tensor, n: int):
+        a = torch.ones(n).cuda()
+        b = torch.zeros(n, device="cuda:1")
+        c = torch.arange(n).to(torch.device("cuda"))
+        d = torch.zeros(n).cuda() * torch.ones(n).cuda()  # both on the current GPU: no meeting here
+        return x + a, x * b, x[c], d
+    """
+    found = {(m[1], m[3]) for m in meetings(src)}
+    assert found == {(3, "operator"), (4, "operator"), (5, "index")}
+    flow, _, line = _flow("import torch\n" + textwrap.dedent(src))
+    devices = {line[m.origin]: m.device for m in flow.function(flow.all_functions()[0]).meetings}
+    assert devices == {4: "current", 5: "fixed", 6: "current"}
+
+
+def test_dataset_methods_run_in_the_loader():
+    src = """
+    import torch
+    from torch.utils.data import Dataset
+
+    class Packed(Dataset):
+        def pad(self, tokens: torch.Tensor, n: int):
+            return torch.cat([tokens, torch.zeros(n, dtype=tokens.dtype)])
+
+    def pad(tokens: torch.Tensor, n: int):
+        return torch.cat([tokens, torch.zeros(n, dtype=tokens.dtype)])
+    """
+    flow, _, _ = _flow(src)
+    found = [m.home.name.value + ("@" + (flow.owner[m.home] or "")) for m in flow.origin_meetings(("cpu",), set())]
+    assert found == ["pad@"]
+
+
+def test_a_zero_dim_fallback_return_is_no_meeting():
+    src = """
+    def mean_or_zero(x: torch.Tensor):
+        if x.numel() == 0:
+            return torch.tensor(0.0)
+        return x.mean()
+
+    def rows_or_empty(x: torch.Tensor):
+        if x.numel() == 0:
+            return torch.zeros(0, 4) if False else torch.zeros(1, 4)
+        return x
+    """
+    assert [m[0] for m in meetings(src)] == ["rows_or_empty"]

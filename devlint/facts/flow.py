@@ -12,6 +12,7 @@ modules, a *device*:
   ``torch.from_numpy``, a legacy constructor) carries the calls that made it,
   a tensor taken there on purpose (``.cpu()``) carries none;
 - ``CURRENT``: the current CUDA device (``.cuda()``, ``"cuda"``);
+- ``FIXED``: a device named in the code (``"cuda:1"``, ``.cuda(0)``);
 - ``ANY``: not known (a join of different devices, a move to a device held in
   a variable the flow cannot read, an unknown call).
 
@@ -40,7 +41,7 @@ factory), what it met and which tensor in scope there a fix may name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -72,6 +73,9 @@ UNKNOWN = "unknown"
 LOCAL = "local"
 CPU = "cpu"
 CURRENT = "current"
+FIXED = "fixed"
+#: devices a tensor can be put on without following the inputs
+PINNED = (CPU, CURRENT, FIXED)
 ANY = "any"
 
 
@@ -79,7 +83,9 @@ ANY = "any"
 class Value:
     kind: str = UNKNOWN
     device: str = ANY
-    #: for a CPU tensor: the calls that created it there without being asked
+    #: for a tensor on the CPU, the current or a fixed device: the calls that
+    #: put it there without following the inputs (a factory without
+    #: ``device=``, ``.cuda()``, ``device="cuda:1"``)
     born: FrozenSet[cst.CSTNode] = frozenset()
     #: a 0-dim tensor (or a Python number), which mixes with any device
     scalar: bool = False
@@ -97,6 +103,17 @@ class Value:
     @property
     def cpu_born(self) -> bool:
         return self.kind == TENSOR and self.device == CPU and bool(self.born)
+
+    @property
+    def pinned(self) -> bool:
+        """Put on a device that does not follow the inputs, by a call the
+        flow can name."""
+        return self.kind == TENSOR and self.device in PINNED and bool(self.born)
+
+    def mixes_anywhere(self, concat: bool = False) -> bool:
+        """A 0-dim CPU tensor meets tensors on any device (not in a
+        concatenation)."""
+        return self.device == CPU and self.scalar and not concat
 
     @property
     def on_local(self) -> bool:
@@ -119,7 +136,7 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return a
     kind = a.kind if a.kind == b.kind else UNKNOWN
     device = a.device if a.device == b.device else ANY
-    born = a.born | b.born if device == CPU and a.born and b.born else frozenset()
+    born = a.born | b.born if device in PINNED and a.born and b.born else frozenset()
     items: Tuple[Value, ...] = ()
     exact = a.exact and b.exact and len(a.items) == len(b.items)
     if kind == SEQ and exact:
@@ -236,6 +253,8 @@ class Meeting:
     how: str
     #: the tensor it meets, as the code names it ("" when it has no name)
     partner: str = ""
+    #: where the origin put its tensor: "cpu", "current" or "fixed"
+    device: str = CPU
 
 
 @dataclass
@@ -255,8 +274,41 @@ class FunctionFlow:
     cpu_only: bool = False
 
 
-class _Stop(Exception):
-    pass
+@dataclass(frozen=True)
+class OriginMeeting:
+    """The first meeting of one origin, with what a rule needs to report it."""
+
+    origin: cst.CSTNode
+    meeting: Meeting
+    #: the function whose body holds the origin, and how a message names it
+    home: cst.FunctionDef
+    where: str
+    #: the origin's short name (``zeros``, ``from_numpy``, ``cuda``, ``to``)
+    name: str
+    #: names holding a tensor on the inputs' device in scope at the origin
+    anchors: Tuple[str, ...]
+
+    @property
+    def partner_text(self) -> str:
+        return f"`{self.meeting.partner}`" if self.meeting.partner else "a tensor on the inputs' device"
+
+    @property
+    def how_text(self) -> str:
+        how = self.meeting.how
+        return _HOW_TEXT.get(how, f"`{how}`")
+
+
+_HOW_TEXT = {"operator": "an operation", "submodule": "a submodule's weights", "index": "an index", "return": "the other returns"}
+
+#: classes whose methods run in the data loader, on the CPU
+LOADER_BASES = frozenset(
+    f"torch.utils.data.{m}{c}"
+    for m in ("", "dataset.", "sampler.")
+    for c in ("Dataset", "IterableDataset", "TensorDataset", "Sampler", "BatchSampler")
+)
+
+#: methods of a module that run while it is built, before it is moved
+INIT_METHODS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "init_weights", "_init_weights", "__setstate__"})
 
 
 Env = Dict[str, Value]
@@ -350,6 +402,64 @@ class DeviceFlow:
                 self._special_in_progress.discard(key)
             self._special[key] = flow  # type: ignore[index]
         return flow
+
+    def runs_in_loader(self, fn: cst.FunctionDef) -> bool:
+        """A method of a ``torch.utils.data`` dataset or sampler: it runs in
+        the data loader, on the CPU, before the batch is moved."""
+        cls = self.owner.get(fn)
+        if cls is None:
+            return False
+        for name in self.facts.lineage(cls):
+            q = name if "." in name and name.startswith("torch.") else self.facts.qualify_dotted(name) if name not in self.facts.classes else None
+            if q in LOADER_BASES:
+                return True
+        return False
+
+    def init_time(self, fn: cst.FunctionDef) -> bool:
+        """A method of a module class that runs while the module is built,
+        before it is moved to a device (``__init__``, ``reset_parameters``,
+        and methods only those call)."""
+        cls = self.class_facts(fn)
+        if cls is None or not cls.is_module:
+            return False
+        name = fn.name.value
+        if name in INIT_METHODS:
+            return True
+        callers = [m for m, f in cls.methods.items() if name in f.self_calls]
+        return bool(callers) and all(m in INIT_METHODS for m in callers)
+
+    def home_of(self, origin: cst.CSTNode, asker: cst.FunctionDef) -> Optional[cst.FunctionDef]:
+        """The function whose body holds ``origin``."""
+        if origin in self.function(asker).origin_names:
+            return asker
+        for fn in self.owner:
+            if fn is not asker and origin in self.function(fn).origin_names:
+                return fn
+        return None
+
+    def origin_meetings(self, devices: Sequence[str], skip: Set[int]) -> Iterator[OriginMeeting]:
+        """The first meeting of each origin that put a tensor on one of
+        ``devices``, over every function that does not run while a module
+        is built; origins whose id is in ``skip`` (and each one yielded,
+        which is added to it) are passed over."""
+        for fn in self.owner:
+            if self.init_time(fn) or self.runs_in_loader(fn) or not self.may_meet(fn):
+                continue
+            for meeting in self.function(fn).meetings:
+                origin = meeting.origin
+                if meeting.device not in devices or id(origin) in skip:
+                    continue
+                home = self.home_of(origin, fn)
+                if home is None or self.init_time(home):
+                    continue
+                skip.add(id(origin))
+                home_flow = self.function(home)
+                owner = self.owner.get(home)
+                yield OriginMeeting(
+                    origin, meeting, home,
+                    home.name.value if owner is None else f"{owner}.{home.name.value}",
+                    home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
+                )
 
     def method(self, cls: str, name: str) -> Optional[cst.FunctionDef]:
         for c in self.facts.lineage(cls):
@@ -472,9 +582,9 @@ class _Sources(cst.CSTVisitor):
             self.called.add(func.attr.value)
         if not self.source:
             q = self.facts.qualify(func) or ""
-            if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS:
-                self.source = True
-            elif self.facts.is_factory(func) and keyword_arg(node, "device") is None:
+            if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS or self.facts.is_factory(func):
+                self.source = True  # a factory: without device= on the CPU, with one maybe on a named GPU
+            elif isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
                 self.source = True
 
 
@@ -560,9 +670,10 @@ class _Interpreter:
         local = next((n for n, v in self.returns if v.kind == TENSOR and v.device == LOCAL), None)
         if local is not None:
             for n, v in self.returns:
-                if v.cpu_born:
-                    for origin in v.born:
-                        self._meet(origin, n, "return", "")
+                # a 0-dim CPU fallback (return torch.tensor(0.0)) mixes with
+                # whatever the caller does with it, except stacking
+                if v.pinned and not v.mixes_anywhere():
+                    self._meet_all(v, n, "return", "")
         return self.result
 
     # -- statements -------------------------------------------------------------
@@ -689,10 +800,9 @@ class _Interpreter:
         if isinstance(target, cst.Subscript):
             base = self._expr(target.value, env)
             idx = [self._index_value(e, env) for e in target.slice]
-            if base.kind == TENSOR and base.device == LOCAL and v.cpu_born and not v.scalar:
+            if base.kind == TENSOR and base.device == LOCAL and v.pinned and not v.mixes_anywhere():
                 if any(i.kind == TENSOR for i in idx):  # x[mask] = cpu_values: index_put_
-                    for origin in v.born:
-                        self._meet(origin, target, "index", base.anchor or "")
+                    self._meet_all(v, target, "index", base.anchor or "")
             self._index_meetings(base, idx, target)
             if base.kind == SEQ and isinstance(target.value, cst.Name):
                 env[target.value.value] = _seq(elem=join(base.elem, v), known=False)
@@ -722,21 +832,24 @@ class _Interpreter:
             self._bind(target.value, v, env)
 
     # -- meetings -----------------------------------------------------------------
-    def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str) -> None:
+    def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str, device: str = CPU) -> None:
         key = (id(origin), id(at))
         if key in self._seen:
             return
         self._seen.add(key)
-        self.result.meetings.append(Meeting(origin, at, how, partner))
+        self.result.meetings.append(Meeting(origin, at, how, partner, device))
+
+    def _meet_all(self, v: Value, at: cst.CSTNode, how: str, partner: str) -> None:
+        for origin in v.born:
+            self._meet(origin, at, how, partner, v.device)
 
     def _check(self, values: Sequence[Value], at: cst.CSTNode, how: str, scalars_meet: bool = False) -> None:
         local = next((v for v in values if v.kind == TENSOR and v.device == LOCAL), None)
         if local is None:
             return
         for v in values:
-            if v.cpu_born and (scalars_meet or not v.scalar):
-                for origin in v.born:
-                    self._meet(origin, at, how, local.anchor or "")
+            if v.pinned and not v.mixes_anywhere(scalars_meet):
+                self._meet_all(v, at, how, local.anchor or "")
 
     def _binary(self, a: Value, b: Value, at: cst.CSTNode, an: Optional[cst.CSTNode] = None, bn: Optional[cst.CSTNode] = None) -> Value:
         if a.kind == TENSOR and b.kind == TENSOR:
@@ -929,17 +1042,19 @@ class _Interpreter:
         if base.kind != TENSOR:
             return
         tensors = [i for i in idx if i.kind == TENSOR]
+        if base.device == LOCAL:
+            for i in tensors:  # a device tensor indexed by a tensor on another GPU
+                if i.pinned and i.device != CPU:
+                    self._meet_all(i, at, "index", base.anchor or "")
         local = next((i for i in tensors if i.device == LOCAL), None)
         if local is None:
             return
-        if base.cpu_born and not base.scalar:
-            for origin in base.born:
-                self._meet(origin, at, "index", local.anchor or "")
+        if base.pinned and not base.mixes_anywhere():
+            self._meet_all(base, at, "index", local.anchor or "")
         if len(tensors) > 1:
             for i in tensors:
-                if i.cpu_born and not i.scalar:
-                    for origin in i.born:
-                        self._meet(origin, at, "index", local.anchor or "")
+                if i.pinned and not i.mixes_anywhere():
+                    self._meet_all(i, at, "index", local.anchor or "")
 
     def _subscript(self, node: cst.Subscript, env: Env) -> Value:
         base = self._expr(node.value, env)
@@ -1005,7 +1120,10 @@ class _Interpreter:
         args = [(a, self._expr(a.value, env)) for a in node.args]
         dev = keyword_arg(node, "device")
         if dev is not None:
-            return _tensor(self._device_of(dev.value, env))
+            where = self._device_of(dev.value, env)
+            if where in (CURRENT, FIXED):  # device="cuda", device="cuda:1"
+                return self._born(node, name, env, device=where)
+            return _tensor(where)
         if keyword_arg(node, "out") is not None or any(a.star == "**" for a, _ in args):
             return _tensor(ANY)
         positional = [v for a, v in args if a.keyword is None and not a.star]
@@ -1030,7 +1148,7 @@ class _Interpreter:
                 return _tensor(CPU)  # torch.empty(0), torch.empty([0]): holds nothing, an unused placeholder
         return self._born(node, name, env)
 
-    def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False) -> Value:
+    def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False, device: str = CPU) -> Value:
         self.result.origin_names[node] = name
         anchors = [n for n, v in env.items() if v.kind == TENSOR and v.device == LOCAL and v.anchor == n]
         if self.is_module and self.cls is not None:
@@ -1039,19 +1157,21 @@ class _Interpreter:
                 own.append(f"{self.self_name}.{self.cls.anchor_tensor}")
             anchors.extend(a for a in own if a not in anchors)
         self.result.anchors[node] = anchors
-        return _tensor(CPU, [node], scalar=scalar)
+        return _tensor(device, [node], scalar=scalar)
 
     def _device_of(self, node: cst.BaseExpression, env: Env) -> str:
         s = string_value(node)
         if s is not None:
-            return CPU if s.startswith("cpu") else CURRENT if s.startswith("cuda") else ANY
+            return _named_device(s)
         v = self._expr(node, env)
-        if v.kind in (DEVICE, TENSOR) and v.device in (LOCAL, CURRENT):
+        if v.kind in (DEVICE, TENSOR) and v.device in (LOCAL, CURRENT, FIXED):
             return v.device
         return ANY
 
     def _torch_call(self, node: cst.Call, q: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
         name = q.rsplit(".", 1)[-1]
+        if q == "torch.device":
+            return self._torch_device(node)
         compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
@@ -1081,6 +1201,16 @@ class _Interpreter:
         if name in _NOT_ONE_TENSOR:
             return _seq(elem=out, known=False)
         return out
+
+    def _torch_device(self, node: cst.Call) -> Value:
+        """``torch.device("cuda")``, ``torch.device("cuda", 1)``, ``torch.device("cuda:1")``."""
+        positional = [a.value for a in node.args if a.keyword is None]
+        s = string_value(positional[0]) if positional else None
+        if s is None:
+            return Value(DEVICE, ANY)
+        if s == "cuda" and len(positional) > 1:
+            return Value(DEVICE, FIXED if isinstance(positional[1], cst.Integer) else ANY)
+        return Value(DEVICE, _named_device(s))
 
     def _method_call(self, node: cst.Call, func: cst.Attribute, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         m = func.attr.value
@@ -1146,7 +1276,13 @@ class _Interpreter:
     def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR
         if m == "cuda":
-            return Value(kind, CURRENT)
+            positional = [a for a, _ in args if a.keyword is None]
+            if not positional or isinstance(positional[0].value, cst.Integer):
+                where = CURRENT if not positional else FIXED
+                if kind == TENSOR:
+                    return self._born(node, "cuda", env, device=where)
+                return Value(kind, where)
+            return Value(kind, ANY)
         if m == "cpu":
             return Value(kind, CPU)
         if m == "type":
@@ -1164,10 +1300,13 @@ class _Interpreter:
             if a.keyword is not None and a.keyword.value not in ("device", "other"):
                 continue
             s = string_value(a.value)
+            where = _named_device(s) if s is not None else (v.device if v.kind == DEVICE else None)
+            if where in (CURRENT, FIXED) and kind == TENSOR:
+                return self._born(node, "to", env, device=where)  # .to("cuda"), .to(torch.device("cuda:1"))
             if s is not None:
-                return Value(kind, CPU if s.startswith("cpu") else CURRENT if s.startswith("cuda") else ANY)
+                return Value(kind, where or ANY)
             if v.kind in (TENSOR, DEVICE):
-                return Value(kind, v.device if v.device != CPU else ANY)
+                return Value(kind, v.device if v.device in (LOCAL, CURRENT) else ANY)
             if a.keyword is None:
                 return Value(kind, ANY)
         return Value(kind, ANY)
@@ -1195,7 +1334,7 @@ class _Interpreter:
 
     def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool) -> Value:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
-        passed = {k: v for k, v in bound.items() if v.cpu_born}
+        passed = {k: v for k, v in bound.items() if v.pinned}
         if passed and self.depth < _MAX_DEPTH:
             # a CPU-born argument: run the callee with it (one context per
             # call site), so a meeting inside the callee is the caller's finding
@@ -1203,7 +1342,7 @@ class _Interpreter:
             born = frozenset().union(*(v.born for v in passed.values()))
             for m in flow.meetings:
                 if m.origin in born:
-                    self._meet(m.origin, m.at, m.how, m.partner)
+                    self._meet(m.origin, m.at, m.how, m.partner, m.device)
             return self._translate(flow.returns, args, module_method)
         ret = self.flows.function(fn).returns
         return self._translate(ret, args, module_method)
@@ -1258,6 +1397,17 @@ class _Interpreter:
 
 
 _MAX_DEPTH = 3
+
+
+def _named_device(s: str) -> str:
+    """``"cpu"`` -> CPU, ``"cuda"`` -> CURRENT, ``"cuda:1"`` -> FIXED."""
+    if s.startswith("cpu"):
+        return CPU
+    if s == "cuda":
+        return CURRENT
+    if s.startswith("cuda:"):
+        return FIXED
+    return ANY
 
 
 def _has_zero_size(call: cst.Call) -> bool:
