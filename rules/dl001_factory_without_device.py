@@ -17,10 +17,9 @@ inputs' device: `torch.cat([x, torch.zeros(n, d)])` with `x` a tensor
 argument, a CPU kernel passed to `F.conv1d(signal, kernel)`, a CPU table
 indexed by a device index, CPU ids into a submodule's embedding, a helper's
 CPU result added to an argument, a CPU tensor passed to a helper that
-combines it with a device tensor, or `return torch.zeros(1)` on one path
-of a function whose other path returns the input's device (a 0-dim
-`torch.tensor(0.0)` fallback mixes with anything but a concatenation, and is
-not flagged). Methods of `torch.utils.data` datasets and samplers run in the
+combines it with a device tensor. A helper returning a CPU fallback
+(`return torch.zeros(1)` on one path, the input's device on the other) is not
+flagged by itself: the flow follows only what every path agrees on. Methods of `torch.utils.data` datasets and samplers run in the
 data loader, on the CPU, and are not flagged. An argument counts
 as a tensor when it is annotated as one or used the way only a tensor is
 (`.device`, `.size()`, `.view()`, the input of a torch computation); one

@@ -121,6 +121,8 @@ class Value:
 
 
 UNKNOWN_VALUE = Value()
+#: ``None`` (``if x is None:`` narrows ``x`` to it): no tensor, no anchor
+NONE_VALUE = Value(OTHER)
 #: something that came in with the inputs (a parameter, an attribute or item
 #: of one) whose kind is not known: once an operation shows it is a tensor,
 #: it is a tensor on the inputs' device
@@ -666,14 +668,6 @@ class _Interpreter:
         for v in values:
             ret = join(ret, v)
         self.result.returns = ret if ret is not None else OTHER_VALUE
-        # a CPU-born tensor returned on one path, a device tensor on another
-        local = next((n for n, v in self.returns if v.kind == TENSOR and v.device == LOCAL), None)
-        if local is not None:
-            for n, v in self.returns:
-                # a 0-dim CPU fallback (return torch.tensor(0.0)) mixes with
-                # whatever the caller does with it, except stacking
-                if v.pinned and not v.mixes_anywhere():
-                    self._meet_all(v, n, "return", "")
         return self.result
 
     # -- statements -------------------------------------------------------------
@@ -697,13 +691,18 @@ class _Interpreter:
             return env
         if isinstance(stmt, cst.If):
             self._expr(stmt.test, env)
-            a = self._branch(_suite(stmt.body), env)
+            none_then, none_else = _none_tests(stmt.test)
+            then_env = dict(env)
+            then_env.update((n, NONE_VALUE) for n in none_then if n in env)
+            else_env = dict(env)
+            else_env.update((n, NONE_VALUE) for n in none_else if n in env)
+            a = self._block(_suite(stmt.body), then_env)
             if isinstance(stmt.orelse, cst.If):
-                b = self._stmt(stmt.orelse, dict(env))
+                b = self._stmt(stmt.orelse, else_env)
             elif stmt.orelse is not None:
-                b = self._branch(_suite(stmt.orelse.body), env)
+                b = self._block(_suite(stmt.orelse.body), else_env)
             else:
-                b = env
+                b = else_env
             return _join_envs(a, b)
         if isinstance(stmt, (cst.For, cst.While)):
             if isinstance(stmt, cst.For):
@@ -1037,8 +1036,9 @@ class _Interpreter:
         return OTHER_VALUE
 
     def _index_meetings(self, base: Value, idx: Sequence[Value], at: cst.CSTNode) -> None:
-        """A CPU tensor indexed by a device tensor, and CPU index tensors
-        beside device ones, fail; a CPU index into a device tensor does not."""
+        """A CPU tensor indexed by a device tensor fails, and so does a device
+        tensor indexed by a tensor on another GPU; CPU index tensors into a
+        device tensor, alone or beside device ones, do not."""
         if base.kind != TENSOR:
             return
         tensors = [i for i in idx if i.kind == TENSOR]
@@ -1051,10 +1051,8 @@ class _Interpreter:
             return
         if base.pinned and not base.mixes_anywhere():
             self._meet_all(base, at, "index", local.anchor or "")
-        if len(tensors) > 1:
-            for i in tensors:
-                if i.pinned and not i.mixes_anywhere():
-                    self._meet_all(i, at, "index", local.anchor or "")
+        # CPU index tensors beside device ones into a device tensor are fine:
+        # PyTorch takes each index from the CPU or from the indexed tensor's device
 
     def _subscript(self, node: cst.Subscript, env: Env) -> Value:
         base = self._expr(node.value, env)
@@ -1138,6 +1136,11 @@ class _Interpreter:
                     return _tensor(ANY)
                 return self._born(node, name, env)
             return _tensor(CPU)  # torch.tensor(x) of an unknown x: maybe a 0-dim copy
+        if name.startswith("sparse_"):
+            # torch.sparse_coo_tensor(indices, values): on the device of its data
+            data = [v for v in positional if v.kind == TENSOR]
+            if data:
+                return _tensor(data[0].device if all(v.device == data[0].device for v in data) else ANY)
         if name == "scalar_tensor":
             return self._born(node, name, env, scalar=True)
         if name in ("zeros", "ones", "empty", "rand", "randn", "full") and node.args:
@@ -1196,7 +1199,8 @@ class _Interpreter:
         else:
             dev = LOCAL if LOCAL in devices else ANY
         born = frozenset().union(*(v.born for v in tensors)) if dev == CPU else frozenset()
-        scalar = name in _ELEMENTWISE and all(v.scalar for v in tensors)
+        reduced = name in _REDUCTIONS and len(args) == 1 and args[0][0].keyword is None  # torch.prod(t): 0-dim
+        scalar = reduced or (name in _ELEMENTWISE and all(v.scalar for v in tensors))
         out = _tensor(dev, born, scalar)
         if name in _NOT_ONE_TENSOR:
             return _seq(elem=out, known=False)
@@ -1440,6 +1444,19 @@ def _bind_arguments(fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], meth
         elif a.keyword.value in names:
             out[a.keyword.value] = v
     return out
+
+
+def _none_tests(test: cst.BaseExpression) -> Tuple[List[str], List[str]]:
+    """Names an ``if`` test shows to be None in its body and in its else
+    branch: ``x is None`` / ``x is not None``."""
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name):
+        c = test.comparisons[0]
+        if isinstance(c.comparator, cst.Name) and c.comparator.value == "None":
+            if isinstance(c.operator, cst.Is):
+                return [test.left.value], []
+            if isinstance(c.operator, cst.IsNot):
+                return [], [test.left.value]
+    return [], []
 
 
 def _targets(node: cst.BaseExpression) -> List[cst.BaseExpression]:
