@@ -14,7 +14,14 @@ same method (`self.betas = torch.linspace(...)`, then
 `self.alphas_cumprod = torch.cumprod(1 - self.betas, 0)`), the result of a function or method of the
 same file whose every `return` gives such a tensor
 (`self.window = gaussian_window(11, 1.5)`, `self.kernel = self._make_kernel()`),
-or a list, tuple or dict of tensors.
+or a list, tuple or dict of tensors. It is reported when the device flow
+shows the attribute meeting a tensor on the module's device in a method that
+runs once the module is built (arithmetic with an activation, an index by a
+device tensor, an argument of a torch computation or a submodule beside
+one); a read that meets only CPU values, Python numbers or moves is not
+(`torch.bucketize(probs.cpu(), self.edges)`). A parameter that every call
+site in the file passes a device tensor counts as one
+(`self.q_sample(x0, t)` from forward).
 
 ## Why is this bad?
 `model.to(device)`, `model.cuda()` and `model.half()` move and cast parameters,
@@ -384,6 +391,8 @@ class Pyramid(nn.Module):
             return
         if name not in cls.forward_reads or name in cls.forward_writes:
             return
+        if not dynamic and name not in self.context.device_flow.held_meetings(cls.name):
+            return  # read, but the device flow sees it meet no tensor on the inputs' device
         if record.kind == "tensor_container":
             container = _CONTAINER_WORDS.get(record.container, "container")
             self.report(

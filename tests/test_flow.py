@@ -387,3 +387,51 @@ def test_a_mover_returning_cuda_or_its_input_is_no_meeting():
         return x.float()
     """
     assert meetings(src) == []
+
+
+def test_plain_tensor_attributes_are_held_where_they_were_built():
+    src = """
+    class Diffusion(nn.Module):
+        def __init__(self, n: int = 10):
+            super().__init__()
+            self.net = nn.Linear(4, 4)
+            self.betas = torch.linspace(0.0, 1.0, n)
+            self.register_buffer("alphas", 1 - torch.linspace(0.0, 1.0, n))
+
+        def q_sample(self, x0, t):
+            return self.betas[t] * x0 + self.alphas[t] * x0
+
+        def forward(self, x):
+            t = torch.randint(0, 10, (x.size(0),), device=x.device)
+            return self.net(self.q_sample(x, t))
+    """
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    # q_sample's x0 and t are tensors on the inputs' device at its only call site
+    q = flow.methods["Diffusion"]["q_sample"]
+    assert set(flow.parameter_hints(q)) == {"x0", "t"}
+    assert flow.held_meetings("Diffusion") == {"betas"}  # alphas is a buffer
+
+
+def test_parameter_hints_need_every_call_site_to_agree():
+    src = """
+    class M(nn.Module):
+        def scale(self, a, b):
+            return a * b
+
+        def forward(self, x: torch.Tensor):
+            return self.scale(x, x) + self.scale(x, 2.0)
+
+        def unused(self, y):
+            return y
+
+    def helper(a):
+        return a
+
+    def caller(x: torch.Tensor):
+        return helper(x)
+    """
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    methods = flow.methods["M"]
+    assert set(flow.parameter_hints(methods["scale"])) == {"a"}  # b is 2.0 at one site
+    assert flow.parameter_hints(methods["unused"]) == {}  # no call site
+    assert flow.parameter_hints(flow.functions["helper"]) == {}  # module-level callers may be anywhere: not hinted

@@ -45,7 +45,9 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
+from devlint.walk import walk
 from devlint.semantic import (
+    DEVICE_FACTORIES,
     STATELESS_MODULES,
     ClassFacts,
     FileFacts,
@@ -74,8 +76,12 @@ LOCAL = "local"
 CPU = "cpu"
 CURRENT = "current"
 FIXED = "fixed"
+#: a plain tensor attribute of a module (not a parameter or buffer): it stays
+#: where it was built, usually the CPU, when the module is moved, and
+#: DataParallel replicas share the original's
+HELD = "held"
 #: devices a tensor can be put on without following the inputs
-PINNED = (CPU, CURRENT, FIXED)
+PINNED = (CPU, CURRENT, FIXED, HELD)
 ANY = "any"
 
 
@@ -113,7 +119,7 @@ class Value:
     def mixes_anywhere(self, concat: bool = False) -> bool:
         """A 0-dim CPU tensor meets tensors on any device (not in a
         concatenation)."""
-        return self.device == CPU and self.scalar and not concat
+        return self.device in (CPU, HELD) and self.scalar and not concat
 
     @property
     def on_local(self) -> bool:
@@ -169,6 +175,8 @@ def element_of(v: Value) -> Value:
         return NUMBER_VALUE
     if v.kind == UNKNOWN and v.device == LOCAL:
         return LOCAL_UNKNOWN
+    if v.kind == MODULE:
+        return Value(MODULE, v.device)  # for block in self.blocks
     return UNKNOWN_VALUE
 
 
@@ -270,6 +278,9 @@ class FunctionFlow:
     anchors: Dict[cst.CSTNode, List[str]] = field(default_factory=dict)
     #: origin call -> the factory's short name (``zeros``, ``from_numpy``)
     origin_names: Dict[cst.CSTNode, str] = field(default_factory=dict)
+    #: callee -> the arguments each of this function's calls binds to its
+    #: parameters (calls to functions and methods of the same file)
+    call_sites: Dict[cst.FunctionDef, List[Dict[str, Value]]] = field(default_factory=dict)
     #: the function hands its inputs' tensors to NumPy (``x.numpy()``,
     #: ``np.linalg.lstsq(x, y)``), which works on CPU tensors only: its inputs
     #: are on the CPU, and its own CPU tensors meet nothing on a device
@@ -324,8 +335,12 @@ class DeviceFlow:
         self.module = module
         self._flows: Dict[cst.FunctionDef, FunctionFlow] = {}
         self._in_progress: Set[cst.FunctionDef] = set()
-        self._sources: Dict[cst.FunctionDef, Tuple[bool, Set[str]]] = {}
+        self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
         self._special: Dict[tuple, FunctionFlow] = {}
+        self._held: Dict[str, Set[str]] = {}
+        self._base: Dict[cst.FunctionDef, FunctionFlow] = {}
+        self._base_in_progress: Set[cst.FunctionDef] = set()
+        self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
         self._special_in_progress: Set[tuple] = set()
         #: module-level functions and each class's methods, by name
         self.functions: Dict[str, cst.FunctionDef] = {}
@@ -361,33 +376,94 @@ class DeviceFlow:
         return self._may_hold(node, set())
 
     def _may_hold(self, node: cst.FunctionDef, seen: Set[cst.FunctionDef]) -> bool:
-        found = self._sources.get(node)
-        if found is None:
-            v = _Sources(self.facts)
-            node.body.visit(v)
-            found = self._sources[node] = (v.source, v.called)
-        if found[0]:
+        found = self.body_facts(node)
+        if found.source:
             return True
         seen.add(node)
         cls = self.owner.get(node)
-        for name in found[1]:
+        for name in found.called:
             callee = self.functions.get(name) or (self.method(cls, name) if cls else None)
             if callee is not None and callee not in seen and self._may_hold(callee, seen):
                 return True
         return False
 
     def function(self, node: cst.FunctionDef) -> FunctionFlow:
+        """The flow of ``node``, its parameters of unknown kind taken from
+        what every call site in the file passes (see :meth:`parameter_hints`)."""
         flow = self._flows.get(node)
         if flow is None:
             if node in self._in_progress:
                 return FunctionFlow(node)  # recursion: nothing known yet
             self._in_progress.add(node)
             try:
-                flow = _Interpreter(self, node).run()
+                flow = _Interpreter(self, node, hints=self.parameter_hints(node)).run()
             finally:
                 self._in_progress.discard(node)
             self._flows[node] = flow
         return flow
+
+    def base(self, node: cst.FunctionDef) -> FunctionFlow:
+        """The flow of ``node`` from its own text only (no call-site hints);
+        what the hints are computed from."""
+        flow = self._base.get(node)
+        if flow is None:
+            if node in self._base_in_progress:
+                return FunctionFlow(node)
+            self._base_in_progress.add(node)
+            try:
+                flow = _Interpreter(self, node, hinted=False).run()
+            finally:
+                self._base_in_progress.discard(node)
+            self._base[node] = flow
+        return flow
+
+    def parameter_hints(self, node: cst.FunctionDef) -> Dict[str, Value]:
+        """Parameters of unknown kind that every call site of the file passes
+        a tensor on the inputs' device (``self.q_sample(x0, t, noise)`` from
+        forward): there they are such tensors too. Call sites are found by
+        name (``f(...)``, ``self.f(...)``) in the file's functions and read
+        from their own flows."""
+        hints = self._hints.get(node)
+        if hints is not None:
+            return hints
+        callers = [c for c in self._method_callers(node) if c is not node]
+        unknown = [k for k, v in _Interpreter(self, node, hinted=False)._params().items() if v == LOCAL_UNKNOWN] if callers else []
+        if not unknown:
+            self._hints[node] = {}
+            return self._hints[node]
+        sites: List[Dict[str, Value]] = []
+        for caller in callers:
+            sites.extend(self.base(caller).call_sites.get(node, ()))
+        hints = {}
+        if sites:
+            for p in unknown:
+                vals = [site.get(p) for site in sites]
+                if all(v is not None and v.kind == TENSOR and v.device == LOCAL for v in vals):
+                    hints[p] = _tensor(LOCAL, anchor=p)
+        self._hints[node] = hints
+        return hints
+
+    def body_facts(self, node: cst.FunctionDef) -> "_BodyFacts":
+        found = self._body.get(node)
+        if found is None:
+            found = self._body[node] = _BodyFacts(self.facts, self.numpy_imported)
+            walk(node.body, found)
+        return found
+
+    def _method_callers(self, node: cst.FunctionDef) -> List[cst.FunctionDef]:
+        """For a method: the methods of its class, and of the file's classes
+        that derive from it, that call it by name (``self.f(...)``). Hints
+        are not computed for module-level functions, whose callers may be
+        anywhere."""
+        cls = self.owner.get(node)
+        if cls is None:
+            return []
+        name = node.name.value
+        out = []
+        for c, methods in self.methods.items():
+            if cls in self.facts.lineage(c):
+                out.extend(fn for fn in methods.values() if name in self.body_facts(fn).called)
+        return out
 
     def specialised(self, node: cst.FunctionDef, passed: Dict[str, Value], depth: int) -> FunctionFlow:
         """The flow of ``node`` with some parameters bound to CPU-born
@@ -399,11 +475,30 @@ class DeviceFlow:
                 return FunctionFlow(node)
             self._special_in_progress.add(key)
             try:
-                flow = _Interpreter(self, node, overrides=passed, depth=depth).run()
+                flow = _Interpreter(self, node, overrides=passed, depth=depth, hints=self.parameter_hints(node)).run()
             finally:
                 self._special_in_progress.discard(key)
             self._special[key] = flow  # type: ignore[index]
         return flow
+
+    def held_meetings(self, cls_name: str) -> Set[str]:
+        """Plain tensor attributes of ``cls_name`` that meet a tensor on the
+        inputs' device in a method of it (or of a subclass in this file) that
+        runs once the module is built."""
+        found = self._held.get(cls_name)
+        if found is None:
+            found = set()
+            for c, methods in self.methods.items():
+                if cls_name not in self.facts.lineage(c):
+                    continue
+                for fn in methods.values():
+                    if self.init_time(fn):
+                        continue
+                    for m in self.function(fn).meetings:
+                        if m.device == HELD and isinstance(m.origin, cst.Attribute):
+                            found.add(m.origin.attr.value)
+            self._held[cls_name] = found
+        return found
 
     def runs_in_loader(self, fn: cst.FunctionDef) -> bool:
         """A method of a ``torch.utils.data`` dataset or sampler: it runs in
@@ -533,48 +628,24 @@ def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
     return out
 
 
-class _Evidence(cst.CSTVisitor):
-    """Names the body uses the way only a tensor is used."""
+class _BodyFacts(cst.CSTVisitor):
+    """One walk of a function body: whether it creates or places a tensor
+    (a CPU-born or GPU-placed source), the names it calls, and the names it
+    uses the way only a tensor is used (``x.device``, ``x.view(...)``, the
+    input of a torch computation)."""
 
-    def __init__(self, facts: FileFacts, names: Set[str], numpy_imported: bool) -> None:
+    def __init__(self, facts: FileFacts, numpy_imported: bool) -> None:
         self.facts = facts
-        self.names = names
         self.numpy_imported = numpy_imported
+        self.source = False
+        self.called: Set[str] = set()
         self.tensors: Set[str] = set()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if isinstance(node.value, cst.Name) and node.value.value in self.names:
+        if isinstance(node.value, cst.Name):
             a = node.attr.value
             if a in TENSOR_ONLY_ATTRS or (a == "shape" and not self.numpy_imported):
                 self.tensors.add(node.value.value)
-
-    def visit_Call(self, node: cst.Call) -> None:
-        q = self.facts.qualify(node.func) or ""
-        if not q.startswith("torch."):
-            return
-        name = q.rsplit(".", 1)[-1]
-        if name in _NO_MEETING or self.facts.is_factory(node.func) or q in _LEGACY_TENSOR_CONSTRUCTORS:
-            return
-        if not (q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)):
-            return
-        for e in _tensor_arguments(node, name):
-            if isinstance(e, cst.Name) and e.value in self.names:
-                self.tensors.add(e.value)
-
-
-class _Sources(cst.CSTVisitor):
-    """Whether a body creates a tensor on the CPU, and the names it calls."""
-
-    def __init__(self, facts: FileFacts) -> None:
-        self.facts = facts
-        self.source = False
-        self.called: Set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -582,18 +653,30 @@ class _Sources(cst.CSTVisitor):
             self.called.add(func.value)
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             self.called.add(func.attr.value)
-        if not self.source:
-            q = self.facts.qualify(func) or ""
-            if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS or self.facts.is_factory(func):
-                self.source = True  # a factory: without device= on the CPU, with one maybe on a named GPU
-            elif isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
+        dotted = dotted_name(func)
+        q = (self.facts.qualify_dotted(dotted) or "") if dotted and dotted.split(".", 1)[0] in self.facts.imports else ""
+        if not q.startswith("torch."):
+            if not self.source and isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
                 self.source = True
+            return
+        if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS or (q.count(".") == 1 and q[6:] in DEVICE_FACTORIES):
+            self.source = True  # a factory: without device= on the CPU, with one maybe on a named GPU
+            return
+        name = q.rsplit(".", 1)[-1]
+        if name in _NO_MEETING or not (q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)):
+            return
+        for e in _tensor_arguments(node, name):
+            if isinstance(e, cst.Name):
+                self.tensors.add(e.value)
 
 
 class _Interpreter:
     def __init__(self, flows: DeviceFlow, node: cst.FunctionDef, overrides: Optional[Dict[str, Value]] = None,
-                 depth: int = 0) -> None:
+                 depth: int = 0, hints: Optional[Dict[str, Value]] = None, hinted: bool = True) -> None:
         self.flows = flows
+        self.hints = hints or {}
+        #: False while computing hints: callees' flows are their base flows
+        self.hinted = hinted
         self.overrides = overrides or {}
         self.depth = depth
         #: the body hands an input's tensor to NumPy, which only takes CPU
@@ -618,14 +701,19 @@ class _Interpreter:
     def _params(self) -> Env:
         node = self.node
         params = [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]
-        names = {p.name.value for p in params}
-        ev = _Evidence(self.facts, names, self.flows.numpy_imported)
-        node.body.visit(ev)
+        ev = self.flows.body_facts(node)
         env: Env = {}
+        # a module's forward takes its input first: a tensor on the model's device
+        first_input = next((p.name.value for p in params if p.name.value != self.self_name), None)
+        if not (self.is_module and node.name.value == "forward"):
+            first_input = None
         for p in params:
             name = p.name.value
             if name == self.self_name:
                 env[name] = Value(MODULE, LOCAL) if self.is_module else OTHER_VALUE
+                continue
+            if name == first_input and p.default is None and p.annotation is None:
+                env[name] = _tensor(LOCAL, anchor=name)
                 continue
             ann = _annotation(p)
             base = ann.replace("torch.", "").replace("typing.", "").replace(" ", "")
@@ -655,6 +743,7 @@ class _Interpreter:
 
     def run(self) -> FunctionFlow:
         env = self._params()
+        env.update((k, v) for k, v in self.hints.items() if k in env and env[k] == LOCAL_UNKNOWN)
         env.update((k, v) for k, v in self.overrides.items() if k in env)
         try:
             self._block(_suite(self.node.body), env)
@@ -978,7 +1067,7 @@ class _Interpreter:
             return env[key]
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == self.self_name and self.self_name:
-            return self._self_attribute(attr)
+            return self._self_attribute(attr, node)
         base = self._expr(node.value, env)
         if base.kind == TENSOR:
             if attr in _SAME_DEVICE_ATTRS:
@@ -1008,7 +1097,7 @@ class _Interpreter:
             return Value(NUMPY) if attr in ("T", "real", "imag", "flat") else UNKNOWN_VALUE
         return UNKNOWN_VALUE
 
-    def _self_attribute(self, attr: str) -> Value:
+    def _self_attribute(self, attr: str, node: Optional[cst.CSTNode] = None) -> Value:
         cls = self.cls
         if cls is None or not self.is_module:
             return UNKNOWN_VALUE
@@ -1017,6 +1106,9 @@ class _Interpreter:
             return _tensor(LOCAL, anchor=name)
         a = self.facts.class_attribute(cls.name, attr)
         if a is None:
+            prop = self.flows.method(cls.name, attr)
+            if prop is not None and _decorators(prop) & {"property", "functools.cached_property", "cached_property"}:
+                return self._apply_summary(prop, [], module_method=True)  # self.scaled: what the property returns
             return UNKNOWN_VALUE
         if a.kind in ("parameter", "buffer"):
             return _tensor(LOCAL, anchor=name)
@@ -1024,6 +1116,11 @@ class _Interpreter:
             return Value(MODULE, LOCAL)
         if a.kind == "device":
             return Value(DEVICE, ANY)
+        if a.kind in ("tensor", "tensor_container") and node is not None:
+            if any(x.kind in ("parameter", "buffer", "module", "nn_container") for x in cls.assignments_of(attr)):
+                return UNKNOWN_VALUE
+            held = Value(TENSOR, HELD, frozenset({node}), scalar=a.scalar)
+            return held if a.kind == "tensor" else _seq(elem=held, known=False)
         return UNKNOWN_VALUE
 
     def _index_value(self, el: cst.SubscriptElement, env: Env) -> Value:
@@ -1198,7 +1295,7 @@ class _Interpreter:
             dev = devices.pop()
         else:
             dev = LOCAL if LOCAL in devices else ANY
-        born = frozenset().union(*(v.born for v in tensors)) if dev == CPU else frozenset()
+        born = frozenset().union(*(v.born for v in tensors)) if dev in PINNED else frozenset()
         reduced = name in _REDUCTIONS and len(args) == 1 and args[0][0].keyword is None  # torch.prod(t): 0-dim
         scalar = reduced or (name in _ELEMENTWISE and all(v.scalar for v in tensors))
         out = _tensor(dev, born, scalar)
@@ -1222,7 +1319,7 @@ class _Interpreter:
         if self.self_name and isinstance(recv_node, cst.Name) and recv_node.value == self.self_name:
             return self._self_call(node, m, args)
         recv = self._expr(recv_node, env)
-        if recv.kind == MODULE or (self.is_module and self._self_attribute_node(recv_node)):
+        if recv.kind == MODULE:
             # self.sub(x) is func=self.sub, handled in _name_call's sibling below;
             # self.sub.method(x): a submodule's method, on the module's device
             return _tensor(recv.device) if m in ("forward", "__call__") else UNKNOWN_VALUE
@@ -1262,17 +1359,17 @@ class _Interpreter:
         if m == "size":
             return NUMBER_VALUE if node.args else Value(SHAPE)
         if m.startswith("new_") or m == "new":
-            return _tensor(recv.device, recv.born if recv.device == CPU else ())
+            return _tensor(recv.device, recv.born if recv.device in PINNED else ())
         if m in ("copy_", "set_"):
             return replace(recv, anchor=None)
         others = [v for _, v in args if v.kind == TENSOR]
         if m in _BINARY_METHODS and others:
             self._check([recv, *others], node, f"method {m}")
         if m in ("split", "chunk", "unbind", "tensor_split", "sort", "topk", "max", "min", "median", "mode", "unique", "kthvalue") and (args or m not in _REDUCTIONS):
-            return _seq(elem=_tensor(recv.device, recv.born if recv.device == CPU else ()), known=False)
+            return _seq(elem=_tensor(recv.device, recv.born if recv.device in PINNED else ()), known=False)
         if m in _REDUCTIONS and not node.args:
             return _tensor(recv.device, recv.born, scalar=True)
-        return _tensor(recv.device, recv.born if recv.device == CPU else (), recv.scalar and m in _ELEMENTWISE)
+        return _tensor(recv.device, recv.born if recv.device in PINNED else (), recv.scalar and m in _ELEMENTWISE)
 
     def _self_attribute_node(self, node: cst.CSTNode) -> bool:
         return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self.self_name
@@ -1338,6 +1435,9 @@ class _Interpreter:
 
     def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool) -> Value:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
+        self.result.call_sites.setdefault(fn, []).append(bound)
+        if not self.hinted:
+            return self._translate(self.flows.base(fn).returns, args, module_method)
         passed = {k: v for k, v in bound.items() if v.pinned}
         if passed and self.depth < _MAX_DEPTH:
             # a CPU-born argument: run the callee with it (one context per
