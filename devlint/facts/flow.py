@@ -105,6 +105,9 @@ class Value:
     #: ``items`` are exactly the elements, in order (a display without
     #: ``*``); otherwise they are only some of the values it holds
     exact: bool = True
+    #: a tensor by convention only (``forward``'s first parameter), not by
+    #: evidence: it never becomes a hint for a callee's parameter
+    guessed: bool = False
 
     @property
     def cpu_born(self) -> bool:
@@ -438,7 +441,7 @@ class DeviceFlow:
         if sites:
             for p in unknown:
                 vals = [site.get(p) for site in sites]
-                if all(v is not None and v.kind == TENSOR and v.device == LOCAL for v in vals):
+                if all(v is not None and v.kind == TENSOR and v.device == LOCAL and not v.guessed for v in vals):
                     hints[p] = _tensor(LOCAL, anchor=p)
         self._hints[node] = hints
         return hints
@@ -712,8 +715,8 @@ class _Interpreter:
             if name == self.self_name:
                 env[name] = Value(MODULE, LOCAL) if self.is_module else OTHER_VALUE
                 continue
-            if name == first_input and p.default is None and p.annotation is None:
-                env[name] = _tensor(LOCAL, anchor=name)
+            if name == first_input and p.default is None and p.annotation is None and name not in ev.tensors:
+                env[name] = Value(TENSOR, LOCAL, anchor=name, guessed=True)
                 continue
             ann = _annotation(p)
             base = ann.replace("torch.", "").replace("typing.", "").replace(" ", "")
@@ -729,6 +732,8 @@ class _Interpreter:
                 env[name] = OTHER_VALUE
             elif name in ev.tensors and "Tensor" in ann:
                 env[name] = _tensor(LOCAL, anchor=name)
+            elif ann and "Tensor" not in ann and "Any" not in ann:
+                env[name] = OTHER_VALUE  # annotated as something else: tuple[int, int], Config, ...
             elif p.default is not None and isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and not (
                 isinstance(p.default, cst.Name) and p.default.value == "None"
             ):
@@ -1191,8 +1196,8 @@ class _Interpreter:
             return self._factory(node, factory, env)
         args = [(a, self._expr(a.value, env)) for a in node.args]
         if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS:
-            if q.startswith("torch.cuda."):
-                return _tensor(CURRENT)
+            if q.startswith("torch.cuda.") or keyword_arg(node, "device") is not None:
+                return _tensor(CURRENT if q.startswith("torch.cuda.") else ANY)  # torch.Tensor(..., device=d): not a CPU birth
             data = args[0][1] if args and args[0][0].keyword is None else UNKNOWN_VALUE
             if data.kind == TENSOR:
                 return replace(data, anchor=None)
