@@ -105,8 +105,8 @@ class Value:
     #: ``items`` are exactly the elements, in order (a display without
     #: ``*``); otherwise they are only some of the values it holds
     exact: bool = True
-    #: a tensor by convention only (``forward``'s first parameter), not by
-    #: evidence: it never becomes a hint for a callee's parameter
+    #: a tensor by convention only (``forward``'s first parameter, or a
+    #: callee's parameter it is passed to), not by evidence: no fix names it
     guessed: bool = False
 
     @property
@@ -441,8 +441,9 @@ class DeviceFlow:
         if sites:
             for p in unknown:
                 vals = [site.get(p) for site in sites]
-                if all(v is not None and v.kind == TENSOR and v.device == LOCAL and not v.guessed for v in vals):
-                    hints[p] = _tensor(LOCAL, anchor=p)
+                if all(v is not None and v.kind == TENSOR and v.device == LOCAL for v in vals):
+                    # a guess stays a guess in the callee: no fix names it
+                    hints[p] = Value(TENSOR, LOCAL, anchor=p, guessed=any(v.guessed for v in vals))
         self._hints[node] = hints
         return hints
 
@@ -1255,7 +1256,7 @@ class _Interpreter:
 
     def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False, device: str = CPU) -> Value:
         self.result.origin_names[node] = name
-        anchors = [n for n, v in env.items() if v.kind == TENSOR and v.device == LOCAL and v.anchor == n]
+        anchors = [n for n, v in env.items() if v.kind == TENSOR and v.device == LOCAL and v.anchor == n and not v.guessed]
         if self.is_module and self.cls is not None:
             own = [f"{self.self_name}.{p}" for p in (*self.cls.parameters, *self.cls.buffers)]
             if self.cls.anchor_tensor:
