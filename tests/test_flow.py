@@ -435,3 +435,18 @@ def test_parameter_hints_need_every_call_site_to_agree():
     assert set(flow.parameter_hints(methods["scale"])) == {"a"}  # b is 2.0 at one site
     assert flow.parameter_hints(methods["unused"]) == {}  # no call site
     assert flow.parameter_hints(flow.functions["helper"]) == {}  # module-level callers may be anywhere: not hinted
+
+
+def test_one_line_suites_are_followed():
+    src = """
+    def f(x: torch.Tensor, n: int):
+        t = torch.ones(n)
+        if x.is_cuda: t = t.to(x.device)
+        return x + t
+
+    def g(x: torch.Tensor, n: int):
+        if n: t = torch.ones(n)
+        else: t = torch.zeros(n)
+        return x + t
+    """
+    assert [m[0] for m in meetings(src)] == ["g", "g"]

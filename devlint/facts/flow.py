@@ -110,10 +110,6 @@ class Value:
     guessed: bool = False
 
     @property
-    def cpu_born(self) -> bool:
-        return self.kind == TENSOR and self.device == CPU and bool(self.born)
-
-    @property
     def pinned(self) -> bool:
         """Put on a device that does not follow the inputs, by a call the
         flow can name."""
@@ -779,6 +775,8 @@ class _Interpreter:
         return self._block(stmts, dict(env))
 
     def _stmt(self, stmt: cst.CSTNode, env: Env) -> Optional[Env]:
+        if isinstance(stmt, cst.BaseSmallStatement):  # the body of a one-line suite: `if c: t = t.cuda()`
+            return self._small(stmt, env)
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if self._small(small, env) is None:
@@ -1376,9 +1374,6 @@ class _Interpreter:
         if m in _REDUCTIONS and not node.args:
             return _tensor(recv.device, recv.born, scalar=True)
         return _tensor(recv.device, recv.born if recv.device in PINNED else (), recv.scalar and m in _ELEMENTWISE)
-
-    def _self_attribute_node(self, node: cst.CSTNode) -> bool:
-        return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self.self_name
 
     def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR
