@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from devlint import __version__
 from devlint.diagnostic import FileResult
@@ -39,22 +39,41 @@ def cache_dir(root: str) -> str:
 def code_fingerprint() -> str:
     """A hash of everything that decides what devlint reports: its version,
     the Python version, libcst's version and the source of every devlint and
-    rule module (so a changed, added or removed rule invalidates the cache)."""
+    module, rules and their private helpers included, every subpackage
+    (``devlint/facts/``) included: a changed, added or removed module
+    invalidates the cache."""
     import importlib.util
-
-    from devlint.catalog import rule_sources
 
     h = hashlib.sha256(f"devlint {__version__} python {sys.version_info[:3]}".encode())
     spec = importlib.util.find_spec("libcst")
     if spec is not None and spec.origin:
         _feed(h, os.path.join(os.path.dirname(spec.origin), "_version.py"))
-    engine_dir = os.path.dirname(os.path.abspath(__file__))
-    files = [(n, os.path.join(engine_dir, n)) for n in sorted(os.listdir(engine_dir)) if n.endswith(".py")]
-    files += [("rules/" + n, p) for n, p in rule_sources()]
-    for name, path in files:
+    for name, path in _source_files():
         h.update(name.encode() + b"\0")
         _feed(h, path)
     return h.hexdigest()
+
+
+def _source_files() -> List[Tuple[str, str]]:
+    """(name relative to its package, path) of every ``.py`` file of the
+    ``devlint`` package and of the rules' package, sorted."""
+    import devlint.rules as rules_package
+
+    engine_dir = os.path.dirname(os.path.abspath(__file__))
+    roots = [("", engine_dir)] + [("rules/", folder) for folder in rules_package.__path__]
+    out: List[Tuple[str, str]] = []
+    seen: Set[str] = set()
+    for prefix, root in roots:
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for n in names:
+                path = os.path.join(folder, n)
+                real = os.path.realpath(path)
+                if not n.endswith(".py") or real in seen:
+                    continue
+                seen.add(real)
+                out.append((prefix + os.path.relpath(path, root).replace(os.sep, "/"), path))
+    return sorted(out)
 
 
 def _feed(h: Any, path: str) -> None:

@@ -194,17 +194,32 @@ def test_a_symlinked_cache_folder_is_not_followed(project, tmp_path_factory, che
 
 
 def test_key_covers_rule_sources(monkeypatch, tmp_path):
-    import devlint.catalog as catalog
+    import devlint.rules as rules_package
 
     before = code_fingerprint()
-    extra = tmp_path / "dl999_new_rule.py"
-    extra.write_text("# a new rule\n")
-    real = catalog.rule_sources
-    monkeypatch.setattr(catalog, "rule_sources", lambda: real() + [(extra.name, str(extra))])
-    assert code_fingerprint() != before
+    extra = tmp_path / "more_rules"
+    (extra / "helpers").mkdir(parents=True)
+    helper = extra / "helpers" / "_private.py"
+    helper.write_text("# a private helper of a rule\n")
+    monkeypatch.setattr(rules_package, "__path__", list(rules_package.__path__) + [str(extra)])
+    with_helper = code_fingerprint()
+    assert with_helper != before
+    helper.write_text("# the helper edited\n")
+    assert code_fingerprint() != with_helper
     assert ResultCache(str(tmp_path / "c"), Config().cache_key()).key != ResultCache(
         str(tmp_path / "c"), Config(select=("DL001",)).cache_key()
     ).key
+
+
+def test_key_covers_every_module_of_the_package():
+    # editing a subpackage (the device flow) or a rule's private module
+    # (rules/_scripts.py) must invalidate cached results
+    from devlint.cache import _source_files
+
+    names = {name for name, _ in _source_files()}
+    assert {"cache.py", "facts/flow.py", "facts/__init__.py", "rules/_scripts.py",
+            "rules/dl001_factory_without_device.py"} <= names
+    assert not any("__pycache__" in name or not name.endswith(".py") for name in names)
 
 
 def test_catalog_agrees_with_the_imported_rules():
