@@ -15,6 +15,7 @@ from typing import Container, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
+from devlint.syntax import LINES, blocks, statements
 from devlint.walk import walk
 
 # Spellings that name the same object; resolved names are normalised to the
@@ -937,7 +938,7 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if not cls.is_module or cls.name not in self._class_nodes:
                 continue
-            for stmt in body_of(self._class_nodes[cls.name]):
+            for stmt in statements(self._class_nodes[cls.name]):
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value in cls.forward_reachable:
                     todo.extend(_names_called(stmt, functions))
         while todo:
@@ -950,7 +951,7 @@ class _FactsBuilder:
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
         for stmt in body:
-            if isinstance(stmt, cst.SimpleStatementLine):
+            if isinstance(stmt, LINES):
                 for small in stmt.body:
                     if isinstance(small, cst.Import):
                         self._import(small)
@@ -963,9 +964,9 @@ class _FactsBuilder:
                     self._class(stmt)
             elif isinstance(stmt, cst.FunctionDef):
                 # imports inside functions are common in scripts (``def main(): import torch``)
-                self._walk_statements(body_of(stmt), top_level=False)
-            elif isinstance(stmt, (cst.If, cst.Try, cst.With, cst.For, cst.While, cst.TryStar)):
-                for block in _blocks_of(stmt):
+                self._walk_statements(statements(stmt), top_level=False)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With, cst.For, cst.While, cst.TryStar, cst.Match)):
+                for block in blocks(stmt):
                     self._walk_statements(block, top_level)
 
     def _module_assign(self, node: Union[cst.Assign, cst.AnnAssign]) -> None:
@@ -1017,14 +1018,14 @@ class _FactsBuilder:
         cls = ClassFacts(name=node.name.value, line=0, bases=bases)
         self.facts.classes[cls.name] = cls
         self._class_nodes[cls.name] = node
-        method_names = {s.name.value for s in body_of(node) if isinstance(s, cst.FunctionDef)}
-        for stmt in body_of(node):
+        method_names = {s.name.value for s in statements(node) if isinstance(s, cst.FunctionDef)}
+        for stmt in statements(node):
             if isinstance(stmt, cst.FunctionDef):
                 fn = _function_facts(stmt, is_method=True, method_names=method_names, class_name=cls.name)
                 cls.methods[fn.name] = fn
                 if fn.name == "device":
                     cls.defines_device = True
-            elif isinstance(stmt, cst.SimpleStatementLine):
+            elif isinstance(stmt, LINES):
                 for small in stmt.body:
                     if isinstance(small, (cst.Assign, cst.AnnAssign)):
                         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
@@ -1076,7 +1077,7 @@ class _FactsBuilder:
         self._finish_caller_uses(cls)
         # attributes
         node = self._class_nodes[cls.name]
-        for stmt in body_of(node):
+        for stmt in statements(node):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value != "forward":
                 self._method_attributes(cls, stmt)
             elif isinstance(stmt, cst.FunctionDef):
@@ -1129,7 +1130,7 @@ class _FactsBuilder:
         of ``m`` as the class ``targets[m]`` defines it."""
         if not targets:
             return
-        nodes = {s.name.value: s for s in body_of(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
+        nodes = {s.name.value: s for s in statements(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
         for caller in cls.forward_reachable:
             fn = nodes.get(caller)
             if fn is None or not (set(cls.methods[caller].self_calls) & set(targets)):
@@ -1150,7 +1151,7 @@ class _FactsBuilder:
         for base in reversed(cls.bases):
             if base in self.facts.classes and base in self._class_nodes:
                 out.update(self._effective_methods(self.facts.classes[base], seen))
-        for stmt in body_of(self._class_nodes[cls.name]):
+        for stmt in statements(self._class_nodes[cls.name]):
             if isinstance(stmt, cst.FunctionDef):
                 out[stmt.name.value] = (cls, stmt)
         return out
@@ -1256,7 +1257,7 @@ class _FactsBuilder:
             return None
         if func.value.value != owner[1] or owner[0] not in self._class_nodes:
             return None
-        for stmt in body_of(self._class_nodes[owner[0]]):
+        for stmt in statements(self._class_nodes[owner[0]]):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.attr.value:
                 decorators = {dotted_name(d.decorator) for d in stmt.decorators}
                 return None if decorators & {"property", "staticmethod", "classmethod"} else stmt
@@ -2396,33 +2397,6 @@ def _uses_name(node: cst.CSTNode, name: str) -> bool:
 
     walk(node, _Find())
     return bool(found)
-
-
-def body_of(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
-    body = getattr(node, "body", None)
-    if isinstance(body, (cst.IndentedBlock,)):
-        return body.body
-    if isinstance(body, cst.SimpleStatementSuite):
-        return ()
-    return ()
-
-
-def _blocks_of(node: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
-    blocks = [body_of(node)]
-    if isinstance(node, (cst.Try, cst.TryStar)):
-        blocks += [body_of(h) for h in node.handlers]
-        if node.orelse is not None:
-            blocks.append(body_of(node.orelse))
-        if node.finalbody is not None:
-            blocks.append(body_of(node.finalbody))
-    elif isinstance(node, (cst.If,)):
-        orelse = node.orelse
-        while orelse is not None:
-            blocks.append(body_of(orelse))
-            orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
-    elif isinstance(node, (cst.For, cst.While)) and node.orelse is not None:
-        blocks.append(body_of(node.orelse))
-    return blocks
 
 
 def build_facts(module: cst.Module) -> FileFacts:

@@ -141,7 +141,6 @@ from devlint.semantic import (
     LEGACY_TENSOR_CONSTRUCTORS,
     ClassFacts,
     FileFacts,
-    body_of,
     has_star_kwargs,
     is_dtype_cast,
     keyword_arg,
@@ -151,6 +150,7 @@ from devlint.semantic import (
 )
 from devlint.facts.flow import CPU, INIT_METHODS as _INIT_METHODS
 from devlint.scan import CHAIN_METHODS, MOVE_METHODS
+from devlint.syntax import statements
 from devlint.walk import walk
 
 _MOVES = MOVE_METHODS
@@ -1706,7 +1706,7 @@ class _Resolver:
         outside = self._outside.get(id(group))
         if outside is None:
             outside = self._outside[id(group)] = set()
-            for stmt in body_of(owner.class_node) if owner.class_node is not None else ():
+            for stmt in statements(owner.class_node) if owner.class_node is not None else ():
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in group:
                     outside |= self_attribute_loads(stmt)
         if name[1:] in outside:

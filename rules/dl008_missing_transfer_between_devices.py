@@ -74,6 +74,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 import libcst as cst
 
 from devlint.rule import Invalid, Rule, Valid
+from devlint.syntax import LINES, statements
 from devlint.semantic import (
     ClassFacts,
     dotted_name,
@@ -354,7 +355,7 @@ class _Flow:
         self.init_locals = set(init.params) if init else set()
 
     def run(self) -> None:
-        self.block(_body(self.fn))
+        self.block(statements(self.fn))
 
     # -- statements -------------------------------------------------------------
     def block(self, stmts: Sequence[cst.CSTNode]) -> None:
@@ -362,33 +363,33 @@ class _Flow:
             self.statement(stmt)
 
     def statement(self, stmt: cst.CSTNode) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if isinstance(stmt, LINES):
             for small in stmt.body:
                 self.small(small)
         elif isinstance(stmt, cst.If):
             self.expr(stmt.test)
             before = dict(self.env)
-            self.block(_body(stmt))
+            self.block(statements(stmt))
             after_body = self.env
             self.env = dict(before)
             if stmt.orelse is not None:
                 if isinstance(stmt.orelse, cst.If):
                     self.statement(stmt.orelse)
                 else:
-                    self.block(_body(stmt.orelse))
+                    self.block(statements(stmt.orelse))
             self.env = _merge(after_body, self.env)
         elif isinstance(stmt, (cst.For, cst.While)):
             self.loop(stmt)
         elif isinstance(stmt, (cst.With,)):
-            self.block(_body(stmt))
+            self.block(statements(stmt))
         elif isinstance(stmt, (cst.Try,)):
-            self.block(_body(stmt))
+            self.block(statements(stmt))
             for h in stmt.handlers:
-                self.block(_body(h))
+                self.block(statements(h))
             if stmt.orelse is not None:
-                self.block(_body(stmt.orelse))
+                self.block(statements(stmt.orelse))
             if stmt.finalbody is not None:
-                self.block(_body(stmt.finalbody))
+                self.block(statements(stmt.finalbody))
 
     def loop(self, stmt: Union[cst.For, cst.While]) -> None:
         bound: Optional[str] = None
@@ -411,9 +412,9 @@ class _Flow:
         # twice: the second pass sees what the first carried round the loop
         outer = self.reporting
         self.reporting = False
-        self.block(_body(stmt))
+        self.block(statements(stmt))
         self.reporting = outer
-        self.block(_body(stmt))
+        self.block(statements(stmt))
         if bound is not None:
             self.loop_vars.pop(bound, None)
             for name, attr in list(self.loop_names.items()):
@@ -806,15 +807,6 @@ def _names(target: cst.BaseExpression) -> List[str]:
     if isinstance(target, cst.StarredElement):
         return _names(target.value)
     return []
-
-
-def _body(node: cst.CSTNode) -> Sequence[cst.CSTNode]:
-    body = getattr(node, "body", None)
-    if isinstance(body, cst.IndentedBlock):
-        return body.body
-    if isinstance(body, cst.SimpleStatementSuite):
-        return [cst.SimpleStatementLine(body=body.body)]
-    return ()
 
 
 def _short(node: cst.CSTNode) -> str:

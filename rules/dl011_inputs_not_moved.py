@@ -164,6 +164,7 @@ from devlint.semantic import (
     with_keyword_arg,
 )
 from devlint.rules._scripts import cuda_index
+from devlint.syntax import LINES, blocks, statements
 from devlint.walk import walk
 
 #: methods whose result is no longer on the device
@@ -555,8 +556,6 @@ class Trainer:
 
     def visit_For(self, node: cst.For) -> None:
         self._loops += 1
-        if not isinstance(node.body, cst.IndentedBlock):
-            return
         loop = loader_loop(self.facts, self.scopes.name, node, self._self_name()) if self._may_be_loader(node.iter) else None
         if loop is None:
             self._next_loop(node)  # for step in range(n): x, y = next(it)
@@ -597,8 +596,7 @@ class Trainer:
 
     def visit_While(self, node: cst.While) -> None:
         self._loops += 1
-        if isinstance(node.body, cst.IndentedBlock):
-            self._next_loop(node)
+        self._next_loop(node)
 
     def leave_While(self, original_node: cst.While) -> None:
         self._loops -= 1
@@ -610,7 +608,7 @@ class Trainer:
         """A loop that takes its batches with ``next()`` from an iterator over a
         loader (``it = iter(loader)``; ``while True: x, y = next(it)``), near the
         top of its body, possibly in a ``try`` that restarts the iterator."""
-        body = list(node.body.body)  # type: ignore[attr-defined]
+        body = list(statements(node))
         for i, stmt in enumerate(body[:4]):
             got = self._next_batch(stmt)
             if got is None:
@@ -628,12 +626,12 @@ class Trainer:
     def _next_batch(self, stmt: cst.CSTNode) -> Optional[Tuple[cst.BaseExpression, str]]:
         """``x, y = next(it)`` with ``it`` iterating a loader: (target, loader)."""
         if isinstance(stmt, cst.Try):
-            for inner in stmt.body.body[:2]:
+            for inner in statements(stmt)[:2]:
                 got = self._next_batch(inner)
                 if got is not None:
                     return got
             return None
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+        if not (isinstance(stmt, LINES) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
             return None
         assign = stmt.body[0]
         value = assign.value
@@ -654,7 +652,7 @@ class Trainer:
                    loader_of: Dict[str, str], start: int) -> None:
         """Walk the loop body from statement ``start`` (where the batch is
         bound), ``items`` and ``batches`` being what the loop binds."""
-        body = list(node.body.body)  # type: ignore[attr-defined]
+        body = list(statements(node))
         unpack_at = start - 1
         unpacks: Set[int] = set()
         # for batch in loader: x, y = batch
@@ -726,8 +724,12 @@ class Trainer:
             self.report(found.node, message, fix=self.replace(found.discarded, bound, f"keep the moved copy: `{found.item} = {code_of(found.discarded.value)}`"))
             return
         moved_name = root.base if root.kind == "attr" else found.item
+        if not isinstance(loop_node.body, cst.IndentedBlock):
+            # for x, y in loader: out = model(x) -- no line to insert the move on
+            self.report(found.node, message, no_fix_reason=f"the loop's body is on one line; move `{moved_name}` with `.{call}` at its top")
+            return
         move = cst.parse_statement(f"{moved_name} = {moved_name}.{call}\n")
-        body = list(loop_node.body.body)  # type: ignore[union-attr]
+        body = list(loop_node.body.body)
         at = unpack_at + 1
         while at < len(body) and _is_leading_move(body[at]):
             at += 1
@@ -745,7 +747,7 @@ class Trainer:
 
 def _unpacked_from(stmt: cst.CSTNode, batch: str) -> List[str]:
     """``x, y = batch`` -> [x, y]."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+    if not (isinstance(stmt, LINES) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
         return []
     assign = stmt.body[0]
     if len(assign.targets) != 1 or not (isinstance(assign.value, cst.Name) and assign.value.value == batch):
@@ -861,7 +863,7 @@ def _is_like_factory(facts, call: cst.Call) -> bool:
 
 def _is_leading_move(stmt: cst.CSTNode) -> bool:
     """``x = x.to(device)`` / ``x, y = x.cuda(), y.cuda()``."""
-    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
+    if not (isinstance(stmt, LINES) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)):
         return False
     value = stmt.body[0].value
     values = [e.value for e in value.elements] if isinstance(value, cst.Tuple) else [value]
@@ -1004,7 +1006,7 @@ class _LoopWalker:
 
     # -- statements ------------------------------------------------------
     def statement(self, stmt: cst.CSTNode) -> None:
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if isinstance(stmt, LINES):
             for small in stmt.body:
                 self._simple(small)
             return
@@ -1019,7 +1021,7 @@ class _LoopWalker:
             for item in stmt.items:
                 if item.asname is not None:
                     self._rebind(item.asname.name)
-        for block in _blocks(stmt):
+        for block in blocks(stmt):
             for inner in block:
                 self.statement(inner)
 
@@ -1212,31 +1214,3 @@ def _headers(stmt: cst.CSTNode) -> List[cst.CSTNode]:
     return []
 
 
-def _blocks(stmt: cst.CSTNode) -> List[List[cst.CSTNode]]:
-    out: List[List[cst.CSTNode]] = []
-
-    def add(block: Optional[cst.CSTNode]) -> None:
-        body = getattr(block, "body", None) if block is not None else None
-        if isinstance(body, cst.IndentedBlock):
-            out.append(list(body.body))
-        elif isinstance(body, cst.SimpleStatementSuite):
-            out.append([cst.SimpleStatementLine(body=body.body)])
-
-    add(stmt)
-    if isinstance(stmt, cst.If):
-        orelse = stmt.orelse
-        while isinstance(orelse, cst.If):
-            add(orelse)
-            orelse = orelse.orelse
-        if orelse is not None:
-            add(orelse)
-    elif isinstance(stmt, (cst.For, cst.While)) and stmt.orelse is not None:
-        add(stmt.orelse)
-    elif isinstance(stmt, (cst.Try, cst.TryStar)):
-        for h in stmt.handlers:
-            add(h)
-        if stmt.orelse is not None:
-            add(stmt.orelse)
-        if stmt.finalbody is not None:
-            add(stmt.finalbody)
-    return out

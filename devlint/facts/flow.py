@@ -45,6 +45,7 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
+from devlint.syntax import LINES, blocks, statements
 from devlint.walk import walk
 from devlint.semantic import (
     DEVICE_FACTORIES,
@@ -360,9 +361,9 @@ class DeviceFlow:
                     self.methods.setdefault(cls, {})[stmt.name.value] = stmt
                 self.owner[stmt] = cls
             elif isinstance(stmt, cst.ClassDef):
-                self._index(_suite(stmt.body), stmt.name.value)
-            elif isinstance(stmt, (cst.If, cst.Try)):
-                for block in _blocks(stmt):
+                self._index(statements(stmt.body), stmt.name.value)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.TryStar)):
+                for block in blocks(stmt):
                     self._index(block, cls)
 
     def all_functions(self) -> List[cst.FunctionDef]:
@@ -570,32 +571,6 @@ class DeviceFlow:
         return self.facts.classes.get(cls) if cls else None
 
 
-def _suite(body: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    if isinstance(body, cst.IndentedBlock):
-        return body.body
-    if isinstance(body, cst.SimpleStatementSuite):
-        return body.body
-    return ()
-
-
-def _blocks(stmt: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
-    out: List[Sequence[cst.CSTNode]] = []
-    if isinstance(stmt, cst.If):
-        out.append(_suite(stmt.body))
-        if isinstance(stmt.orelse, cst.If):
-            out.extend(_blocks(stmt.orelse))
-        elif stmt.orelse is not None:
-            out.append(_suite(stmt.orelse.body))
-    elif isinstance(stmt, cst.Try):
-        out.append(_suite(stmt.body))
-        out.extend(_suite(h.body) for h in stmt.handlers)
-        if stmt.orelse is not None:
-            out.append(_suite(stmt.orelse.body))
-        if stmt.finalbody is not None:
-            out.append(_suite(stmt.finalbody.body))
-    return out
-
-
 def _decorators(node: cst.FunctionDef) -> Set[str]:
     return {dotted_name(d.decorator) or "" for d in node.decorators}
 
@@ -748,7 +723,7 @@ class _Interpreter:
         env.update((k, v) for k, v in self.hints.items() if k in env and env[k] == LOCAL_UNKNOWN)
         env.update((k, v) for k, v in self.overrides.items() if k in env)
         try:
-            self._block(_suite(self.node.body), env)
+            self._block(statements(self.node.body), env)
         except RecursionError:  # pragma: no cover - absurdly deep code
             pass
         if self.cpu_only:
@@ -775,9 +750,7 @@ class _Interpreter:
         return self._block(stmts, dict(env))
 
     def _stmt(self, stmt: cst.CSTNode, env: Env) -> Optional[Env]:
-        if isinstance(stmt, cst.BaseSmallStatement):  # the body of a one-line suite: `if c: t = t.cuda()`
-            return self._small(stmt, env)
-        if isinstance(stmt, cst.SimpleStatementLine):
+        if isinstance(stmt, LINES):  # a line, or a one-line suite: `if c: t = t.cuda()`
             for small in stmt.body:
                 if self._small(small, env) is None:
                     return None
@@ -789,11 +762,11 @@ class _Interpreter:
             then_env.update((n, NONE_VALUE) for n in none_then if n in env)
             else_env = dict(env)
             else_env.update((n, NONE_VALUE) for n in none_else if n in env)
-            a = self._block(_suite(stmt.body), then_env)
+            a = self._block(statements(stmt.body), then_env)
             if isinstance(stmt.orelse, cst.If):
                 b = self._stmt(stmt.orelse, else_env)
             elif stmt.orelse is not None:
-                b = self._block(_suite(stmt.orelse.body), else_env)
+                b = self._block(statements(stmt.orelse.body), else_env)
             else:
                 b = else_env
             return _join_envs(a, b)
@@ -808,25 +781,25 @@ class _Interpreter:
                 body_env = dict(cur if cur is not None else start)
                 if isinstance(stmt, cst.For):
                     self._bind(stmt.target, element_of(it), body_env)
-                out = self._block(_suite(stmt.body), body_env)
+                out = self._block(statements(stmt.body), body_env)
                 # continue/break end a path early but the loop goes on
                 cur = _join_envs(start, out if out is not None else body_env)
             after = cur if cur is not None else start
             if stmt.orelse is not None:
-                after = self._block(_suite(stmt.orelse.body), dict(after)) or after
+                after = self._block(statements(stmt.orelse.body), dict(after)) or after
             return after
         if isinstance(stmt, cst.Try):
-            body = self._branch(_suite(stmt.body), env)
+            body = self._branch(statements(stmt.body), env)
             out = body
             for h in stmt.handlers:
                 henv = dict(env)
                 if h.name is not None and isinstance(h.name.name, cst.Name):
                     henv[h.name.name.value] = OTHER_VALUE
-                out = _join_envs(out, self._block(_suite(h.body), henv))
+                out = _join_envs(out, self._block(statements(h.body), henv))
             if stmt.orelse is not None and body is not None:
-                out = _join_envs(out, self._block(_suite(stmt.orelse.body), dict(body)))
+                out = _join_envs(out, self._block(statements(stmt.orelse.body), dict(body)))
             if stmt.finalbody is not None:
-                fin = self._block(_suite(stmt.finalbody.body), dict(out if out is not None else env))
+                fin = self._block(statements(stmt.finalbody.body), dict(out if out is not None else env))
                 return fin if out is not None else None
             return out
         if isinstance(stmt, cst.With):
@@ -834,7 +807,7 @@ class _Interpreter:
                 v = self._expr(item.item, env)
                 if item.asname is not None:
                     self._bind(item.asname.name, UNKNOWN_VALUE if v.kind != TENSOR else v, env)
-            return self._block(_suite(stmt.body), env)
+            return self._block(statements(stmt.body), env)
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             env[stmt.name.value] = OTHER_VALUE
             return env
@@ -842,7 +815,7 @@ class _Interpreter:
             out: Optional[Env] = None
             self._expr(stmt.subject, env)
             for case in stmt.cases:
-                out = _join_envs(out, self._branch(_suite(case.body), env)) if out is not None else self._branch(_suite(case.body), env)
+                out = _join_envs(out, self._branch(statements(case.body), env)) if out is not None else self._branch(statements(case.body), env)
             return _join_envs(out, env)
         return env
 
