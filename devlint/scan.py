@@ -374,7 +374,7 @@ class ScanSummary:
         """Whether the device flow can see a tensor on the inputs' device in
         this file (a bound on ``DeviceFlow``'s meetings): something annotated
         or used as a tensor (``Tensor``, ``.device``, ``.size()``, ...), a
-        torch computation, or a class that may be a module."""
+        torch computation or collective, or a class that may be a module."""
         from devlint.facts.flow import TENSOR_ONLY_ATTRS
 
         if self.attributes & (TENSOR_ONLY_ATTRS | _LOCAL_HINTS):
@@ -385,7 +385,7 @@ class ScanSummary:
             return True
         for call in self.calls:
             for q in self.resolve(call.func):
-                if q.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")):
+                if q.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.distributed.")):
                     return True
                 if q.startswith("torch.") and q.count(".") == 1 and q[6:] not in _FACTORY_NAMES:
                     return True

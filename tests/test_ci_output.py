@@ -131,7 +131,7 @@ def test_github_annotations(project):
     assert len(lines) == 3
     first = lines[0]
     assert first.startswith("::error title=devlint (DL001),file=pkg/model.py,line=17,col=15,endLine=17,endColumn=")
-    assert "::DL001 `torch.arange` in `forward` creates its tensor on the CPU" in first
+    assert "::DL001 `torch.arange` in `Encoder.forward` creates its tensor on the CPU" in first
 
 
 def test_github_annotations_escape_properties_and_data():

@@ -42,7 +42,11 @@ import torch
 from torch import nn
 
 class Noise(nn.Module):
-    def forward(self, n: int):
+    def forward(self, x):
+        return x + self.noise(x.shape[0])
+
+    @staticmethod
+    def noise(n: int):
         return torch.randn(n)
 """
 
@@ -64,7 +68,7 @@ def test_check_reports_with_source_caret_and_summary(write):
     r = run(["check", str(p)])
     assert r.exit_code == 1
     lines = r.output.splitlines()
-    assert lines[0] == f"{p}:10:15: DL001 `torch.arange` in `forward` creates its tensor on the CPU, not on the model's device [*]"
+    assert lines[0] == f"{p}:10:15: DL001 `torch.arange` in `Encoder.forward` creates its tensor on the CPU; it meets a tensor on the inputs' device through an operation, which fails when that is on a GPU [*]"
     assert lines[1].strip() == "pos = torch.arange(src.shape[1])"
     assert lines[2].strip() == "^" * len("torch.arange(src.shape[1])")
     assert lines[1].index("torch") == lines[2].index("^")
@@ -172,7 +176,7 @@ def test_finding_without_fix_says_why(write):
     r = run(["check", str(p)])
     assert r.exit_code == 1
     assert "[*]" not in r.output
-    assert "no autofix: no tensor argument or directly held parameter" in r.output
+    assert "no autofix: no tensor on the right device is in scope where it is created" in r.output
 
 
 def test_fix_prints_diff_and_changes_nothing(write):

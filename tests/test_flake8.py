@@ -56,8 +56,8 @@ def test_select_dl_reports_devlint_findings(project):
     run = _flake8(project, "--select", "DL", "model.py", "clean.py")
     assert run.returncode == 1
     assert run.stdout.splitlines() == [
-        "model.py:7:13: DL001 `torch.zeros` in `forward` creates its tensor on the CPU, not on the model's device",
-        "model.py:9:13: DL001 `torch.arange` in `forward` creates its tensor on the CPU, not on the model's device",
+        "model.py:7:13: DL001 `torch.zeros` in `M.forward` creates its tensor on the CPU; it meets `x` through an operation, which fails when that is on a GPU",
+        "model.py:9:13: DL001 `torch.arange` in `M.forward` creates its tensor on the CPU; it meets a tensor on the inputs' device through an operation, which fails when that is on a GPU",
     ]
     assert _flake8(project, "--select", "DL", "clean.py").returncode == 0
 
@@ -74,7 +74,7 @@ def test_flake8_configuration_and_formatters(project):
     (project / "legacy" / "old.py").write_text(MODEL)
     run = _flake8(project, "--format", "pylint", ".")
     lines = run.stdout.splitlines()
-    assert "./model.py:7: [DL001] `torch.zeros` in `forward` creates its tensor on the CPU, not on the model's device" in lines
+    assert "./model.py:7: [DL001] `torch.zeros` in `M.forward` creates its tensor on the CPU; it meets `x` through an operation, which fails when that is on a GPU" in lines
     assert not any("legacy" in l and "DL001" in l for l in lines), lines
     ignored = _flake8(project, "--extend-ignore", "DL001", "model.py")
     assert "DL001" not in ignored.stdout

@@ -4,6 +4,7 @@ summaries and meetings, asked directly rather than through a rule."""
 from __future__ import annotations
 
 import textwrap
+from dataclasses import replace
 from typing import Dict, List, Tuple
 
 import libcst as cst
@@ -13,6 +14,7 @@ from devlint.facts.flow import (
     ANY,
     CPU,
     LOCAL,
+    NONE_VALUE,
     NUMBER,
     SEQ,
     TENSOR,
@@ -53,10 +55,19 @@ def test_join_keeps_what_both_sides_agree_on():
     a = Value(TENSOR, CPU, frozenset({"x"}))  # type: ignore[arg-type]
     b = Value(TENSOR, LOCAL)
     assert join(a, a) == a
+    # put on the CPU on one path, on the inputs' device on the other: the
+    # birth stays (a default built for a missing argument)
     j = join(a, b)
+    assert (j.kind, j.device, j.born) == (TENSOR, CPU, frozenset({"x"}))
+    # unless the other path moved that very tensor: a conditional move
+    moved = Value(TENSOR, LOCAL, moved=frozenset({"x"}))  # type: ignore[arg-type]
+    j = join(a, moved)
     assert (j.kind, j.device, j.born) == (TENSOR, ANY, frozenset())
+    assert join(a, Value(TENSOR, ANY)).born == frozenset()
     assert join(Value(NUMBER), Value(TENSOR)).kind not in (NUMBER, TENSOR)
     assert join(None, b) is b
+    # None on one path: the other path's value, which a fix may not name
+    assert join(NONE_VALUE, a) == join(a, NONE_VALUE) == replace(a, maybe_none=True)
 
 
 @pytest.mark.parametrize(
@@ -194,7 +205,7 @@ def test_branches_that_leave_do_not_reach_the_join():
     assert [m[1:] for m in meetings(src)] == [(3, 6, "operator")]
 
 
-def test_mixed_returns_are_no_meeting_by_themselves():
+def test_a_fallback_return_on_the_cpu_meets_on_its_path():
     src = """
     def f(iou):
         if iou.numel() == 0:
@@ -204,9 +215,21 @@ def test_mixed_returns_are_no_meeting_by_themselves():
     def g(x: torch.Tensor):
         return torch.cat([f(x), x])
     """
-    # a must-analysis: what f returns joins to an unknown device, so neither
-    # f nor its caller is a finding (the price of not flagging every fallback)
-    assert meetings(src) == []
+    # f returns the CPU tensor on one path (an empty CUDA input) and the
+    # input's device on the other: on that path torch.cat fails
+    assert [m[1:] for m in meetings(src)] == [(4, 8, "torch.cat")]
+    moved_back = """
+    def f(iou):
+        t = torch.zeros(1)
+        if iou.numel() > 0:
+            t = t.to(iou.device)
+        return t
+
+    def g(x: torch.Tensor):
+        return torch.cat([f(x), x])
+    """
+    # a conditional move of the tensor itself is no birth on one path
+    assert meetings(moved_back) == []
 
 
 def test_loops_carry_values_and_appends():

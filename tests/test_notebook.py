@@ -68,8 +68,8 @@ def test_check_points_at_the_cell_and_line(tutorial):
     assert result.exit_code == 1
     first = result.output.splitlines()[0]
     assert first == (
-        "tutorial.ipynb:cell 5:13:15: DL001 `torch.arange` in `forward` creates its tensor on the CPU, "
-        "not on the model's device [*]"
+        "tutorial.ipynb:cell 5:13:15: DL001 `torch.arange` in `Encoder.forward` creates its tensor on the CPU; "
+        "it meets `self.pos_embedding` through a submodule's weights, which fails when that is on a GPU [*]"
     )
     assert "    pos = torch.arange(0, length).unsqueeze(0).repeat(batch, 1)" in result.output
     # the %%bash cell is not Python, the magics and `!= 0` continuation do not break the parse

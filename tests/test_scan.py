@@ -107,13 +107,12 @@ def test_scan_rules_out_plain_torch_code():
                     return T.zeros(3)
                 return inner()
         """,
-        # from-import, in a decorator argument of forward
+        # from-import, meeting a parameter of the module
         """
-        from torch import arange
-        class M:
-            @staticmethod
-            def forward(x=arange(3)):
-                return x
+        from torch import arange, nn
+        class M(nn.Module):
+            def forward(self, x):
+                return x + arange(3)
         """,
         # imported twice under one name: every target counts
         """
@@ -121,16 +120,28 @@ def test_scan_rules_out_plain_torch_code():
             from numpy import zeros
         except ImportError:
             from torch import zeros
-        class M:
+        import torch
+        class M(torch.nn.Module):
             def forward(self, x):
-                return zeros(3)
+                return x * zeros(3)
         """,
     ],
 )
 def test_scan_keeps_factory_in_forward(src):
-    summary = scan_source(textwrap.dedent(src))
+    src = textwrap.dedent(src)
+    summary = scan_source(src)
     assert summary is not None
     assert all_rules()["DL001"].candidate(summary)
+    # the flow does not follow functions nested in a method (the first case)
+    reported = [d.code for d in lint_source(src, "t.py", codes=["DL001"], scan=False).diagnostics]
+    assert reported == ([] if "def inner" in src else ["DL001"])
+
+
+def test_scan_drops_what_the_flow_cannot_report():
+    # forward of a class that is no module, a decorator default: nothing meets
+    src = "from torch import arange\nclass M:\n    @staticmethod\n    def forward(x=arange(3)):\n        return x\n"
+    assert lint_source(src, "t.py", codes=["DL001"], scan=False).diagnostics == []
+    assert not all_rules()["DL001"].candidate(scan_source(src))
 
 
 @pytest.mark.parametrize(

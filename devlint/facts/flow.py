@@ -71,6 +71,9 @@ NUMPY = "numpy"
 SEQ = "sequence"
 SHAPE = "shape"
 OTHER = "other"
+#: ``None``: no value. A join with it is the other side (``Optional``): a
+#: use where it is None fails anyway, so what matters is the other value
+NONE = "none"
 UNKNOWN = "unknown"
 
 LOCAL = "local"
@@ -109,6 +112,15 @@ class Value:
     #: a tensor by convention only (``forward``'s first parameter, or a
     #: callee's parameter it is passed to), not by evidence: no fix names it
     guessed: bool = False
+    #: for a tensor moved by ``.to(...)``/``.cuda()``/``type_as``: the births
+    #: of what was moved (a join of it with the unmoved value is a
+    #: conditional move, ``t.to(d) if c else t``, not a birth on one path)
+    moved: FrozenSet[cst.CSTNode] = frozenset()
+    #: None on some path (joined with ``None``): no fix may read its ``.device``
+    maybe_none: bool = False
+    #: a tensor known to have two dimensions or more (``torch.eye(n)``,
+    #: ``torch.zeros(a, b)``): its rows are tensors, not 0-dim ones
+    matrix: bool = False
 
     @property
     def pinned(self) -> bool:
@@ -128,7 +140,7 @@ class Value:
 
 UNKNOWN_VALUE = Value()
 #: ``None`` (``if x is None:`` narrows ``x`` to it): no tensor, no anchor
-NONE_VALUE = Value(OTHER)
+NONE_VALUE = Value(NONE)
 #: something that came in with the inputs (a parameter, an attribute or item
 #: of one) whose kind is not known: once an operation shows it is a tensor,
 #: it is a tensor on the inputs' device
@@ -138,10 +150,24 @@ OTHER_VALUE = Value(OTHER)
 
 
 def join(a: Optional[Value], b: Optional[Value]) -> Value:
+    """The value on either of two paths. A must-analysis for kinds and
+    devices, with two exceptions that follow PyTorch's failure: ``None`` on
+    one path is the other path's value (``carry = None`` before a loop), and
+    a tensor put on the CPU (or a fixed device) by a call on one path and on
+    the inputs' device on the other keeps its birth (``if mask is None: mask
+    = torch.ones(n)``): on a GPU run, the path that took the call fails."""
     if a is None:
         return b if b is not None else UNKNOWN_VALUE
     if b is None or a is b or a == b:
         return a
+    if a.kind == NONE:
+        return replace(b, maybe_none=True)
+    if b.kind == NONE:
+        return replace(a, maybe_none=True)
+    if a.kind == TENSOR and b.kind == TENSOR and a.pinned != b.pinned:
+        pinned, other = (a, b) if a.pinned else (b, a)
+        if other.device == LOCAL and not (other.moved & pinned.born):
+            return replace(pinned, scalar=pinned.scalar and other.scalar, anchor=None)
     kind = a.kind if a.kind == b.kind else UNKNOWN
     device = a.device if a.device == b.device else ANY
     born = a.born | b.born if device in PINNED and a.born and b.born else frozenset()
@@ -164,13 +190,22 @@ def _seq(items: Sequence[Value] = (), elem: Optional[Value] = None, known: bool 
     return Value(SEQ, items=tuple(items), elem=e, exact=known)
 
 
+def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
+    """The tensors ``v`` is or holds (a sequence's items and elements)."""
+    if v.kind == TENSOR:
+        yield v
+    elif v.kind == SEQ and depth < 3:
+        for item in (*v.items, *((v.elem,) if v.elem is not None and not v.exact else ())):
+            yield from _tensors_in(item, depth + 1)
+
+
 def element_of(v: Value) -> Value:
     """What iterating ``v`` gives."""
     if v.kind == SEQ:
         return v.elem if v.elem is not None else UNKNOWN_VALUE
     if v.kind == TENSOR:
         # the rows of a tensor; of a 1-D one, 0-dim tensors that mix with any device
-        return replace(v, scalar=True, anchor=None, items=(), elem=None)
+        return replace(v, scalar=not v.matrix, anchor=None, items=(), elem=None, matrix=False)
     if v.kind == SHAPE:
         return NUMBER_VALUE
     if v.kind == UNKNOWN and v.device == LOCAL:
@@ -229,6 +264,17 @@ _NO_MEETING = frozenset(
         "compile", "jit", "autocast", "finfo", "iinfo", "result_type", "promote_types", "can_cast",
         "ctc_loss", "pack_padded_sequence", "pad_sequence", "pack_sequence", "pad_packed_sequence",
     }
+)
+#: functions outside torch that return their first argument's tensor, reshaped
+#: or repeated, on its device
+_SAME_DEVICE_FUNCTIONS = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
+#: collectives whose tensor must be on the process group's device (a CUDA
+#: device under NCCL)
+_COLLECTIVES = frozenset(
+    f"torch.distributed.{f}" for f in (
+        "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
+        "reduce_scatter_tensor", "all_to_all_single",
+    )
 )
 #: torch namespaces whose functions compute on tensors
 _COMPUTE_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
@@ -311,7 +357,10 @@ class OriginMeeting:
         return _HOW_TEXT.get(how, f"`{how}`")
 
 
-_HOW_TEXT = {"operator": "an operation", "submodule": "a submodule's weights", "index": "an index", "return": "the other returns"}
+_HOW_TEXT = {
+    "operator": "an operation", "submodule": "a submodule's weights", "index": "an index", "return": "the other returns",
+    "output": "`forward`'s output", "collective": "a collective (NCCL takes CUDA tensors only)",
+}
 
 #: classes whose methods run in the data loader, on the CPU
 LOADER_BASES = frozenset(
@@ -587,6 +636,44 @@ def _annotation(param: cst.Param) -> str:
 _TENSOR_KEYWORDS = frozenset({"input", "index", "other", "tensors", "mask", "weight"})
 
 
+def _two_dimensional(name: str, call: cst.Call) -> bool:
+    """A factory call that certainly makes a tensor of two dimensions or
+    more: ``torch.eye(n)``, ``torch.zeros(a, b)``, ``torch.rand((a, b))``."""
+    if name == "eye":
+        return True
+    if name not in ("zeros", "ones", "empty", "rand", "randn", "full"):
+        return False
+    sizes = [a.value for a in call.args if a.keyword is None and not a.star]
+    if name == "full":
+        sizes = sizes[:1]
+        return bool(sizes) and isinstance(sizes[0], (cst.Tuple, cst.List)) and len(sizes[0].elements) >= 2
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        return len(sizes[0].elements) >= 2 and not any(isinstance(e, cst.StarredElement) for e in sizes[0].elements)
+    return len(sizes) >= 2
+
+
+def _returns_several(name: str, call: cst.Call) -> bool:
+    """Whether ``torch.<name>(...)`` returns a tuple rather than a tensor:
+    ``torch.where(c)`` (not ``torch.where(c, a, b)``), ``torch.max(t, dim)``
+    (not ``torch.max(a, b)`` or ``torch.max(t)``), ``nonzero(as_tuple=True)``,
+    ``unique(return_counts=True)``, and the functions that always do."""
+    if name not in _NOT_ONE_TENSOR:
+        return False
+    positional = [a for a in call.args if a.keyword is None]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    if name == "where":
+        return len(positional) == 1 and not keywords
+    if name in ("max", "min", "median", "nanmedian"):
+        second = positional[1].value if len(positional) > 1 else None
+        return "dim" in keywords or isinstance(second, (cst.Integer, cst.UnaryOperation))
+    if name == "nonzero":
+        flag = keywords.get("as_tuple")
+        return flag is not None and not (isinstance(flag, cst.Name) and flag.value == "False")
+    if name in ("unique", "unique_consecutive"):
+        return bool(set(keywords) & {"return_inverse", "return_counts"})
+    return True
+
+
 def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
     """The arguments of a torch computation that can only be tensors: the
     first positional one (the elements of a sequence for ``cat``/``stack``),
@@ -615,6 +702,15 @@ class _BodyFacts(cst.CSTVisitor):
         self.source = False
         self.called: Set[str] = set()
         self.tensors: Set[str] = set()
+        #: names an arithmetic operator combines with something that is no
+        #: literal (``x + torch.zeros(3)``, ``x * mask``): a tensor or a
+        #: number, and for forward's input (or what it passes on) a tensor
+        self.operands: Set[str] = set()
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(a, cst.Name) and isinstance(b, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BinaryOperation)):
+                self.operands.add(a.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name):
@@ -670,7 +766,8 @@ class _Interpreter:
         self.self_name = ""
         if self.flows.owner.get(node) and params and not self.static:
             self.self_name = params[0].name.value
-        self.is_module = self.cls is not None and self.cls.is_module and not self.classmethod
+        # a module's method with its ``self`` (not a static or class method)
+        self.is_module = self.cls is not None and self.cls.is_module and bool(self.self_name) and not self.classmethod
 
     # -- set-up ---------------------------------------------------------------
     def _params(self) -> Env:
@@ -688,7 +785,9 @@ class _Interpreter:
                 env[name] = Value(MODULE, LOCAL) if self.is_module else OTHER_VALUE
                 continue
             if name == first_input and p.default is None and p.annotation is None and name not in ev.tensors:
-                env[name] = Value(TENSOR, LOCAL, anchor=name, guessed=True)
+                # forward's input, by convention a tensor; combined with a
+                # torch result by an operator it is one (a number is no input)
+                env[name] = Value(TENSOR, LOCAL, anchor=name, guessed=name not in ev.operands)
                 continue
             ann = _annotation(p)
             base = ann.replace("torch.", "").replace("typing.", "").replace(" ", "")
@@ -720,12 +819,25 @@ class _Interpreter:
 
     def run(self) -> FunctionFlow:
         env = self._params()
-        env.update((k, v) for k, v in self.hints.items() if k in env and env[k] == LOCAL_UNKNOWN)
-        env.update((k, v) for k, v in self.overrides.items() if k in env)
+        operands = self.flows.body_facts(self.node).operands
+        env.update(
+            (k, replace(v, guessed=False) if v.guessed and k in operands else v)  # forward's input, used as a tensor
+            for k, v in self.hints.items() if k in env and env[k] == LOCAL_UNKNOWN
+        )
+        env.update((k, v) for k, v in self.overrides.items() if k in env or "." in k)
+        local_inputs = any(v.kind == TENSOR and v.device == LOCAL for v in env.values())
         try:
             self._block(statements(self.node.body), env)
         except RecursionError:  # pragma: no cover - absurdly deep code
             pass
+        if self._returns_to_the_caller() and (local_inputs or self._holds_weights()):
+            # forward hands its result to the model's caller: a CPU tensor
+            # there comes back from a model on a GPU (and DataParallel
+            # cannot gather it)
+            for at, v in self.returns:
+                for t in _tensors_in(v):
+                    if t.pinned and t.device == CPU and not t.scalar:
+                        self._meet_all(t, at, "output", "")
         if self.cpu_only:
             self.result.meetings = [m for m in self.result.meetings if m.origin not in self.result.origin_names]
             self.result.cpu_only = True
@@ -735,6 +847,22 @@ class _Interpreter:
             ret = join(ret, v)
         self.result.returns = ret if ret is not None else OTHER_VALUE
         return self.result
+
+    def _returns_to_the_caller(self) -> bool:
+        """A module's own ``forward``, run for itself (not for a caller that
+        passed it CPU tensors, nor while computing hints)."""
+        return (
+            self.is_module and self.node.name.value == "forward" and self.depth == 0
+            and not self.overrides and self.hinted
+        )
+
+    def _holds_weights(self) -> bool:
+        cls = self.cls
+        if cls is None:
+            return False
+        return bool(cls.parameters or cls.buffers) or any(
+            a.kind in ("parameter", "buffer", "module", "nn_container") for a in cls.attributes.values()
+        )
 
     # -- statements -------------------------------------------------------------
     def _block(self, stmts: Sequence[cst.CSTNode], env: Env) -> Optional[Env]:
@@ -823,7 +951,8 @@ class _Interpreter:
         if isinstance(small, cst.Assign):
             v = self._expr(small.value, env)
             for t in small.targets:
-                self._store(t.target, v, env)
+                if not self._bind_tail(t.target, small.value, v, env):
+                    self._store(t.target, v, env)
         elif isinstance(small, cst.AnnAssign):
             if small.value is not None:
                 self._store(small.target, self._expr(small.value, env), env)
@@ -860,6 +989,26 @@ class _Interpreter:
         elif isinstance(small, cst.Assert):
             self._expr(small.test, env)
         return env
+
+    def _bind_tail(self, target: cst.BaseExpression, value: cst.BaseExpression, v: Value, env: Env) -> bool:
+        """``b, n, _, device = *x.shape, x.device``: the elements after the
+        last ``*`` of the value are the last targets, whatever its length."""
+        if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+            return False
+        elems = value.elements
+        stars = [i for i, e in enumerate(elems) if isinstance(e, cst.StarredElement)]
+        if not stars or any(isinstance(e, cst.StarredElement) for e in target.elements):
+            return False
+        tail = elems[stars[-1] + 1:]
+        if len(tail) > len(target.elements):
+            return False
+        head = target.elements[: len(target.elements) - len(tail)]
+        rest = element_of(v)
+        for e in head:
+            self._bind(e.value, rest, env)
+        for e, val in zip(target.elements[len(head):], tail):
+            self._bind(e.value, self._expr(val.value, env), env)
+        return True
 
     def _store(self, target: cst.BaseExpression, v: Value, env: Env, augmented: bool = False) -> None:
         if isinstance(target, cst.Subscript):
@@ -946,7 +1095,7 @@ class _Interpreter:
             if node.value in ("True", "False"):
                 return NUMBER_VALUE
             if node.value == "None":
-                return OTHER_VALUE
+                return NONE_VALUE
             return UNKNOWN_VALUE
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
             return NUMBER_VALUE
@@ -1093,6 +1242,8 @@ class _Interpreter:
             return Value(MODULE, LOCAL)
         if a.kind == "device":
             return Value(DEVICE, ANY)
+        if a.sequence and a.kind not in ("tensor", "tensor_container", "module_container"):
+            return _seq(known=False)  # self.weights = (10.0, 10.0, 5.0, 5.0): torch.tensor of it has dimensions
         if a.kind in ("tensor", "tensor_container") and node is not None:
             if any(x.kind in ("parameter", "buffer", "module", "nn_container") for x in cls.assignments_of(attr)):
                 return UNKNOWN_VALUE
@@ -1176,6 +1327,17 @@ class _Interpreter:
             if q != "torch.from_numpy" and (not args or all(v.kind == NUMBER for _, v in args)):
                 return _tensor(CPU)  # torch.Tensor(3, 4): an uninitialised shape
             return self._born(node, q.rsplit(".", 1)[-1], env)
+        if q in _SAME_DEVICE_FUNCTIONS and args and args[0][0].keyword is None:
+            # einops.rearrange(x, "b c h w -> b (h w) c"): x, reshaped
+            first = as_tensor(args[0][1])
+            return replace(first, anchor=None, scalar=False) if first.kind == TENSOR else UNKNOWN_VALUE
+        if q in _COLLECTIVES:
+            # dist.all_reduce(t): NCCL, the backend of multi-GPU training,
+            # takes CUDA tensors only
+            for a, v in args[:1]:
+                if v.pinned and v.device == CPU:
+                    self._meet_all(v, node, "collective", "")
+            return OTHER_VALUE
         if q == "numpy" or q.startswith("numpy."):
             if any(v.kind == TENSOR and v.device == LOCAL for _, v in args):
                 self.cpu_only = True  # np.linalg.lstsq(x, y): works on CPU tensors only
@@ -1223,11 +1385,23 @@ class _Interpreter:
                 return self._born(node, name, env, scalar=True)  # torch.zeros(()): 0-dim
             if _has_zero_size(node):
                 return _tensor(CPU)  # torch.empty(0), torch.empty([0]): holds nothing, an unused placeholder
-        return self._born(node, name, env)
+        born = self._born(node, name, env)
+        return replace(born, matrix=True) if _two_dimensional(name, node) else born
 
     def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False, device: str = CPU) -> Value:
         self.result.origin_names[node] = name
-        anchors = [n for n, v in env.items() if v.kind == TENSOR and v.device == LOCAL and v.anchor == n and not v.guessed]
+        if self.cls is not None and (self.cls.placed_attributes or self.cls.pinned_devices()):
+            # model parallelism: the stages are on different devices, and
+            # which one this tensor meets is not the inputs' device
+            self.result.anchors[node] = []
+            return _tensor(device, [node], scalar=scalar)
+        # names holding a tensor on the inputs' device here (never one that
+        # may be None or is only guessed to be a tensor): parameters first
+        held = [
+            n for n, v in env.items()
+            if v.kind == TENSOR and v.device == LOCAL and not v.guessed and not v.maybe_none and "." not in n
+        ]
+        anchors = [n for n in held if env[n].anchor == n] + [n for n in held if env[n].anchor != n]
         if self.is_module and self.cls is not None:
             own = [f"{self.self_name}.{p}" for p in (*self.cls.parameters, *self.cls.buffers)]
             if self.cls.anchor_tensor:
@@ -1265,8 +1439,9 @@ class _Interpreter:
                 values.append(v)
         tensors = [v for v in values if v.kind == TENSOR]
         self._check(tensors, node, dotted_name(node.func) or q, scalars_meet=name in _CONCAT)
+        several = _returns_several(name, node)
         if not tensors:
-            return _tensor(ANY) if name not in _NOT_ONE_TENSOR else UNKNOWN_VALUE
+            return _tensor(ANY) if not several else UNKNOWN_VALUE
         devices = {v.device for v in tensors}
         if len(devices) == 1:
             dev = devices.pop()
@@ -1276,7 +1451,7 @@ class _Interpreter:
         reduced = name in _REDUCTIONS and len(args) == 1 and args[0][0].keyword is None  # torch.prod(t): 0-dim
         scalar = reduced or (name in _ELEMENTWISE and all(v.scalar for v in tensors))
         out = _tensor(dev, born, scalar)
-        if name in _NOT_ONE_TENSOR:
+        if several:
             return _seq(elem=out, known=False)
         return out
 
@@ -1294,7 +1469,12 @@ class _Interpreter:
         m = func.attr.value
         recv_node = func.value
         if self.self_name and isinstance(recv_node, cst.Name) and recv_node.value == self.self_name:
-            return self._self_call(node, m, args)
+            return self._self_call(node, m, args, env)
+        if isinstance(recv_node, cst.Name) and recv_node.value not in env and recv_node.value in self.flows.methods:
+            # Head.offsets(h, w): a static or class method called by its class's name
+            fn = self.flows.method(recv_node.value, m)
+            if fn is not None and _decorators(fn) & {"staticmethod", "classmethod"}:
+                return self._apply_summary(fn, args, module_method=False)
         recv = self._expr(recv_node, env)
         if recv.kind == MODULE:
             # self.sub(x) is func=self.sub, handled in _name_call's sibling below;
@@ -1349,6 +1529,12 @@ class _Interpreter:
         return _tensor(recv.device, recv.born if recv.device in PINNED else (), recv.scalar and m in _ELEMENTWISE)
 
     def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
+        out = self._moved(node, m, recv, args, env)
+        if out.kind == TENSOR and (recv.born or recv.moved) and out.device not in PINNED:
+            return replace(out, moved=recv.born | recv.moved)
+        return out
+
+    def _moved(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR
         if m == "cuda":
             positional = [a for a, _ in args if a.keyword is None]
@@ -1386,7 +1572,7 @@ class _Interpreter:
                 return Value(kind, ANY)
         return Value(kind, ANY)
 
-    def _self_call(self, node: cst.Call, m: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
+    def _self_call(self, node: cst.Call, m: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         cls = self.cls
         if cls is None:
             return UNKNOWN_VALUE
@@ -1397,30 +1583,71 @@ class _Interpreter:
             # self.encoder(x): the submodule's weights meet its input
             a = self.facts.class_attribute(cls.name, m)
             stateless = a is not None and a.module_class.rsplit(".", 1)[-1] in STATELESS_MODULES
-            inputs = [v for arg, v in args if arg.keyword is None]
             if stateless:
+                inputs = [v for arg, v in args if arg.keyword is None]
                 return replace(inputs[0], anchor=None) if inputs and inputs[0].kind == TENSOR else UNKNOWN_VALUE
+            forward = self.flows.method(a.module_class, "forward") if a is not None and a.module_class else None
+            if forward is not None:
+                # a submodule of this file: what its forward does with them,
+                # and what it returns (a CPU tensor it builds comes back)
+                flow = self._pass_pinned(forward, args)
+                ret = (flow if flow is not None else self.flows.function(forward)).returns
+                out = self._translate(ret, args, module_method=True)
+                return out if out.kind != UNKNOWN else _tensor(LOCAL)
+            # any other module: every tensor it is given meets its weights
+            # (LSTM's (h, c) state, keyword masks), except lengths, which
+            # PyTorch wants on the CPU (pack_padded_sequence)
+            inputs = [t for arg, v in args if not _cpu_by_convention(arg) for t in _tensors_in(v)]
             self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
             return _tensor(LOCAL)
         fn = self.flows.method(cls.name, m)
         if fn is None:
             return UNKNOWN_VALUE
-        return self._apply_summary(fn, args, module_method=self.is_module)
+        return self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
 
-    def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool) -> Value:
+    def _pinned_state(self, fn: cst.FunctionDef, env: Env) -> Dict[str, Value]:
+        """``self.<attr>`` bindings this call made to CPU-born tensors, as
+        the method ``fn`` names them (``self.factors = torch.full(...)``
+        then ``self.scale(x)`` reading ``self.factors``)."""
+        params = [*fn.params.posonly_params, *fn.params.params]
+        if not params or _decorators(fn) & {"staticmethod", "classmethod"} or not self.self_name:
+            return {}
+        callee_self = params[0].name.value
+        prefix = self.self_name + "."
+        return {
+            callee_self + k[len(prefix) - 1:]: v
+            for k, v in env.items()
+            if k.startswith(prefix) and k.count(".") == 1 and v.pinned
+        }
+
+    def _pass_pinned(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]],
+                     state: Optional[Dict[str, Value]] = None) -> Optional[FunctionFlow]:
+        """Run ``fn`` with the CPU-born (or pinned) arguments a call passes
+        (and ``state``: ``self.<attr>`` bindings it reads), taking the
+        meetings of those tensors inside it as this function's own; the
+        specialised flow, or None when nothing pinned is passed."""
+        bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
+        passed = {k: v for k, v in bound.items() if v.pinned}
+        passed.update(state or {})
+        if not passed or not self.hinted or self.depth >= _MAX_DEPTH:
+            return None
+        flow = self.flows.specialised(fn, passed, self.depth + 1)
+        born = frozenset().union(*(v.born for v in passed.values()))
+        for m in flow.meetings:
+            if m.origin in born:
+                self._meet(m.origin, m.at, m.how, m.partner, m.device)
+        return flow
+
+    def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool,
+                       state: Optional[Dict[str, Value]] = None) -> Value:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
         self.result.call_sites.setdefault(fn, []).append(bound)
         if not self.hinted:
             return self._translate(self.flows.base(fn).returns, args, module_method)
-        passed = {k: v for k, v in bound.items() if v.pinned}
-        if passed and self.depth < _MAX_DEPTH:
-            # a CPU-born argument: run the callee with it (one context per
-            # call site), so a meeting inside the callee is the caller's finding
-            flow = self.flows.specialised(fn, passed, self.depth + 1)
-            born = frozenset().union(*(v.born for v in passed.values()))
-            for m in flow.meetings:
-                if m.origin in born:
-                    self._meet(m.origin, m.at, m.how, m.partner, m.device)
+        # a CPU-born argument: run the callee with it (one context per call
+        # site), so a meeting inside the callee is the caller's finding
+        flow = self._pass_pinned(fn, args, state)
+        if flow is not None:
             return self._translate(flow.returns, args, module_method)
         ret = self.flows.function(fn).returns
         return self._translate(ret, args, module_method)
@@ -1497,6 +1724,16 @@ def _has_zero_size(call: cst.Call) -> bool:
         if any(isinstance(d, cst.Integer) and d.value == "0" for d in dims):
             return True
     return False
+
+
+#: argument names PyTorch code keeps on the CPU on purpose: sequence lengths
+#: (``pack_padded_sequence`` takes them on the CPU only)
+_CPU_ARGUMENT_SUFFIXES = ("lengths", "lens", "length")
+
+
+def _cpu_by_convention(arg: cst.Arg) -> bool:
+    name = arg.keyword.value if arg.keyword is not None else (arg.value.value if isinstance(arg.value, cst.Name) else "")
+    return name.lower().endswith(_CPU_ARGUMENT_SUFFIXES)
 
 
 def _bind_arguments(fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], method: bool) -> Dict[str, Value]:
