@@ -100,6 +100,23 @@ class _Dispatcher(cst.CSTVisitor):
             ctx.function_stack.pop()
 
 
+_MODULE_ONLY: Dict[type, bool] = {}
+
+
+def _module_only(rule_type: type) -> bool:
+    """Whether a rule has no visit/leave hooks but the module's."""
+    found = _MODULE_ONLY.get(rule_type)
+    if found is None:
+        found = not any(
+            (name.startswith(("visit_", "leave_")) and name not in ("visit_Module", "leave_Module"))
+            for klass in rule_type.__mro__
+            if not klass.__module__.startswith("libcst")
+            for name in vars(klass)
+        )
+        _MODULE_ONLY[rule_type] = found
+    return found
+
+
 def _token_filter(text: str, rules: Sequence[Type[Rule]]) -> List[Type[Rule]]:
     return [r for r in rules if any(tok in text for tok in r.tokens)]
 
@@ -140,7 +157,13 @@ def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analy
     context = Context(facts, module, path)
     instances = [r(context) for r in rules]
     dispatcher = _Dispatcher(context, instances)
-    walk(module, dispatcher)
+    if all(_module_only(type(r)) for r in instances):
+        # rules that ask the facts once for the whole file (DL001 asks the
+        # device flow): no traversal, only their module hooks
+        dispatcher.on_visit(module)
+        dispatcher.on_leave(module)
+    else:
+        walk(module, dispatcher)
     diagnostics = [d for r in instances for d in r.diagnostics]
     return Analysis(module, facts, diagnostics, dispatcher.errors)
 

@@ -111,3 +111,22 @@ def test_only_visitors_with_their_own_attribute_hooks_pay_for_them():
 
     assert not _has_attribute_hooks(_Recorder)
     assert _has_attribute_hooks(_HookedRecorder)
+
+
+def test_rules_with_module_hooks_only_skip_the_traversal(monkeypatch):
+    # DL001 asks the device flow once per file: no walk of the tree for it,
+    # and what it reports is the same
+    import devlint.engine as engine
+    from devlint.engine import _module_only, lint_source
+    from devlint.rule import all_rules
+
+    rules = all_rules()
+    assert _module_only(rules["DL001"]) and not _module_only(rules["DL006"])
+    src = "import torch\nimport torch.nn as nn\n\nclass M(nn.Module):\n    def forward(self, x):\n        return x + torch.zeros(3)\n"
+    walked = []
+    real = engine.walk
+    monkeypatch.setattr(engine, "walk", lambda node, visitor: walked.append(node) or real(node, visitor))
+    assert [(d.line, d.code) for d in lint_source(src, "t.py", codes=["DL001"]).diagnostics] == [(6, "DL001")]
+    assert walked == []
+    assert [(d.line, d.code) for d in lint_source(src, "t.py", codes=["DL001", "DL006"], scan=False).diagnostics] == [(6, "DL001")]
+    assert len(walked) == 1
