@@ -473,3 +473,106 @@ def test_one_line_suites_are_followed():
         return x + t
     """
     assert [m[0] for m in meetings(src)] == ["g", "g"]
+
+
+@pytest.mark.parametrize(
+    "src, expected",
+    [
+        # forward returns a CPU tensor: the caller gets it from a model on a GPU
+        (
+            """
+            class Crop(nn.Module):
+                def forward(self, samples):
+                    out = torch.empty(samples.shape[0], 4)
+                    for i, s in enumerate(samples):
+                        out[i] = s[:4]
+                    return out
+            """,
+            [("forward", 4, 7, "output")],
+        ),
+        # ... but not a 0-dim one, nor from a module with no tensor input or weights
+        (
+            """
+            class Zero(nn.Module):
+                def forward(self, x):
+                    return torch.tensor(0.0)
+
+            class Table(nn.Module):
+                def forward(self, n: int):
+                    return torch.arange(n)
+            """,
+            [],
+        ),
+        # a submodule is given a CPU state tuple and a CPU keyword mask; lengths stay CPU
+        (
+            """
+            class Tagger(nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.rnn = nn.LSTM(4, 4)
+                    self.att = nn.MultiheadAttention(4, 1)
+
+                def forward(self, x, lengths):
+                    h = (torch.zeros(1, 2, 4), torch.zeros(1, 2, 4))
+                    out, _ = self.rnn(x, h)
+                    mask = torch.ones(2, 2)
+                    self.att(out, out, out, attn_mask=mask, lengths=torch.tensor(lengths))
+                    return out
+            """,
+            [("forward", 9, 10, "submodule"), ("forward", 11, 12, "submodule")],
+        ),
+        # a static helper called by its class's name, a nested helper
+        (
+            """
+            class Head(nn.Module):
+                @staticmethod
+                def offsets(n: int):
+                    return torch.arange(n)
+
+                def forward(self, x: torch.Tensor):
+                    def grid(n):
+                        return torch.linspace(0, 1, n)
+                    return x + Head.offsets(x.shape[-1]) + grid(x.shape[-1])
+            """,
+            [("forward", 5, 10, "operator"), ("forward", 9, 10, "operator")],
+        ),
+        # self.<attr> state set in forward, read by a method it calls
+        (
+            """
+            class Scale(nn.Module):
+                def scale(self, x: torch.Tensor):
+                    return x * self.factors
+
+                def forward(self, x: torch.Tensor):
+                    self.factors = torch.full((4,), 0.5)
+                    return self.scale(x)
+            """,
+            [("forward", 7, 4, "operator")],
+        ),
+        # a collective on a CPU tensor: NCCL takes CUDA tensors only
+        (
+            """
+            import torch.distributed as dist
+
+            def seed():
+                t = torch.randint(0, 100, ())
+                dist.all_reduce(t)
+                return t.item()
+            """,
+            [("seed", 5, 6, "collective")],
+        ),
+        # device=t.device with t born on the CPU is still that birth
+        (
+            """
+            def f(x: torch.Tensor, n: int):
+                base = torch.arange(n)
+                ones = torch.ones(n, device=base.device)
+                return x + base, x * ones
+            """,
+            [("f", 3, 5, "operator")],
+        ),
+    ],
+)
+def test_sinks_and_calls_the_flow_follows(src, expected):
+    found = sorted(set(meetings(src)))
+    assert found == sorted(expected)

@@ -164,7 +164,8 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return replace(b, maybe_none=True)
     if b.kind == NONE:
         return replace(a, maybe_none=True)
-    if a.kind == TENSOR and b.kind == TENSOR and a.pinned != b.pinned:
+    if a.pinned != b.pinned and a.kind in (TENSOR, UNKNOWN) and b.kind in (TENSOR, UNKNOWN):
+        # (an input of unknown kind joined with a tensor is that input's tensor)
         pinned, other = (a, b) if a.pinned else (b, a)
         if other.device == LOCAL and not (other.moved & pinned.born):
             return replace(pinned, scalar=pinned.scalar and other.scalar, anchor=None)
@@ -267,7 +268,9 @@ _NO_MEETING = frozenset(
 )
 #: functions outside torch that return their first argument's tensor, reshaped
 #: or repeated, on its device
-_SAME_DEVICE_FUNCTIONS = frozenset({"einops.rearrange", "einops.repeat", "einops.reduce"})
+_SAME_DEVICE_FUNCTIONS = frozenset(
+    {"einops.rearrange", "einops.repeat", "einops.reduce", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"}
+)
 #: collectives whose tensor must be on the process group's device (a CUDA
 #: device under NCCL)
 _COLLECTIVES = frozenset(
@@ -396,6 +399,9 @@ class DeviceFlow:
         self.methods: Dict[str, Dict[str, cst.FunctionDef]] = {}
         #: function node -> its class (None for a function outside classes)
         self.owner: Dict[cst.FunctionDef, Optional[str]] = {}
+        #: a function defined in another's body -> that function (seen as
+        #: the enclosing one's flow runs)
+        self.nested: Dict[cst.FunctionDef, cst.FunctionDef] = {}
         self._index(module.body, None)
         self.numpy_imported = any(
             t == "numpy" or t.startswith("numpy.") for ts in facts.imports.values() for t in ts
@@ -579,7 +585,7 @@ class DeviceFlow:
         """The function whose body holds ``origin``."""
         if origin in self.function(asker).origin_names:
             return asker
-        for fn in self.owner:
+        for fn in (*self.owner, *self.nested):
             if fn is not asker and origin in self.function(fn).origin_names:
                 return fn
         return None
@@ -652,11 +658,19 @@ def _two_dimensional(name: str, call: cst.Call) -> bool:
     return len(sizes) >= 2
 
 
+#: torch.linalg decompositions that return a tuple of tensors
+_DECOMPOSITIONS = frozenset(
+    {"eigh", "eig", "lstsq", "cholesky_ex", "inv_ex", "lu_factor", "lu_factor_ex", "ldl_factor", "ldl_factor_ex", "solve_ex"}
+)
+
+
 def _returns_several(name: str, call: cst.Call) -> bool:
     """Whether ``torch.<name>(...)`` returns a tuple rather than a tensor:
     ``torch.where(c)`` (not ``torch.where(c, a, b)``), ``torch.max(t, dim)``
     (not ``torch.max(a, b)`` or ``torch.max(t)``), ``nonzero(as_tuple=True)``,
     ``unique(return_counts=True)``, and the functions that always do."""
+    if name in _DECOMPOSITIONS:
+        return True
     if name not in _NOT_ONE_TENSOR:
         return False
     positional = [a for a in call.args if a.keyword is None]
@@ -753,6 +767,8 @@ class _Interpreter:
         #: the body hands an input's tensor to NumPy, which only takes CPU
         #: tensors: in this function the inputs are on the CPU
         self.cpu_only = False
+        #: functions defined in this one's body, by name
+        self.local_functions: Dict[str, cst.FunctionDef] = {}
         self.facts = flows.facts
         self.node = node
         self.cls = flows.class_facts(node)
@@ -936,7 +952,13 @@ class _Interpreter:
                 if item.asname is not None:
                     self._bind(item.asname.name, UNKNOWN_VALUE if v.kind != TENSOR else v, env)
             return self._block(statements(stmt.body), env)
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        if isinstance(stmt, cst.FunctionDef):
+            # a function defined in this one: calls to it run its flow
+            self.local_functions[stmt.name.value] = stmt
+            self.flows.nested.setdefault(stmt, self.node)
+            env.pop(stmt.name.value, None)
+            return env
+        if isinstance(stmt, cst.ClassDef):
             env[stmt.name.value] = OTHER_VALUE
             return env
         if isinstance(stmt, cst.Match):
@@ -1199,7 +1221,7 @@ class _Interpreter:
             if attr in _SAME_DEVICE_ATTRS:
                 return replace(base, anchor=None)
             if attr == "device":
-                return Value(DEVICE, base.device, anchor=base.anchor)
+                return Value(DEVICE, base.device, base.born if base.device == CPU else frozenset(), anchor=base.anchor)
             if attr == "shape":
                 return Value(SHAPE)
             if attr in ("dtype", "layout"):
@@ -1345,19 +1367,25 @@ class _Interpreter:
         if q.startswith("torch."):
             return self._torch_call(node, q, args)
         if isinstance(func, cst.Attribute):
-            return self._method_call(node, func, args, env)
-        if isinstance(func, cst.Name):
-            return self._name_call(node, func.value, args, env)
-        return UNKNOWN_VALUE
+            out = self._method_call(node, func, args, env)
+        elif isinstance(func, cst.Name):
+            out = self._name_call(node, func.value, args, env)
+        else:
+            out = UNKNOWN_VALUE
+        if out == UNKNOWN_VALUE and any(v.kind in (TENSOR, UNKNOWN) and v.device == LOCAL for _, v in args):
+            # stable_cholesky(b): a function the flow cannot see, given a
+            # tensor on the inputs' device, computes there
+            return LOCAL_UNKNOWN
+        return out
 
     def _factory(self, node: cst.Call, name: str, env: Env) -> Value:
         args = [(a, self._expr(a.value, env)) for a in node.args]
         dev = keyword_arg(node, "device")
         if dev is not None:
-            where = self._device_of(dev.value, env)
+            where, born = self._device_of(dev.value, env)
             if where in (CURRENT, FIXED):  # device="cuda", device="cuda:1"
                 return self._born(node, name, env, device=where)
-            return _tensor(where)
+            return _tensor(where, born)  # device=t.device: where t is (with its birth, if t was born there)
         if keyword_arg(node, "out") is not None or any(a.star == "**" for a, _ in args):
             return _tensor(ANY)
         positional = [v for a, v in args if a.keyword is None and not a.star]
@@ -1410,14 +1438,18 @@ class _Interpreter:
         self.result.anchors[node] = anchors
         return _tensor(device, [node], scalar=scalar)
 
-    def _device_of(self, node: cst.BaseExpression, env: Env) -> str:
+    def _device_of(self, node: cst.BaseExpression, env: Env) -> Tuple[str, FrozenSet[cst.CSTNode]]:
+        """Where a ``device=`` argument puts a tensor, and for ``t.device``
+        with ``t`` put on the CPU by a call, that call."""
         s = string_value(node)
         if s is not None:
-            return _named_device(s)
+            return _named_device(s), frozenset()
         v = self._expr(node, env)
         if v.kind in (DEVICE, TENSOR) and v.device in (LOCAL, CURRENT, FIXED):
-            return v.device
-        return ANY
+            return v.device, frozenset()
+        if v.kind in (DEVICE, TENSOR) and v.device == CPU and v.born:
+            return CPU, v.born
+        return ANY, frozenset()
 
     def _torch_call(self, node: cst.Call, q: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
         name = q.rsplit(".", 1)[-1]
@@ -1566,6 +1598,8 @@ class _Interpreter:
                 return self._born(node, "to", env, device=where)  # .to("cuda"), .to(torch.device("cuda:1"))
             if s is not None:
                 return Value(kind, where or ANY)
+            if v.kind in (TENSOR, DEVICE) and v.device == CPU and v.born and kind == TENSOR:
+                return _tensor(CPU, v.born)  # .to(t.device) with t born on the CPU: still there
             if v.kind in (TENSOR, DEVICE):
                 return Value(kind, v.device if v.device in (LOCAL, CURRENT) else ANY)
             if a.keyword is None:
@@ -1664,6 +1698,9 @@ class _Interpreter:
         return replace(ret, anchor=None)
 
     def _name_call(self, node: cst.Call, name: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
+        local = self.local_functions.get(name)
+        if local is not None and name not in env:
+            return self._apply_summary(local, args, module_method=False)
         if name in env:
             callee = env[name]
             if callee.kind == MODULE:
