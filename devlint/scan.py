@@ -65,6 +65,8 @@ class CallSite(NamedTuple):
     #: the first positional argument is "attribute" (``x.a``: ``a``) or
     #: "call" (``f(...)``: ``f``): that name, else ""
     first_name: str = ""
+    #: the outermost enclosing ``def`` (a method or a module-level function), by name
+    function: Optional[str] = None
 
     @property
     def has_star_kwargs(self) -> bool:
@@ -130,6 +132,12 @@ class ScanSummary:
         self.function_names: Set[str] = set()
         #: (class, method) pairs whose body calls the instance itself (``self(x)``)
         self.self_callers: Set[Tuple[Optional[str], Optional[str]]] = set()
+        #: every name called in the file (``f(...)``, ``x.f(...)``)
+        self.called_names: Set[str] = set()
+        #: (class or None, name) of each outermost ``def`` -> whether it is a
+        #: static or class method, and whether some parameter (``self`` apart)
+        #: may hold a tensor (see :meth:`may_hold_local_tensors_in`)
+        self.function_inputs: Dict[Tuple[Optional[str], str], Tuple[bool, bool]] = {}
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 
@@ -391,6 +399,26 @@ class ScanSummary:
                     return True
         return False
 
+    def may_hold_local_tensors_in(self, cls: Optional[str], function: Optional[str]) -> bool:
+        """Whether the device flow can see a tensor on the inputs' device in
+        the outermost ``def`` ``function`` (of ``cls``) at all (a bound on
+        ``DeviceFlow``'s meetings of the tensors it creates): False only for
+        a function nothing in the file calls, with no ``self`` of a class
+        that may be a module, whose every parameter is annotated as
+        something else than a tensor (``config: DiaConfig``), has a literal
+        default, or is ``*args``/``**kwargs``. Such a function holds no
+        tensor that follows the inputs, and what it returns reaches no
+        caller in this file."""
+        if function is None:
+            return True  # module level code
+        info = self.function_inputs.get((cls, function))
+        if info is None or function in self.called_names:
+            return True
+        static, tensor_inputs = info
+        if tensor_inputs:
+            return True
+        return cls is not None and not static and self.class_may_be_module(cls)
+
     def may_hold_sequence(self, cls: Optional[str], attr: str) -> bool:
         """Whether ``self.<attr>`` of ``cls`` may hold a list or tuple (a
         superset of ``AttributeFacts.sequence``): some store of it outside
@@ -584,7 +612,7 @@ class _Scanner:
         # (node, class name, method name, method's called-attribute set,
         # method's used-attribute set)
         stack: List[Tuple[ast.AST, Optional[str], Optional[str], Optional[Set[str]], Optional[Set[str]]]] = [
-            (tree, None, None, None, None)
+            (tree, None, None, None, None, None)
         ]
         method_attributes = s.method_attributes
         pop, push = stack.pop, stack.append
@@ -602,7 +630,7 @@ class _Scanner:
         iter_fields = ast.iter_fields
         AST = ast.AST
         while stack:
-            node, cls, method, called, used = pop()
+            node, cls, method, called, used, top = pop()
             t = type(node)
             if t is Call:
                 func = node.func
@@ -610,6 +638,11 @@ class _Scanner:
                 attr = func.attr if type(func) is Attribute else None
                 if attr is not None and called is not None:
                     called.add(attr)
+                called_names = s.called_names
+                if attr is not None:
+                    called_names.add(attr)
+                elif type(func) is Name:
+                    called_names.add(func.id)  # type: ignore[attr-defined]
                 dev = next((k.value for k in node.keywords if k.arg == "device"), None)
                 if dev is None and attr == "to":
                     # the first positional argument that is not *args (as the rules read it)
@@ -685,6 +718,7 @@ class _Scanner:
                         id(node) in moved,
                         first_arg,
                         first_name,
+                        method if cls is not None else top,
                     )
                 )
             elif t is Attribute:
@@ -718,6 +752,10 @@ class _Scanner:
                     elements.add(id(node.elt))
             elif t is FunctionDef or t is AsyncFunctionDef:
                 s.function_names.add(node.name)
+                outermost = (cls is not None and method is None) or (cls is None and top is None)
+                if outermost:
+                    top = node.name if cls is None else top
+                    s.function_inputs[(cls, node.name)] = _inputs(node, cls is not None)
                 if cls is not None and method is None:
                     method = node.name
                     called = methods.setdefault(cls, {}).setdefault(method, set())
@@ -787,9 +825,9 @@ class _Scanner:
                 if isinstance(value, list):
                     for item in reversed(value):
                         if isinstance(item, AST):
-                            push((item, cls, method, called, used))
+                            push((item, cls, method, called, used, top))
                 elif isinstance(value, AST):
-                    push((value, cls, method, called, used))
+                    push((value, cls, method, called, used, top))
 
 
 _ADD_METHODS = frozenset({"append", "insert", "extend"})
@@ -861,6 +899,27 @@ def _to_casts(call: ast.Call) -> bool:
     if dotted is None or "dtype" not in dotted.rsplit(".", 1)[-1].lower():
         return False
     return all(k.arg != "device" for k in call.keywords)
+
+
+def _inputs(node: ast.AST, method: bool) -> Tuple[bool, bool]:
+    """(a static or class method, some parameter but the first of a method
+    may hold a tensor), as the device flow's ``_params`` reads them."""
+    decorators = {_dotted(d) or "" for d in node.decorator_list}  # type: ignore[attr-defined]
+    static = bool(decorators & {"staticmethod", "classmethod"})
+    args = node.args  # type: ignore[attr-defined]
+    positional = [*args.posonlyargs, *args.args]
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    params = list(zip(positional, defaults)) + list(zip(args.kwonlyargs, args.kw_defaults))
+    for i, (a, default) in enumerate(params):
+        if i == 0 and method and "staticmethod" not in decorators and a in positional[:1]:
+            continue  # self, cls
+        ann = ast.unparse(a.annotation) if a.annotation is not None else ""
+        if ann and "Tensor" not in ann and "Any" not in ann:
+            continue  # annotated as something else
+        if (type(default) is ast.Constant and default.value is not None) or type(default) is ast.Name:  # type: ignore[attr-defined]
+            continue  # a literal or named default: a number, a string, a constant
+        return static, True
+    return static, False
 
 
 def _container_name(node: ast.AST) -> str:

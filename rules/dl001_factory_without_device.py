@@ -225,11 +225,17 @@ class RNN(nn.Module):
         # as an index on the spot, in a file where some value can be a
         # tensor on the inputs' device (a bound on DeviceFlow's meetings)
         local: "bool | None" = None
+        collective: "bool | None" = None
         for call in scan.calls:
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs or call.moved:
                 continue
             if call.cls is not None and call.method in _INIT_METHODS and scan.class_may_be_module(call.cls):
                 continue  # built before the module is moved
+            if not scan.may_hold_local_tensors_in(call.cls, call.function):
+                if collective is None:  # a collective meets no tensor: it needs none in scope
+                    collective = any(q.startswith("torch.distributed.") for c in scan.calls for q in scan.resolve(c.func))
+                if not collective:
+                    continue  # a function that holds no tensor following the inputs, and returns to no caller here
             fns = scan.torch_functions(call.func)
             if not (fns & (DEVICE_FACTORIES | {"from_numpy"}) or scan.refers_to(call.func, LEGACY_TENSOR_CONSTRUCTORS)):
                 continue

@@ -498,3 +498,39 @@ def test_tightened_hooks_rule_out_ordinary_model_code():
     summary = scan_source(src)
     for code in ("DL001", "DL006", "DL007", "DL008", "DL009"):
         assert not all_rules()[code].candidate(summary), code
+
+
+def test_a_function_that_holds_no_input_tensor_and_returns_to_no_caller_is_no_candidate():
+    # compute_default_rope_parameters(config: Config, **kwargs), a static
+    # method only referenced (rope_init_fn = self.compute_...): what it
+    # creates meets nothing in this file, so DL001 need not parse it
+    src = textwrap.dedent(
+        """\
+        import torch
+
+        class Rope(torch.nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                fn = self.compute
+                self.inv_freq, self.scale = fn(config)
+
+            @staticmethod
+            def compute(config: "Config", **kwargs):
+                return 1.0 / torch.arange(0, 8, 2), 1.0
+        """
+    )
+    summary = scan_source(src)
+    assert not summary.may_hold_local_tensors_in("Rope", "compute")
+    assert not all_rules()["DL001"].candidate(summary)
+    assert lint_source(src, "t.py", codes=["DL001"], scan=False).diagnostics == []
+    # called by name, or given a parameter that may be a tensor: a candidate
+    for changed in (
+        src + "\ndef use(x: torch.Tensor):\n    return x + Rope.compute(None)[0]\n",
+        src.replace('config: "Config", **kwargs', "config, scale"),
+        src.replace('config: "Config", **kwargs', "config: torch.Tensor"),
+    ):
+        assert all_rules()["DL001"].candidate(scan_source(changed))
+    # a collective needs no tensor in scope
+    seed = "import torch\nimport torch.distributed as dist\n\ndef seed(n: int = 10):\n    t = torch.randint(0, n, ())\n    dist.all_reduce(t)\n    return t.item()\n"
+    assert all_rules()["DL001"].candidate(scan_source(seed))
+    assert [d.code for d in lint_source(seed, "t.py", codes=["DL001"]).diagnostics] == ["DL001"]

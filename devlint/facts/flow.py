@@ -168,7 +168,7 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         # (an input of unknown kind joined with a tensor is that input's tensor)
         pinned, other = (a, b) if a.pinned else (b, a)
         if other.device == LOCAL and not (other.moved & pinned.born):
-            return replace(pinned, scalar=pinned.scalar and other.scalar, anchor=None)
+            return replace(pinned, anchor=None)  # on its own path it is what it was born (0-dim or not)
     kind = a.kind if a.kind == b.kind else UNKNOWN
     device = a.device if a.device == b.device else ANY
     born = a.born | b.born if device in PINNED and a.born and b.born else frozenset()
@@ -278,6 +278,19 @@ _COLLECTIVES = frozenset(
         "all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
         "reduce_scatter_tensor", "all_to_all_single",
     )
+)
+#: functions and methods whose result can have more dimensions than their
+#: tensor inputs (of 0-dim inputs, a tensor with dimensions); any other of
+#: a 0-dim tensor is 0-dim
+_SHAPE_MAKERS = frozenset(
+    {
+        "unsqueeze", "expand", "expand_as", "broadcast_to", "repeat", "tile", "reshape", "view", "view_as",
+        "reshape_as", "flatten", "ravel", "atleast_1d", "atleast_2d", "atleast_3d", "meshgrid", "one_hot", "diag",
+        "diag_embed", "diagflat", "outer", "ger", "kron", "cartesian_prod", "combinations", "unfold",
+        "repeat_interleave", "stack", "cat", "concat", "concatenate", "hstack", "vstack", "dstack", "column_stack",
+        "block_diag", "index_select", "masked_select", "nonzero", "argwhere", "pad", "new_zeros", "new_ones",
+        "new_empty", "new_full", "new_tensor", "multinomial", "bincount", "histc", "unique", "tensor_split",
+    }
 )
 #: torch namespaces whose functions compute on tensors
 _COMPUTE_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
@@ -402,6 +415,8 @@ class DeviceFlow:
         #: a function defined in another's body -> that function (seen as
         #: the enclosing one's flow runs)
         self.nested: Dict[cst.FunctionDef, cst.FunctionDef] = {}
+        self.module = module
+        self._gloo: Optional[bool] = None
         self._index(module.body, None)
         self.numpy_imported = any(
             t == "numpy" or t.startswith("numpy.") for ts in facts.imports.values() for t in ts
@@ -420,6 +435,15 @@ class DeviceFlow:
             elif isinstance(stmt, (cst.If, cst.Try, cst.TryStar)):
                 for block in blocks(stmt):
                     self._index(block, cls)
+
+    def names_gloo(self) -> bool:
+        """Whether the file names the gloo backend (``backend="gloo"``,
+        ``dist.Backend.GLOO``), under which collectives take CPU tensors."""
+        if self._gloo is None:
+            finder = _GlooFinder()
+            walk(self.module, finder)
+            self._gloo = finder.found
+        return self._gloo
 
     def all_functions(self) -> List[cst.FunctionDef]:
         return list(self.owner)
@@ -642,6 +666,25 @@ def _annotation(param: cst.Param) -> str:
 _TENSOR_KEYWORDS = frozenset({"input", "index", "other", "tensors", "mask", "weight"})
 
 
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return False  # x.shape, x.size(0): x is used as a tensor there
+
+
+def _names_in(args: Sequence[cst.Arg]) -> Set[str]:
+    finder = _Names()
+    for a in args:
+        if a.keyword is None or a.keyword.value != "device":
+            walk(a.value, finder)
+    return finder.names
+
+
 def _two_dimensional(name: str, call: cst.Call) -> bool:
     """A factory call that certainly makes a tensor of two dimensions or
     more: ``torch.eye(n)``, ``torch.zeros(a, b)``, ``torch.rand((a, b))``."""
@@ -702,6 +745,19 @@ def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
             out.append(first)
     out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value in _TENSOR_KEYWORDS)
     return out
+
+
+class _GlooFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if "gloo" in node.value.lower():
+            self.found = True
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "GLOO":
+            self.found = True
 
 
 class _BodyFacts(cst.CSTVisitor):
@@ -1355,17 +1411,19 @@ class _Interpreter:
             return replace(first, anchor=None, scalar=False) if first.kind == TENSOR else UNKNOWN_VALUE
         if q in _COLLECTIVES:
             # dist.all_reduce(t): NCCL, the backend of multi-GPU training,
-            # takes CUDA tensors only
-            for a, v in args[:1]:
-                if v.pinned and v.device == CPU:
-                    self._meet_all(v, node, "collective", "")
+            # takes CUDA tensors only (a file that names the gloo backend
+            # may be running its collectives there, where CPU tensors are fine)
+            if not self.flows.names_gloo():
+                for a, v in args[:1]:
+                    if v.pinned and v.device == CPU:
+                        self._meet_all(v, node, "collective", "")
             return OTHER_VALUE
         if q == "numpy" or q.startswith("numpy."):
             if any(v.kind == TENSOR and v.device == LOCAL for _, v in args):
                 self.cpu_only = True  # np.linalg.lstsq(x, y): works on CPU tensors only
             return Value(NUMPY)
         if q.startswith("torch."):
-            return self._torch_call(node, q, args)
+            return self._torch_call(node, q, args, env)
         if isinstance(func, cst.Attribute):
             out = self._method_call(node, func, args, env)
         elif isinstance(func, cst.Name):
@@ -1429,6 +1487,9 @@ class _Interpreter:
             n for n, v in env.items()
             if v.kind == TENSOR and v.device == LOCAL and not v.guessed and not v.maybe_none and "." not in n
         ]
+        # nor a name whose data the call converts (``torch.tensor(float(nu))``: a number there)
+        converted = _names_in(node.args) if name in ("tensor", "as_tensor") or name[:1].isupper() else set()
+        held = [n for n in held if n not in converted]
         anchors = [n for n in held if env[n].anchor == n] + [n for n in held if env[n].anchor != n]
         if self.is_module and self.cls is not None:
             own = [f"{self.self_name}.{p}" for p in (*self.cls.parameters, *self.cls.buffers)]
@@ -1451,10 +1512,14 @@ class _Interpreter:
             return CPU, v.born
         return ANY, frozenset()
 
-    def _torch_call(self, node: cst.Call, q: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
+    def _torch_call(self, node: cst.Call, q: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         name = q.rsplit(".", 1)[-1]
         if q == "torch.device":
             return self._torch_device(node)
+        if name.startswith("sparse_") and name.endswith("_tensor") and keyword_arg(node, "device") is not None:
+            # torch.sparse_csr_tensor(crow, col, values, device=d) converts its parts to d
+            where, born = self._device_of(keyword_arg(node, "device").value, env)  # type: ignore[union-attr]
+            return _tensor(where, born)
         compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
@@ -1481,7 +1546,7 @@ class _Interpreter:
             dev = LOCAL if LOCAL in devices else ANY
         born = frozenset().union(*(v.born for v in tensors)) if dev in PINNED else frozenset()
         reduced = name in _REDUCTIONS and len(args) == 1 and args[0][0].keyword is None  # torch.prod(t): 0-dim
-        scalar = reduced or (name in _ELEMENTWISE and all(v.scalar for v in tensors))
+        scalar = reduced or (name not in _SHAPE_MAKERS and all(v.scalar for v in tensors))  # torch.mvlgamma(nu / 2, n) of a 0-dim nu
         out = _tensor(dev, born, scalar)
         if several:
             return _seq(elem=out, known=False)
@@ -1558,7 +1623,7 @@ class _Interpreter:
             return _seq(elem=_tensor(recv.device, recv.born if recv.device in PINNED else ()), known=False)
         if m in _REDUCTIONS and not node.args:
             return _tensor(recv.device, recv.born, scalar=True)
-        return _tensor(recv.device, recv.born if recv.device in PINNED else (), recv.scalar and m in _ELEMENTWISE)
+        return _tensor(recv.device, recv.born if recv.device in PINNED else (), recv.scalar and m not in _SHAPE_MAKERS)
 
     def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         out = self._moved(node, m, recv, args, env)
