@@ -576,3 +576,17 @@ def test_one_line_suites_are_followed():
 def test_sinks_and_calls_the_flow_follows(src, expected):
     found = sorted(set(meetings(src)))
     assert found == sorted(expected)
+
+
+def test_a_callee_sees_what_its_caller_knows_is_on_the_cpu():
+    src = """
+    def rescale(scores: torch.Tensor, baseline: torch.Tensor):
+        return scores - baseline
+
+    def caller(x: torch.Tensor, n: int):
+        scores = x.cpu()
+        return rescale(scores, torch.zeros(n))
+    """
+    # scores is a CPU tensor here: the CPU baseline meets nothing in rescale
+    assert meetings(src) == []
+    assert [m[1:] for m in meetings(src.replace("x.cpu()", "x * 2"))] == [(7, 3, "operator")]

@@ -548,7 +548,7 @@ class DeviceFlow:
     def specialised(self, node: cst.FunctionDef, passed: Dict[str, Value], depth: int) -> FunctionFlow:
         """The flow of ``node`` with some parameters bound to CPU-born
         tensors a caller passes (memoised per binding)."""
-        key = (node, tuple(sorted((k, v.born, v.scalar) for k, v in passed.items())))
+        key = (node, tuple(sorted((k, v.kind, v.device, v.born, v.scalar) for k, v in passed.items())))
         flow = self._special.get(key)  # type: ignore[arg-type]
         if flow is None:
             if key in self._special_in_progress:
@@ -1730,6 +1730,11 @@ class _Interpreter:
         passed.update(state or {})
         if not passed or not self.hinted or self.depth >= _MAX_DEPTH:
             return None
+        # the other tensors this call passes that it knows are on the CPU
+        # (``.cpu()`` results) are on the CPU in the callee too, whatever its
+        # annotations say (one the caller cannot place keeps the callee's
+        # own reading: an annotated tensor parameter follows the inputs)
+        passed.update((k, v) for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == CPU)
         flow = self.flows.specialised(fn, passed, self.depth + 1)
         born = frozenset().union(*(v.born for v in passed.values()))
         for m in flow.meetings:
