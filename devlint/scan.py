@@ -134,6 +134,8 @@ class ScanSummary:
         self.self_callers: Set[Tuple[Optional[str], Optional[str]]] = set()
         #: every name called in the file (``f(...)``, ``x.f(...)``)
         self.called_names: Set[str] = set()
+        #: some ``t.type(x.type())`` (a move to the current GPU when x is on one)
+        self.retypes = False
         #: (class or None, name) of each outermost ``def`` -> whether it is a
         #: static or class method, and whether some parameter (``self`` apart)
         #: may hold a tensor (see :meth:`may_hold_local_tensors_in`)
@@ -638,6 +640,10 @@ class _Scanner:
                 attr = func.attr if type(func) is Attribute else None
                 if attr is not None and called is not None:
                     called.add(attr)
+                if attr == "type" and len(node.args) == 1 and type(node.args[0]) is Call:
+                    inner_call = node.args[0]
+                    if type(inner_call.func) is Attribute and inner_call.func.attr == "type" and not inner_call.args:  # type: ignore[attr-defined]
+                        s.retypes = True  # t.type(x.type()): to the current GPU when x is on one
                 called_names = s.called_names
                 if attr is not None:
                     called_names.add(attr)

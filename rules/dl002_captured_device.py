@@ -22,6 +22,11 @@ inputs: `cost = torch.ones(n, n).cuda(); cost + x`, an index moved to
 A tensor moved there together with everything it meets
 (`x = x.cuda(); w = torch.ones(3).cuda(); x * w`) is not flagged.
 
+Everywhere, `forward` included, it flags `t.type(x.type())` where the flow
+shows the result meeting a tensor on the inputs' device: a CUDA type string
+(`"torch.cuda.FloatTensor"`) names no index, so `t` lands on the current
+GPU, not on x's. The fix is `t.to(x)` (x's dtype and device, index included).
+
 ## Why is this bad?
 `nn.DataParallel` copies the module onto every GPU and runs each copy on its
 own slice of the batch, but a device captured at construction (or written as a
@@ -114,7 +119,7 @@ class CapturedDevice(Rule):
     name = "captured-device"
     message = "{what} is not this replica's device: under DataParallel/DDP a replica on another GPU puts this tensor on the wrong device"
     fix_safety = "safe"
-    tokens = ("cuda", "device")
+    tokens = ("cuda", "device", ".type(")
 
     VALID = [
         Valid(
@@ -372,7 +377,7 @@ class Head(nn.Module):
                 ) or (kind == "name" and any(t.startswith("cuda") for t in scan.strings))
             if placed and scan.may_hold_local_tensors():
                 return True
-        return False
+        return scan.retypes and scan.may_hold_local_tensors()
 
     def leave_Module(self, original_node: cst.Module) -> None:
         self._report_flow_meetings()
@@ -386,8 +391,8 @@ class Head(nn.Module):
         skip: Set[int] = {id(d.node) for d in self.diagnostics}
         for found in flow.origin_meetings((CURRENT, FIXED), skip):
             cls = flow.class_facts(found.home)
-            if cls is not None and found.home.name.value in cls.forward_reachable:
-                continue  # forward is checked above, syntactically
+            if cls is not None and found.home.name.value in cls.forward_reachable and _type_source(found.origin) is None:
+                continue  # forward is checked above, syntactically (but for .type(x.type()), which syntax does not see)
             origin = found.origin
             target = "the current GPU" if found.meeting.device == CURRENT else "a GPU named in the code"
             code = _origin_code(origin)
@@ -395,6 +400,11 @@ class Head(nn.Module):
                 f"`{code}` in `{found.where}` puts its tensor on {target}, not on the device of "
                 f"{found.partner_text}, which it meets through {found.how_text}"
             )
+            source = _type_source(origin)
+            if source is not None:  # t.type(x.type()) -> t.to(x): x's dtype and device, index included
+                new = origin.with_changes(func=origin.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(source)])  # type: ignore[attr-defined]
+                self.report(origin, message, fix=self.replace(origin, new, f"take `{code_of(source)}`'s dtype and device with `.to({code_of(source)})`"))
+                continue
             new = _placed_on(origin, f"{found.anchors[0]}.device") if found.anchors and isinstance(origin, cst.Call) else None
             if new is None:
                 self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is placed")
@@ -748,10 +758,19 @@ def _code(node: cst.CSTNode) -> str:
     return dotted_name(node) or cst.Module(body=[]).code_for_node(node)
 
 
+def _type_source(call: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """``x`` for ``t.type(x.type())``, else None."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1:
+        inner = call.args[0].value
+        if isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "type":
+            return inner.func.value
+    return None
+
+
 def _origin_code(call: cst.CSTNode) -> str:
     """How a message names a placing call: ``.cuda()``, ``.to("cuda")``,
-    ``device="cuda"``."""
-    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("cuda", "to"):
+    ``device="cuda"``, ``.type(x.type())``."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("cuda", "to", "type"):
         return f".{call.func.attr.value}({', '.join(code_of(a) for a in call.args)})"
     if isinstance(call, cst.Call):
         dev = keyword_arg(call, "device")

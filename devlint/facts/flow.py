@@ -685,6 +685,13 @@ def _names_in(args: Sequence[cst.Arg]) -> Set[str]:
     return finder.names
 
 
+def _type_string_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``x`` for ``x.type()`` (a tensor's type string), else None."""
+    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) and node.func.attr.value == "type":
+        return node.func.value
+    return None
+
+
 def _two_dimensional(name: str, call: cst.Call) -> bool:
     """A factory call that certainly makes a tensor of two dimensions or
     more: ``torch.eye(n)``, ``torch.zeros(a, b)``, ``torch.rand((a, b))``."""
@@ -1647,6 +1654,14 @@ class _Interpreter:
             if not args:
                 return OTHER_VALUE
             v = args[0][1]
+            source = _type_string_of(args[0][0].value)
+            if source is not None and kind == TENSOR:
+                # t.type(x.type()): "torch.cuda.FloatTensor" names CUDA but no
+                # index, so t goes to the current GPU, not to x's
+                other = self._expr(source, env)
+                if other.kind in (TENSOR, UNKNOWN) and other.device == LOCAL:
+                    return self._born(node, "type", env, device=CURRENT)
+                return Value(kind, other.device if other.kind == TENSOR else ANY)
             return Value(kind, v.device if v.kind == TENSOR else ANY)
         if m == "type_as":
             v = args[0][1] if args else UNKNOWN_VALUE
