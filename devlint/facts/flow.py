@@ -1657,9 +1657,12 @@ class _Interpreter:
             source = _type_string_of(args[0][0].value)
             if source is not None and kind == TENSOR:
                 # t.type(x.type()): "torch.cuda.FloatTensor" names CUDA but no
-                # index, so t goes to the current GPU, not to x's
+                # index, so a CPU t goes to the current GPU, not to x's (a t
+                # already on x's device keeps it: the device type is the same)
                 other = self._expr(source, env)
                 if other.kind in (TENSOR, UNKNOWN) and other.device == LOCAL:
+                    if recv.device == LOCAL:
+                        return replace(recv, anchor=None)
                     return self._born(node, "type", env, device=CURRENT)
                 return Value(kind, other.device if other.kind == TENSOR else ANY)
             return Value(kind, v.device if v.kind == TENSOR else ANY)
