@@ -612,8 +612,8 @@ class _Scanner:
         strings = s.strings
         methods = s.methods
         # (node, class name, method name, method's called-attribute set,
-        # method's used-attribute set)
-        stack: List[Tuple[ast.AST, Optional[str], Optional[str], Optional[Set[str]], Optional[Set[str]]]] = [
+        # method's used-attribute set, outermost module-level def's name)
+        stack: List[Tuple[ast.AST, Optional[str], Optional[str], Optional[Set[str]], Optional[Set[str]], Optional[str]]] = [
             (tree, None, None, None, None, None)
         ]
         method_attributes = s.method_attributes

@@ -100,7 +100,7 @@ from typing import Dict, Optional, Set, Tuple
 
 import libcst as cst
 
-from devlint.facts.flow import CURRENT, FIXED
+from devlint.facts.flow import CURRENT, FIXED, retyped_like
 from devlint.rule import Invalid, Rule, Valid
 from devlint.semantic import (
     code_of,
@@ -391,7 +391,7 @@ class Head(nn.Module):
         skip: Set[int] = {id(d.node) for d in self.diagnostics}
         for found in flow.origin_meetings((CURRENT, FIXED), skip):
             cls = flow.class_facts(found.home)
-            if cls is not None and found.home.name.value in cls.forward_reachable and _type_source(found.origin) is None:
+            if cls is not None and found.home.name.value in cls.forward_reachable and retyped_like(found.origin) is None:
                 continue  # forward is checked above, syntactically (but for .type(x.type()), which syntax does not see)
             origin = found.origin
             target = "the current GPU" if found.meeting.device == CURRENT else "a GPU named in the code"
@@ -400,7 +400,7 @@ class Head(nn.Module):
                 f"`{code}` in `{found.where}` puts its tensor on {target}, not on the device of "
                 f"{found.partner_text}, which it meets through {found.how_text}"
             )
-            source = _type_source(origin)
+            source = retyped_like(origin)
             if source is not None:  # t.type(x.type()) -> t.to(x): x's dtype and device, index included
                 new = origin.with_changes(func=origin.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(source)])  # type: ignore[attr-defined]
                 self.report(origin, message, fix=self.replace(origin, new, f"take `{code_of(source)}`'s dtype and device with `.to({code_of(source)})`"))
@@ -756,15 +756,6 @@ def _root_name(node: cst.BaseExpression) -> Optional[str]:
 
 def _code(node: cst.CSTNode) -> str:
     return dotted_name(node) or cst.Module(body=[]).code_for_node(node)
-
-
-def _type_source(call: cst.CSTNode) -> Optional[cst.BaseExpression]:
-    """``x`` for ``t.type(x.type())``, else None."""
-    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1:
-        inner = call.args[0].value
-        if isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "type":
-            return inner.func.value
-    return None
 
 
 def _origin_code(call: cst.CSTNode) -> str:

@@ -52,7 +52,6 @@ from devlint.semantic import (
     STATELESS_MODULES,
     ClassFacts,
     FileFacts,
-    _ELEMENTWISE,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
     dotted_name,
@@ -685,10 +684,12 @@ def _names_in(args: Sequence[cst.Arg]) -> Set[str]:
     return finder.names
 
 
-def _type_string_of(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """``x`` for ``x.type()`` (a tensor's type string), else None."""
-    if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) and node.func.attr.value == "type":
-        return node.func.value
+def retyped_like(call: cst.CSTNode) -> Optional[cst.BaseExpression]:
+    """``x`` for ``t.type(x.type())`` (``t`` given ``x``'s type string), else None."""
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "type" and len(call.args) == 1:
+        inner = call.args[0].value
+        if isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "type":
+            return inner.func.value
     return None
 
 
@@ -1654,7 +1655,7 @@ class _Interpreter:
             if not args:
                 return OTHER_VALUE
             v = args[0][1]
-            source = _type_string_of(args[0][0].value)
+            source = retyped_like(node)
             if source is not None and kind == TENSOR:
                 # t.type(x.type()): "torch.cuda.FloatTensor" names CUDA but no
                 # index, so a CPU t goes to the current GPU, not to x's (a t
