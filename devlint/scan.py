@@ -317,40 +317,6 @@ class ScanSummary:
             if self.in_forward(call.cls, call.method):
                 yield call
 
-    def calls_in_model_runners(self) -> Iterator[CallSite]:
-        """Calls in methods that run the module itself (``self(x)``,
-        ``self.forward(x)``) and what they call on self: a superset of the
-        calls in :attr:`devlint.semantic.ClassFacts.model_runners`."""
-        runners: Set[Tuple[Optional[str], Optional[str]]] = set(self.self_callers)
-        for cls, methods in self.methods.items():
-            for m, called in methods.items():
-                if "forward" in called and m != "forward":
-                    runners.add((cls, m))
-        if not runners:
-            return
-        todo = list(runners)
-        while todo:
-            cls, m = todo.pop()
-            for callee in self.methods.get(cls or "", {}).get(m or "", ()):  # type: ignore[arg-type]
-                if callee in self.methods.get(cls or "", {}) and (cls, callee) not in runners:  # type: ignore[arg-type]
-                    runners.add((cls, callee))
-                    todo.append((cls, callee))
-        for call in self.calls:
-            if (call.cls, call.method) in runners:
-                yield call
-
-    def calls_in_forward_functions(self) -> Iterator[CallSite]:
-        """Calls outside classes, when some ``forward``-reachable method calls
-        a function of the file by name: a superset of the calls in
-        :attr:`devlint.semantic.FileFacts.forward_functions`."""
-        if not self.function_names:
-            return
-        if not any(c.attr is None and c.func in self.function_names for c in self.calls_in_forward()):
-            return
-        for call in self.calls:
-            if call.cls is None:
-                yield call
-
     def forward_attribute_reads(self) -> FrozenSet[str]:
         """Every attribute name that code run by some ``forward`` may use: a
         superset of every class's ``ClassFacts.forward_reads``. Methods link

@@ -345,28 +345,6 @@ class FunctionFacts:
     #: a @staticmethod: no ``self``, so no anchor through the module
     is_static: bool = False
     line: int = 0
-    #: how each ``self.<name>(...)`` call in the class's forward-reachable
-    #: methods uses the result, one entry per call site: "moved" (placed on a
-    #: device: ``self.m(...).to(x.device)``, or ``v = self.m(...)`` and the
-    #: caller rebinds ``v = v.to(...)``, even under a condition), "index" (only
-    #: used as an index: ``t[self.m(...)]``, ``i = self.m(...); t[i.view(-1)]``)
-    #: or "other"; empty when no forward-reachable code calls it
-    caller_uses: List[str] = field(default_factory=list)
-    #: the body runs the module itself: ``self(...)`` or ``self.forward(...)``
-    #: (a ``generate``/``sample`` loop)
-    calls_self: bool = False
-    #: parameters annotated as a list/tuple/sequence of tensors
-    #: (``features: List[torch.Tensor]``): iterating one gives tensors
-    tensor_collection_params: List[str] = field(default_factory=list)
-    #: (module-level functions forward calls) every ``return`` gives a list
-    #: or tuple display or comprehension: ``torch.tensor(get_slopes(n))`` has
-    #: dimensions
-    returns_sequence: bool = False
-
-    def result_placed_by_callers(self) -> bool:
-        """Every forward-reachable call site moves the result or only indexes
-        with it: a CPU tensor it returns never meets a CUDA one."""
-        return bool(self.caller_uses) and all(u in ("moved", "index") for u in self.caller_uses)
 
 
 @dataclass
@@ -380,10 +358,6 @@ class ClassFacts:
     methods: Dict[str, FunctionFacts] = field(default_factory=dict)
     #: methods that run when ``forward`` runs: forward and what it calls on self
     forward_reachable: List[str] = field(default_factory=list)
-    #: methods outside ``forward_reachable`` (and ``__init__``) that run the
-    #: module itself (``logits = self(tokens)`` in ``generate``), and what
-    #: they call on self: their tensors meet the model's outputs
-    model_runners: List[str] = field(default_factory=list)
     attributes: Dict[str, AttributeFacts] = field(default_factory=dict)
     buffers: List[str] = field(default_factory=list)
     parameters: List[str] = field(default_factory=list)
@@ -462,10 +436,6 @@ class FileFacts:
     module_device_lists: Dict[str, List[str]] = field(default_factory=dict)
     #: every name assigned at module level (so a rule knows what a method can see)
     module_assigned: List[str] = field(default_factory=list)
-    #: functions defined at module level that code run by some module's
-    #: ``forward`` calls by name, directly or through one another
-    #: (``mask = causal_mask(n)`` in ``forward``)
-    forward_functions: Dict[str, FunctionFacts] = field(default_factory=dict)
     #: training-script facts per scope name (``<module>``, ``main``,
     #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
     #: device names, loaded checkpoints (see :class:`ScriptScope`)
@@ -689,17 +659,6 @@ def _is_collection_annotation(ann: str) -> bool:
     return "[" in ann and outer in _COLLECTION_ANNOTATIONS
 
 
-def _iterates_tensors(ann: str) -> bool:
-    """``List[Tensor]``, ``Sequence[torch.Tensor]``, ``tuple[Tensor, ...]``:
-    a collection whose iteration gives its tensors (not a dict: its keys)."""
-    outer = ann.split("[", 1)[0].rsplit(".", 1)[-1].lower()
-    inner = ann.split("[", 1)[1][:-1] if "[" in ann and ann.endswith("]") else ""
-    parts = [p if p == "..." else p.rsplit(".", 1)[-1] for p in inner.split(",")]
-    return outer in ("list", "tuple", "sequence", "iterable") and bool(inner) and all(
-        p == "Tensor" or p == "..." for p in parts
-    )
-
-
 class _NameUses(cst.CSTVisitor):
     """Collects, for a function body: ``p.<attr>`` uses of names and
     ``self.<m>(...)`` calls (also ``ClassName.<m>(...)``, a static method
@@ -712,15 +671,12 @@ class _NameUses(cst.CSTVisitor):
         self.attr_uses: Dict[str, Set[str]] = {}
         self.self_calls: List[str] = []
         self.args_of_self_calls: Set[str] = set()
-        self.calls_self = False
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name):
             self.attr_uses.setdefault(node.value.value, set()).add(node.attr.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value == self.self_name:
-            self.calls_self = True  # self(tokens): the module runs itself
         attr = self_attribute(node.func, self.self_name)
         if attr is None and self.class_name is not None:
             attr = self_attribute(node.func, self.class_name)
@@ -739,23 +695,6 @@ class _NameUses(cst.CSTVisitor):
         return False
 
 
-class _NamesCalled(cst.CSTVisitor):
-    def __init__(self, names: Dict[str, cst.FunctionDef]) -> None:
-        self.names = names
-        self.found: List[str] = []
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in self.names and node.func.value not in self.found:
-            self.found.append(node.func.value)
-
-
-def _names_called(fn: cst.FunctionDef, names: Dict[str, cst.FunctionDef]) -> List[str]:
-    """The functions of ``names`` that ``fn`` calls by name."""
-    v = _NamesCalled(names)
-    walk(fn.body, v)
-    return v.found
-
-
 def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset(),
                     class_name: Optional[str] = None) -> FunctionFacts:
     decorators = {dotted_name(d.decorator) for d in fn.decorators}
@@ -768,7 +707,6 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
     uses = _NameUses(self_name, set(method_names), class_name)
     walk(fn.body, uses)
     tensor_params: List[str] = []
-    collections: List[str] = []
     all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
     if is_method:
         all_params = all_params[1:] if all_params else []
@@ -779,8 +717,6 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
             if "Tensor" in ann and "Optional" not in ann and "None" not in ann:
                 if not _is_collection_annotation(ann):
                     tensor_params.append(name)
-                elif _iterates_tensors(ann):
-                    collections.append(name)
             continue
         if any(h in name.lower() for h in _DEVICE_NAME_HINTS):
             continue
@@ -805,8 +741,6 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         self_calls=uses.self_calls,
         is_property=is_property,
         is_static=is_static,
-        tensor_collection_params=collections,
-        calls_self=uses.calls_self and is_method,
     )
 
 
@@ -917,7 +851,6 @@ class _FactsBuilder:
         self._finish_inherited_reach()
         self._finish_forward_uses()
         self._finish_anchors()
-        self._finish_forward_functions()
         # the script facts cost a full walk of the tree: collected on first
         # use (only the wrapping rules and serialisation ask for them)
         object.__setattr__(self.facts, "_script_module", self.module)
@@ -928,26 +861,6 @@ class _FactsBuilder:
         if self._module_functions is None:
             self._module_functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
         return self._module_functions
-
-    def _finish_forward_functions(self) -> None:
-        """``FileFacts.forward_functions``."""
-        functions = self._module_function_nodes()
-        if not functions:
-            return
-        todo: List[str] = []
-        for cls in self.facts.classes.values():
-            if not cls.is_module or cls.name not in self._class_nodes:
-                continue
-            for stmt in statements(self._class_nodes[cls.name]):
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value in cls.forward_reachable:
-                    todo.extend(_names_called(stmt, functions))
-        while todo:
-            name = todo.pop()
-            if name in self.facts.forward_functions:
-                continue
-            self.facts.forward_functions[name] = _function_facts(functions[name], is_method=False)
-            self.facts.forward_functions[name].returns_sequence = _returns_sequence(functions[name])
-            todo.extend(_names_called(functions[name], functions))
 
     def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
         for stmt in body:
@@ -1065,16 +978,9 @@ class _FactsBuilder:
         return False
 
     def _finish_module_class(self, cls: ClassFacts) -> None:
-        # forward reachability, then the methods that run the model
-        # (generate/sample loops calling self(...)) and what they call
+        # forward reachability
         reach = _self_call_closure(cls, [m for m in ("forward",) if m in cls.methods], set())
         cls.forward_reachable = reach
-        runners = [
-            m for m, f in cls.methods.items()
-            if m not in reach and m != "__init__" and not f.is_static and (f.calls_self or "forward" in f.self_calls)
-        ]
-        cls.model_runners = _self_call_closure(cls, runners, set(reach) | {"__init__"})
-        self._finish_caller_uses(cls)
         # attributes
         node = self._class_nodes[cls.name]
         for stmt in statements(node):
@@ -1096,15 +1002,13 @@ class _FactsBuilder:
     def _finish_inherited_reach(self) -> None:
         """A method a module class inherits from a module base of this file
         and runs from ``forward`` (``h = self.init_hidden(b)``, defined by the
-        base) is forward-reachable in the base too, with the subclass's call
-        sites among its ``caller_uses``."""
+        base) is forward-reachable in the base too."""
         for cls in list(self.facts.classes.values()):
             if not cls.is_module or cls.name not in self._class_nodes or not any(b in self.facts.classes for b in cls.bases):
                 continue
             methods = self._effective_methods(cls, set())
             todo = [(cls, m) for m in cls.forward_reachable]
             seen = {(cls.name, m) for m in cls.forward_reachable}
-            inherited: Dict[str, ClassFacts] = {}
             while todo:
                 owner, m = todo.pop()
                 for callee in owner.methods[m].self_calls:
@@ -1114,33 +1018,8 @@ class _FactsBuilder:
                     seen.add((target.name, callee))
                     todo.append((target, callee))
                     if target is not cls and target.is_module:
-                        inherited[callee] = target
                         if callee not in target.forward_reachable:
                             target.forward_reachable.append(callee)
-            self._add_caller_uses(cls, inherited)
-
-    def _finish_caller_uses(self, cls: ClassFacts) -> None:
-        """``FunctionFacts.caller_uses`` of the methods forward reaches."""
-        called = {c for m in cls.forward_reachable for c in cls.methods[m].self_calls if c in cls.methods}
-        self._add_caller_uses(cls, {c: cls for c in called})
-
-    def _add_caller_uses(self, cls: ClassFacts, targets: Dict[str, ClassFacts]) -> None:
-        """Add how ``cls``'s forward-reachable methods use the results of
-        ``self.<m>(...)`` for each ``m`` in ``targets`` to the ``caller_uses``
-        of ``m`` as the class ``targets[m]`` defines it."""
-        if not targets:
-            return
-        nodes = {s.name.value: s for s in statements(self._class_nodes[cls.name]) if isinstance(s, cst.FunctionDef)}
-        for caller in cls.forward_reachable:
-            fn = nodes.get(caller)
-            if fn is None or not (set(cls.methods[caller].self_calls) & set(targets)):
-                continue
-            params = [p.name.value for p in fn.params.params]
-            self_name = params[0] if params and not cls.methods[caller].is_static else "self"
-            uses = _SelfCallResults(self.facts, self_name, set(targets))
-            fn.body.visit(uses)
-            for method, use in uses.results():
-                targets[method].methods[method].caller_uses.append(use)
 
     def _effective_methods(self, cls: ClassFacts, seen: Set[str]) -> Dict[str, Tuple[ClassFacts, cst.FunctionDef]]:
         """Method name -> (defining class, node), local base classes included."""
@@ -1633,22 +1512,6 @@ def _is_sequence_value(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.List, cst.Tuple)):
         return bool(node.elements)
     return isinstance(node, cst.ListComp) or is_sequence_call(node)
-
-
-def _returns_sequence(fn: cst.FunctionDef) -> bool:
-    """Every ``return`` of ``fn`` gives a list or tuple: a display or
-    comprehension, or a local name every assignment of which is one."""
-    finder = _ReturnsAndAssigns()
-    walk(fn.body, finder)
-    if finder.yields or not finder.returns:
-        return False
-    local: Dict[str, bool] = {}
-    for target, value in finder.assigns:
-        local[target] = local.get(target, True) and _is_sequence_value(value)
-    return all(
-        r is not None and (_is_sequence_value(r) or (isinstance(r, cst.Name) and local.get(r.value, False)))
-        for r in finder.returns
-    )
 
 
 def is_keyword_dict_call(node: cst.BaseExpression) -> bool:
@@ -2249,94 +2112,6 @@ def is_dtype_cast(facts: FileFacts, call: cst.Call) -> bool:
     if not is_dtype_expr(facts, first.value):
         return False
     return all(a.keyword is None or a.keyword.value != "device" for a in call.args)
-
-
-class _SelfCallResults(cst.CSTVisitor):
-    """How one function body uses the results of its ``self.<m>(...)`` calls
-    (``FunctionFacts.caller_uses``)."""
-
-    def __init__(self, facts: FileFacts, self_name: str, methods: Set[str]) -> None:
-        self.facts = facts
-        self.self_name = self_name
-        self.methods = methods
-        self.stack: List[cst.CSTNode] = []
-        #: (method, "moved" / "index" / "other" / "bind:<name>") per call site
-        self.sites: List[Tuple[str, str]] = []
-        #: local name -> how each of its loads uses it
-        self.loads: Dict[str, List[str]] = {}
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.stack.append(node)
-        if isinstance(node, (cst.ClassDef, cst.FunctionDef, cst.Lambda)):
-            return False  # another scope
-        if isinstance(node, cst.Call):
-            m = self_attribute(node.func, self.self_name)
-            if m is not None and m in self.methods:
-                self.sites.append((m, self._use(len(self.stack) - 1, None)))
-        elif isinstance(node, cst.Name) and len(self.stack) > 1:
-            parent = self.stack[-2]
-            if isinstance(parent, (cst.AssignTarget, cst.AnnAssign)) and parent.target is node:
-                pass  # a store
-            elif isinstance(parent, cst.Attribute) and parent.attr is node:
-                pass
-            elif isinstance(parent, cst.Arg) and parent.keyword is node:
-                pass
-            elif not isinstance(parent, cst.Param):
-                self.loads.setdefault(node.value, []).append(self._use(len(self.stack) - 1, node.value))
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.stack.pop()
-
-    def _use(self, i: int, name: Optional[str]) -> str:
-        """How the value of ``self.stack[i]`` is used."""
-        cur = self.stack[i]
-        while i > 0:
-            parent = self.stack[i - 1]
-            if isinstance(parent, cst.Attribute) and parent.value is cur and i > 1:
-                call = self.stack[i - 2]
-                if not (isinstance(call, cst.Call) and call.func is parent):
-                    return "other"
-                attr = parent.attr.value
-                if attr in ("cuda", "type_as") or (attr == "to" and not is_dtype_cast(self.facts, call)):
-                    if name is not None and i > 2:
-                        assign = self.stack[i - 3]
-                        if (
-                            isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1
-                            and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == name
-                        ):
-                            return "rebind_moved"
-                    return "moved"
-                if attr in _SAME_DEVICE_METHODS or attr == "to":
-                    cur, i = call, i - 2
-                    continue
-                return "other"
-            if isinstance(parent, cst.Index) and i > 2:
-                element, sub = self.stack[i - 2], self.stack[i - 3]
-                if isinstance(element, cst.SubscriptElement) and isinstance(sub, cst.Subscript) and sub.value is not element:
-                    return "index"
-                return "other"
-            if isinstance(parent, cst.Assign) and parent.value is cur and name is None:
-                if len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-                    return "bind:" + parent.targets[0].target.value
-            return "other"
-        return "other"
-
-    def results(self) -> List[Tuple[str, str]]:
-        out: List[Tuple[str, str]] = []
-        for method, use in self.sites:
-            if use.startswith("bind:"):
-                loads = self.loads.get(use[5:], [])
-                if "rebind_moved" in loads or (loads and all(u in ("moved", "rebind_moved") for u in loads)):
-                    use = "moved"
-                elif loads and all(u == "index" for u in loads):
-                    use = "index"
-                else:
-                    use = "other"
-            elif use == "rebind_moved":
-                use = "moved"
-            out.append((method, use))
-        return out
 
 
 class _SelfAssignments(cst.CSTVisitor):
