@@ -16,7 +16,8 @@ from devlint.diagnostic import Diagnostic, Edit, FileResult  # FileResult: re-ex
 from devlint.limits import SCAN_FIRST_BYTES, hostile
 from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
-from devlint.semantic import FileFacts, build_facts
+from devlint.facts.store import FactStore
+from devlint.semantic import Classes
 from devlint.source import SourceError, decode_source
 from devlint.suppress import Suppressions, parse_suppressions
 from devlint.walk import walk
@@ -147,14 +148,16 @@ class Analysis:
     """One parse of one file with its facts and raw diagnostics (nodes kept)."""
 
     module: cst.Module
-    facts: FileFacts
+    store: FactStore
     diagnostics: List[Diagnostic]
     errors: List[str]
 
 
 def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analysis:
-    facts = build_facts(module)
-    context = Context(facts, module, path)
+    # the engine reads the classes itself (the class stack); everything
+    # else is built only if a rule that declared it asks
+    store = FactStore(module, [Classes, *(p for r in rules for p in r.requires)])
+    context = Context(store, path)
     instances = [r(context) for r in rules]
     dispatcher = _Dispatcher(context, instances)
     if all(_module_only(type(r)) for r in instances):
@@ -165,7 +168,7 @@ def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analy
     else:
         walk(module, dispatcher)
     diagnostics = [d for r in instances for d in r.diagnostics]
-    return Analysis(module, facts, diagnostics, dispatcher.errors)
+    return Analysis(module, store, diagnostics, dispatcher.errors)
 
 
 def _positions(module: cst.Module, diagnostics: List[Diagnostic], lines: List[str]) -> None:

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tupl
 import libcst as cst
 
 from devlint.diagnostic import Diagnostic, Fix, FixSafety
-from devlint.semantic import ClassFacts, FileFacts, FunctionFacts, code_of
+from devlint.facts.store import FactStore, Provider
+from devlint.semantic import ClassFacts, Classes, FileFacts, FunctionFacts, ScriptFacts, Scripts, Training, TrainingFacts, code_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from devlint.facts.flow import DeviceFlow
@@ -44,29 +45,32 @@ class Invalid:
 
 
 class Context:
-    """What a rule knows while the engine walks a file: the shared facts and
-    where the walk is (class, method, function stack). Maintained by the
-    engine; rules only read it."""
+    """What a rule knows while the engine walks a file: the facts (a
+    :class:`~devlint.facts.store.FactStore`: each provider built on first
+    read) and where the walk is (class, method, function stack). Maintained
+    by the engine; rules only read it."""
 
-    def __init__(self, facts: FileFacts, module: cst.Module, path: str) -> None:
-        self.facts = facts
-        self.module = module
+    def __init__(self, store: FactStore, path: str) -> None:
+        self.store = store
+        self.module = store.module
         self.path = path
         self.class_stack: List[Optional[ClassFacts]] = []
         self.function_stack: List[cst.FunctionDef] = []
         # function depth at which each class was entered
         self._class_depths: List[int] = []
-        self._device_flow: Optional["DeviceFlow"] = None
+
+    @property
+    def facts(self) -> FileFacts:
+        """The classes, imports and module-level names (:class:`Classes`)."""
+        return self.store[Classes]
 
     @property
     def device_flow(self) -> "DeviceFlow":
-        """The file's device flow (:mod:`devlint.facts.flow`), built on first
-        use and shared by every rule."""
-        if self._device_flow is None:
-            from devlint.facts.flow import DeviceFlow
+        """The file's device flow (:mod:`devlint.facts.flow`), shared by
+        every rule that declares ``Flow``."""
+        from devlint.facts.flow import Flow
 
-            self._device_flow = DeviceFlow(self.facts, self.module)
-        return self._device_flow
+        return self.store[Flow]
 
     # -- where are we ------------------------------------------------------
     @property
@@ -191,6 +195,10 @@ class Rule(cst.CSTVisitor):
     fix_safety: ClassVar[str] = "safe"  # "safe", "unsafe" or "safe/unsafe"
     tokens: ClassVar[Tuple[str, ...]] = ("torch",)
     enabled_by_default: ClassVar[bool] = True
+    #: the fact providers the rule reads besides :class:`Classes` (which
+    #: every rule may read): ``(Flow,)``, ``(Scripts, Training)``; reading
+    #: one not declared raises :class:`~devlint.facts.store.UndeclaredFact`
+    requires: ClassVar[Tuple[Type[Provider], ...]] = ()
     VALID: ClassVar[Sequence[Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
@@ -214,6 +222,16 @@ class Rule(cst.CSTVisitor):
     @property
     def facts(self) -> FileFacts:
         return self.context.facts
+
+    @property
+    def scripts(self) -> ScriptFacts:
+        """How models are built, wrapped and placed (declare ``Scripts``)."""
+        return self.context.store[Scripts]
+
+    @property
+    def training(self) -> TrainingFacts:
+        """Loaders, placements and devices per scope (declare ``Training``)."""
+        return self.context.store[Training]
 
     def report(
         self,

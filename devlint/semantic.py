@@ -15,6 +15,7 @@ from typing import Container, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
+from devlint.facts.store import FactStore, Provider
 from devlint.syntax import LINES, blocks, statements
 from devlint.walk import walk
 
@@ -394,9 +395,6 @@ class ClassFacts:
     #: ``forward`` moves one of its own arguments (``x = x.to(self.w.device)``),
     #: so callers need not
     moves_inputs: bool = False
-    #: submodule attributes that hold a DataParallel/DDP wrapper, set in
-    #: ``__init__`` or a helper method (attribute -> wrapper qualified name)
-    inner_wrappers: Dict[str, str] = field(default_factory=dict)
 
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
@@ -436,35 +434,6 @@ class FileFacts:
     module_device_lists: Dict[str, List[str]] = field(default_factory=dict)
     #: every name assigned at module level (so a rule knows what a method can see)
     module_assigned: List[str] = field(default_factory=list)
-    #: training-script facts per scope name (``<module>``, ``main``,
-    #: ``Trainer``, ``Trainer.fit``): models moved to devices, loaders,
-    #: device names, loaded checkpoints (see :class:`ScriptScope`)
-    script_scopes: Dict[str, "ScriptScope"] = field(default_factory=dict)
-    #: script facts per function scope (index 0: module level), in the order
-    #: a pre-order walk meets the ``def`` statements (see :class:`ScopeFacts`)
-    scopes: List["ScopeFacts"] = field(default_factory=list)
-    #: functions started once per process by ``mp.spawn(fn, ...)`` (their
-    #: first parameter is the process index)
-    spawn_targets: List[str] = field(default_factory=list)
-    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]`` a value that is
-    #: not a constant (``str(rank)``: each process its own GPU)
-    sets_visible_devices: bool = False
-    #: functions of this file that return one of their parameters wrapped in
-    #: DataParallel/DDP, possibly under a condition (scope name, e.g.
-    #: ``maybe_parallel`` or ``Trainer.wrap`` -> :class:`WrapHelper`)
-    wrap_helpers: Dict[str, "WrapHelper"] = field(default_factory=dict)
-
-    def scope_named(self, name: str) -> Optional["ScopeFacts"]:
-        for scope in self.scopes:
-            if scope.name == name:
-                return scope
-        return None
-
-    def callee_scope(self, scope: "ScopeFacts", call: str) -> Optional["ScopeFacts"]:
-        """The function of this file that ``call`` (a callee as written) runs
-        when called from ``scope``, or None: see :func:`callee_name`."""
-        return self.scope_named(callee_name(scope, call, {s.name for s in self.scopes}))
-
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
         head, _, rest = dotted.partition(".")
@@ -568,21 +537,6 @@ class FileFacts:
                 return True
         return False
 
-    def never_replicated(self, cls: ClassFacts) -> bool:
-        """Whether ``cls``'s own ``forward`` can never run inside a
-        DataParallel replica, where ``parameters()`` is empty and a device
-        fixed outside the call is not the replica's: it pins its parts to
-        devices (model parallelism: wrapping it is DL004's bug), it is a
-        DataParallel/DDP subclass (its ``forward`` scatters and gathers on the
-        main device), or it holds a DataParallel/DDP wrapper as a submodule
-        (it is the outer model: replicating it would nest wrappers, DL003)."""
-        if cls.pinned_devices():
-            return True
-        if any(n not in self.classes and canonical(n) in WRAPPERS for n in self.lineage(cls.name)):
-            return True
-        self.ensure_script_facts()
-        return bool(cls.inner_wrappers)
-
     def tensor_path_of_class(self, class_name: str) -> Optional[str]:
         """A path from an instance of ``class_name`` to a tensor it holds
         (``weight`` for ``nn.Linear``, ``ln1.weight`` for a local ``Block``),
@@ -594,25 +548,6 @@ class FileFacts:
             return "weight"
         return None
 
-    def to_dict(self) -> dict:
-        self.ensure_script_facts()
-        self.ensure_training_facts()
-        return dataclasses.asdict(self)
-
-    def ensure_training_facts(self) -> None:
-        """Build ``script_scopes`` if that has not been done yet: a walk of
-        the whole file that only the script rules need (on model code it
-        cost more than the rest of the facts together)."""
-        module = self.__dict__.pop("_training_module", None)
-        if module is not None:
-            self.script_scopes = build_training_facts(module, self)
-
-    def ensure_script_facts(self) -> None:
-        """Collect ``scopes``, ``spawn_targets``, ``sets_visible_devices``
-        and ``ClassFacts.inner_wrappers`` if that has not been done yet."""
-        module = self.__dict__.pop("_script_module", None)
-        if module is not None:
-            collect_script_facts(module, self)
 
 
 def canonical(qualified: str) -> str:
@@ -851,9 +786,6 @@ class _FactsBuilder:
         self._finish_inherited_reach()
         self._finish_forward_uses()
         self._finish_anchors()
-        # the script facts cost a full walk of the tree: collected on first
-        # use (only the wrapping rules and serialisation ask for them)
-        object.__setattr__(self.facts, "_script_module", self.module)
         return self.facts
 
     def _module_function_nodes(self) -> Dict[str, cst.FunctionDef]:
@@ -2176,11 +2108,16 @@ def _uses_name(node: cst.CSTNode, name: str) -> bool:
 
 def build_facts(module: cst.Module) -> FileFacts:
     """Compute the shared facts of one parsed file."""
-    builder = _FactsBuilder(module)
-    facts = builder.build()
-    # script_scopes: built on first use (FileFacts.ensure_training_facts)
-    object.__setattr__(facts, "_training_module", module)
-    return facts
+    return _FactsBuilder(module).build()
+
+
+class Classes(Provider):
+    """:class:`FileFacts`: the import aliases, module-level devices, and every
+    class with its bases, methods, attributes and forward reach."""
+
+    @classmethod
+    def build(cls, store: FactStore) -> FileFacts:
+        return build_facts(store.module)
 
 
 # --------------------------------------------------------------------------
@@ -2456,24 +2393,23 @@ def _strip_iter_wrappers(facts: FileFacts, node: cst.BaseExpression) -> Tuple[cs
     return node, enumerated
 
 
-def lookup_scoped(facts: FileFacts, scope: str, ref: str, table: str) -> Optional[object]:
+def lookup_scoped(training: "TrainingFacts", scope: str, ref: str, table: str) -> Optional[object]:
     """``ref`` in the ``table`` (``placements``, ``wrapped``, ``loaders``) of
     scope, then of its class (for ``self.x``)."""
-    facts.ensure_training_facts()
-    s = facts.script_scopes.get(scope)
+    s = training.scopes.get(scope)
     if s is None:
         return None
     found = getattr(s, table).get(ref)
     if found is None and ref.startswith("self.") and s.class_scope:
-        cs = facts.script_scopes.get(s.class_scope)
+        cs = training.scopes.get(s.class_scope)
         if cs is not None:
             found = getattr(cs, table).get(ref)
     if found is None and s.kind == "function" and "." not in ref:
-        found = _lookup_enclosing(facts, s, ref, table)
+        found = _lookup_enclosing(training, s, ref, table)
     return found
 
 
-def _lookup_enclosing(facts: FileFacts, s: ScriptScope, ref: str, table: str) -> Optional[object]:
+def _lookup_enclosing(training: "TrainingFacts", s: ScriptScope, ref: str, table: str) -> Optional[object]:
     """A name a function reads without binding it (``model`` in an
     ``evaluate()`` defined beside ``model = Net().to(device)``): its fact in
     the enclosing functions, then at module level. A placement whose device
@@ -2484,7 +2420,7 @@ def _lookup_enclosing(facts: FileFacts, s: ScriptScope, ref: str, table: str) ->
         if ref in inner.params or ref in inner.bound:
             return None
         parts = parts[:-1]
-        outer = facts.script_scopes.get(".".join(parts)) if parts else facts.script_scopes.get(MODULE_SCOPE)
+        outer = training.scopes.get(".".join(parts)) if parts else training.scopes.get(MODULE_SCOPE)
         if outer is None:
             return None
         if outer.kind == "class":
@@ -2516,23 +2452,23 @@ class LoaderLoop:
     loader_of: Dict[str, str] = field(default_factory=dict)
 
 
-def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name: str) -> Tuple[Optional[str], bool]:
+def _loader_ref(training: "TrainingFacts", scope: str, it: cst.BaseExpression, self_name: str) -> Tuple[Optional[str], bool]:
     """The name of the data loader ``it`` iterates, when its batches are not
     placed on a device by the loader itself (through ``pbar = tqdm(loader)``:
     the loader), and whether an ``enumerate`` bound with it adds an index."""
     base = it.value if isinstance(it, cst.Subscript) else it  # dataloaders[phase]
     if isinstance(base, cst.Call) and base is it:
-        return _inline_loader(facts, scope, base), False
+        return _inline_loader(training, scope, base), False
     ref = ref_of(base, self_name)
     if ref is None:
         return None, False
-    info = lookup_scoped(facts, scope, ref, "loaders")
+    info = lookup_scoped(training, scope, ref, "loaders")
     enumerated = False
     if isinstance(info, LoaderFacts) and info.wraps:
         if info.places_on_device:
             return None, False
         ref, enumerated = info.wraps, info.enumerated
-        info = lookup_scoped(facts, scope, ref, "loaders")
+        info = lookup_scoped(training, scope, ref, "loaders")
     if isinstance(info, LoaderFacts):
         if info.places_on_device or info.wraps:
             return None, False
@@ -2543,23 +2479,23 @@ def _loader_ref(facts: FileFacts, scope: str, it: cst.BaseExpression, self_name:
     return ref, enumerated
 
 
-def _inline_loader(facts: FileFacts, scope: str, call: cst.Call) -> Optional[str]:
+def _inline_loader(training: "TrainingFacts", scope: str, call: cst.Call) -> Optional[str]:
     """``for x, y in DataLoader(ds, batch_size=64)``: the loader's spelling when
     the call builds a ``DataLoader`` that leaves its batches on the CPU (no
     ``collate_fn`` of its own, no ``pin_memory_device``, no dataset or
     argument that mentions a device)."""
-    cls = facts.class_of_call(call.func)
+    cls = training.facts.class_of_call(call.func)
     if cls not in DATA_LOADERS:
         return None
     for a in call.args:
         if a.star:
             return None
         kw = a.keyword.value if a.keyword is not None else None
-        if kw == "pin_memory_device" or (kw == "collate_fn" and not is_cpu_collator(facts, a.value)):
+        if kw == "pin_memory_device" or (kw == "collate_fn" and not is_cpu_collator(training.facts, a.value)):
             return None
         if (kw is None or kw not in _NON_PLACING_LOADER_ARGS) and _mentions_placing(a.value):
             return None
-        if kw is None and isinstance(a.value, cst.Call) and _holds_placed_names(facts.script_scopes, scope, a.value):
+        if kw is None and isinstance(a.value, cst.Call) and _holds_placed_names(training.scopes, scope, a.value):
             return None  # DataLoader(TensorDataset(X, Y)) with X on the GPU
     return code_of(call.func)
 
@@ -2581,29 +2517,29 @@ def _holds_placed_names(scopes: Dict[str, ScriptScope], scope: str, call: cst.Ca
     return False
 
 
-def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
+def loader_loop(training: "TrainingFacts", scope: str, node: cst.For, self_name: str = "self") -> Optional[LoaderLoop]:
     """The batch items of a loop over a data loader whose batches are not
     placed on a device by the loader itself, else None. ``zip(a, b)`` pairs
     each loader with its part of the target; parts from other iterables
     are left out."""
-    it, enumerated = _strip_iter_wrappers(facts, node.iter)
+    it, enumerated = _strip_iter_wrappers(training.facts, node.iter)
     target = node.target
     if enumerated:
         if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == 2):
             return None
         target = target.elements[1].value
-    if isinstance(it, cst.Call) and dotted_name(it.func) == "zip" and facts.qualify_dotted("zip") is None:
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "zip" and training.facts.qualify_dotted("zip") is None:
         if any(a.star or a.keyword is not None for a in it.args):
             return None
         if not (isinstance(target, (cst.Tuple, cst.List)) and len(target.elements) == len(it.args)):
             return None
         pairs = []
         for a, e in zip(it.args, target.elements):
-            part_it, part_enum = _strip_iter_wrappers(facts, a.value)
+            part_it, part_enum = _strip_iter_wrappers(training.facts, a.value)
             if not part_enum:  # an enumerated part is left out
                 pairs.append((part_it, e.value))
     else:
-        ref, wrapped_enum = _loader_ref(facts, scope, it, self_name)
+        ref, wrapped_enum = _loader_ref(training, scope, it, self_name)
         if ref is None:
             return None
         if wrapped_enum:
@@ -2621,7 +2557,7 @@ def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "s
     loader_of: Dict[str, str] = {}
     first = ""
     for part_it, part in pairs:
-        ref, part_enum = _loader_ref(facts, scope, part_it, self_name)
+        ref, part_enum = _loader_ref(training, scope, part_it, self_name)
         if ref is None or part_enum:
             continue
         first = first or ref
@@ -2638,32 +2574,31 @@ def loader_loop(facts: FileFacts, scope: str, node: cst.For, self_name: str = "s
     return LoaderLoop(first, items, False, batches, loader_of)
 
 
-def next_loader(facts: FileFacts, scope: str, node: cst.BaseExpression, self_name: str = "self") -> Optional[str]:
+def next_loader(training: "TrainingFacts", scope: str, node: cst.BaseExpression, self_name: str = "self") -> Optional[str]:
     """The data loader ``next(node)`` takes a batch from, when its batches are
     not placed on a device by the loader itself: ``next(iter(loader))``, or
     ``next(it)`` with ``it = iter(loader)`` (or a name like ``loader_iter``)."""
-    if isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and facts.qualify_dotted("iter") is None:
+    if isinstance(node, cst.Call) and dotted_name(node.func) == "iter" and training.facts.qualify_dotted("iter") is None:
         if len(node.args) != 1 or node.args[0].star or node.args[0].keyword is not None:
             return None
         node = node.args[0].value
-    ref, enumerated = _loader_ref(facts, scope, node, self_name)
+    ref, enumerated = _loader_ref(training, scope, node, self_name)
     return None if enumerated else ref
 
 
-def device_candidates(facts: FileFacts, scope: str) -> List[str]:
+def device_candidates(training: "TrainingFacts", scope: str) -> List[str]:
     """Expressions naming the device this scope targets, best first:
     where its models were moved, names holding a device, then CUDA indices
     (as ``f"cuda:{i}"``). Names from the module scope come last."""
     out: List[str] = []
     chain = [scope]
-    facts.ensure_training_facts()
-    s = facts.script_scopes.get(scope)
+    s = training.scopes.get(scope)
     if s is not None and s.class_scope:
         chain.append(s.class_scope)
     if scope != MODULE_SCOPE:
         chain.append(MODULE_SCOPE)
     for name in chain:
-        sf = facts.script_scopes.get(name)
+        sf = training.scopes.get(name)
         if sf is None:
             continue
         for p in sf.placements.values():
@@ -3151,7 +3086,7 @@ def _is_cpu_device(facts: FileFacts, value: cst.BaseExpression) -> bool:
     return string_value(value) == "cpu"
 
 
-def placed_on_cpu(facts: FileFacts, scope: str, p: Placement) -> bool:
+def placed_on_cpu(training: "TrainingFacts", scope: str, p: Placement) -> bool:
     """The placement names the CPU: ``.to("cpu")``, or ``.to(device)`` with
     every binding of ``device`` a CPU device (here, or at module level for a
     name the function neither binds nor takes)."""
@@ -3159,15 +3094,14 @@ def placed_on_cpu(facts: FileFacts, scope: str, p: Placement) -> bool:
         return True
     if p.how != "to" or not p.device.isidentifier():
         return False
-    facts.ensure_training_facts()
-    s = facts.script_scopes.get(scope)
+    s = training.scopes.get(scope)
     if s is None:
         return False
     if p.device in s.cpu_devices:
         return s.cpu_devices[p.device]
     if scope == MODULE_SCOPE or p.device in s.params:
         return False
-    return facts.script_scopes[MODULE_SCOPE].cpu_devices.get(p.device, False)
+    return training.scopes[MODULE_SCOPE].cpu_devices.get(p.device, False)
 
 
 def _is_index_value(facts: FileFacts, value: cst.BaseExpression) -> bool:
@@ -3477,6 +3411,28 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, Scri
     return scopes
 
 
+@dataclass
+class TrainingFacts:
+    """Training and evaluation code per scope (see :class:`ScriptScope`):
+    models moved to devices, loaders, device and rank names, checkpoints."""
+
+    facts: FileFacts
+    #: scope name (``<module>``, ``main``, ``Trainer``, ``Trainer.fit``) -> its facts
+    scopes: Dict[str, ScriptScope]
+
+
+class Training(Provider):
+    """:class:`TrainingFacts`: a walk of the whole file that only the rules
+    about scripts need (on model code it costs more than the classes)."""
+
+    requires = (Classes,)
+
+    @classmethod
+    def build(cls, store: FactStore) -> TrainingFacts:
+        facts = store[Classes]
+        return TrainingFacts(facts, build_training_facts(store.module, facts))
+
+
 def _mentions_placing_code(code: str) -> bool:
     return any(w in code.lower() for w in _PLACING_WORDS)
 
@@ -3704,6 +3660,7 @@ _RANK_ATTRS = ("local_rank", "LOCAL_RANK")
 class _ScriptCollector(cst.CSTVisitor):
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
+        self.out = ScriptFacts(facts)
         self.scopes: List[ScopeFacts] = []
         self.stack: List[ScopeFacts] = []
         self.names: List[str] = []
@@ -3878,7 +3835,7 @@ class _ScriptCollector(cst.CSTVisitor):
             ):
                 # ``= str(rank)``: each process sees its own GPU as cuda:0; a
                 # constant (``= "0,1,2,3"``) gives every process the same GPUs
-                self.facts.sets_visible_devices = True
+                self.out.sets_visible_devices = True
         target = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
         self.statement_targets.append(target or "")
         if target is not None:
@@ -4015,8 +3972,8 @@ class _ScriptCollector(cst.CSTVisitor):
         if self.facts.qualify(node.func) in ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"):
             args = positional_args(node)
             name = dotted_name(args[0].value) if args else None
-            if name and name not in self.facts.spawn_targets:
-                self.facts.spawn_targets.append(name)
+            if name and name not in self.out.spawn_targets:
+                self.out.spawn_targets.append(name)
 
     def leave_Call(self, node: cst.Call) -> None:
         scope = self.scope
@@ -4119,7 +4076,7 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def _finish_wrap_helpers(self) -> None:
         """Fill ``facts.wrap_helpers`` and every scope's ``helper_wraps``."""
-        helpers = self.facts.wrap_helpers
+        helpers = self.out.wrap_helpers
         for si, name, order, branch, wrap_index in self.returns:
             scope = self.scopes[si]
             if si in self.guarded or not scope.params:
@@ -4219,9 +4176,9 @@ class _ScriptCollector(cst.CSTVisitor):
                     continue
                 if p not in scope.rank_names:
                     scope.rank_names.append(p)
-            if scope.name in self.facts.spawn_targets and scope.params and scope.params[0] not in scope.rank_names:
+            if scope.name in self.out.spawn_targets and scope.params and scope.params[0] not in scope.rank_names:
                 scope.rank_names.append(scope.params[0])
-            if scope.name in self.facts.spawn_targets and scope.params:
+            if scope.name in self.out.spawn_targets and scope.params:
                 # mp.spawn passes the process index on this node: a local rank
                 self._rank_priority[(scope.index, scope.params[0])] = 0
         # ``self.local_rank = ...`` in one method is the rank in the others
@@ -4253,17 +4210,17 @@ class _ScriptCollector(cst.CSTVisitor):
             for w in scope.wraps:
                 t = w.statement_target
                 if t.startswith(me) and "." not in t[len(me):]:
-                    cls.inner_wrappers.setdefault(t[len(me):], w.wrapper)
+                    self.out.inner_wrappers.setdefault(cls.name, {}).setdefault(t[len(me):], w.wrapper)
             for b in scope.binds:
                 if b.kind == "call" and b.call.startswith(me) and b.target.startswith(me):
-                    helper = self.facts.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
+                    helper = self.out.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
                     if helper is not None and helper.wraps_param >= 0:
-                        cls.inner_wrappers.setdefault(b.target[len(me):], helper.wraps_param_with)
+                        self.out.inner_wrappers.setdefault(cls.name, {}).setdefault(b.target[len(me):], helper.wraps_param_with)
             # ``self.x = wrap(X())`` through a wrap helper of the file
             for ev in scope.helper_wraps:
                 t = ev.statement_target
                 if t.startswith(me) and "." not in t[len(me):]:
-                    cls.inner_wrappers.setdefault(t[len(me):], ev.wrapper)
+                    self.out.inner_wrappers.setdefault(cls.name, {}).setdefault(t[len(me):], ev.wrapper)
 
 
 def callee_name(scope: "ScopeFacts", call: str, defined: Container[str]) -> str:
@@ -4415,10 +4372,73 @@ def _arg_names(call: cst.Call) -> List[str]:
     return out
 
 
-def collect_script_facts(module: cst.Module, facts: FileFacts) -> None:
-    """Fill ``facts.scopes`` and ``ClassFacts.inner_wrappers``."""
+def collect_script_facts(module: cst.Module, facts: FileFacts) -> "ScriptFacts":
+    """The script facts of one file (see :class:`ScriptFacts`)."""
     collector = _ScriptCollector(facts)
     collector._rank_priority = {}
     walk(module, collector)
-    facts.scopes = collector.scopes
+    collector.out.scopes = collector.scopes
     collector.finish()
+    return collector.out
+
+
+@dataclass
+class ScriptFacts:
+    """How models are built, wrapped and placed in each function of a file."""
+
+    facts: FileFacts
+    #: script facts per function scope (index 0: module level), in the order
+    #: a pre-order walk meets the ``def`` statements (see :class:`ScopeFacts`)
+    scopes: List[ScopeFacts] = field(default_factory=list)
+    #: functions started once per process by ``mp.spawn(fn, ...)`` (their
+    #: first parameter is the process index)
+    spawn_targets: List[str] = field(default_factory=list)
+    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]`` a value that is
+    #: not a constant (``str(rank)``: each process its own GPU)
+    sets_visible_devices: bool = False
+    #: functions of this file that return one of their parameters wrapped in
+    #: DataParallel/DDP, possibly under a condition (scope name, e.g.
+    #: ``maybe_parallel`` or ``Trainer.wrap`` -> :class:`WrapHelper`)
+    wrap_helpers: Dict[str, WrapHelper] = field(default_factory=dict)
+    #: module class -> its submodule attributes that hold a DataParallel/DDP
+    #: wrapper, set in ``__init__`` or a helper method (attribute -> wrapper)
+    inner_wrappers: Dict[str, Dict[str, str]] = field(default_factory=dict)
+
+    def scope_named(self, name: str) -> Optional[ScopeFacts]:
+        for scope in self.scopes:
+            if scope.name == name:
+                return scope
+        return None
+
+    def callee_scope(self, scope: ScopeFacts, call: str) -> Optional[ScopeFacts]:
+        """The function of this file that ``call`` (a callee as written) runs
+        when called from ``scope``, or None: see :func:`callee_name`."""
+        return self.scope_named(callee_name(scope, call, {s.name for s in self.scopes}))
+
+    def never_replicated(self, cls: ClassFacts) -> bool:
+        """Whether ``cls``'s own ``forward`` can never run inside a
+        DataParallel replica, where ``parameters()`` is empty and a device
+        fixed outside the call is not the replica's: it pins its parts to
+        devices (model parallelism: wrapping it is DL004's bug), it is a
+        DataParallel/DDP subclass (its ``forward`` scatters and gathers on the
+        main device), or it holds a DataParallel/DDP wrapper as a submodule
+        (it is the outer model: replicating it would nest wrappers, DL003)."""
+        if cls.pinned_devices():
+            return True
+        facts = self.facts
+        if any(n not in facts.classes and canonical(n) in WRAPPERS for n in facts.lineage(cls.name)):
+            return True
+        return bool(self.inner_wrappers.get(cls.name))
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "facts"}
+
+
+class Scripts(Provider):
+    """:class:`ScriptFacts`: one walk of the whole file."""
+
+    requires = (Classes,)
+
+    @classmethod
+    def build(cls, store: FactStore) -> ScriptFacts:
+        return collect_script_facts(store.module, store[Classes])

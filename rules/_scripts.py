@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 import libcst as cst
 
 from devlint.rule import Rule
+from devlint.semantic import Scripts
 from devlint.semantic import (
     BindEvent,
     ClassFacts,
@@ -56,6 +57,8 @@ class ScriptRule(Rule):
     called with each wrapper / placement call node and its facts, and
     ``on_scope_end`` when a scope (module or function) has been walked."""
 
+    requires = (Scripts,)
+
     def __init__(self, context) -> None:
         super().__init__(context)
         self._frames: List[_Frame] = []
@@ -78,8 +81,7 @@ class ScriptRule(Rule):
         return self._frames[-1].scope
 
     def _enter(self) -> None:
-        self.facts.ensure_script_facts()
-        scopes = self.facts.scopes
+        scopes = self.scripts.scopes
         self._frames.append(_Frame(scopes[self._scopes_seen]))
         self._scopes_seen += 1
 
@@ -284,12 +286,12 @@ def binding_chain(scope: ScopeFacts, name: str, order: int, branch: Sequence[str
     return chain
 
 
-def visible_bindings(facts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> List[BindEvent]:
+def visible_bindings(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> List[BindEvent]:
     """Like :func:`binding_chain`, falling back to module-level bindings for
     a name a function never binds."""
     chain = binding_chain(scope, name, order, branch)
     if not chain and scope.index != 0 and "." not in name and name not in scope.params:
-        module = facts.scopes[0]
+        module = scripts.scopes[0]
         chain = binding_chain(module, name, 10 ** 9, [])
     return chain
 
@@ -402,17 +404,17 @@ class Origin:
     placed: List[str] = field(default_factory=list)
 
 
-def resolve_name(facts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> Tuple[ScopeFacts, List[BindEvent]]:
+def resolve_name(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> Tuple[ScopeFacts, List[BindEvent]]:
     """The bindings of ``name`` at ``order`` in ``scope``, falling back to the
     module level for a name the function never binds."""
     chain = binding_chain(scope, name, order, branch)
     if not chain and scope.index != 0 and "." not in name and name not in scope.params:
-        module = facts.scopes[0]
+        module = scripts.scopes[0]
         return module, binding_chain(module, name, 10 ** 9, [])
     return scope, chain
 
 
-def wrapped_origin(facts, scope: ScopeFacts, ev: WrapEvent) -> Origin:
+def wrapped_origin(scripts, scope: ScopeFacts, ev: WrapEvent) -> Origin:
     origin = Origin()
     args: List[str] = []
     if ev.placed_inside:
@@ -424,7 +426,7 @@ def wrapped_origin(facts, scope: ScopeFacts, ev: WrapEvent) -> Origin:
         where, order, branch = scope, ev.order, ev.branch
     elif ev.wrapped_name:
         origin.device_map = ev.wrapped_device_map
-        where, chain = resolve_name(facts, scope, ev.wrapped_name, ev.order, ev.branch)
+        where, chain = resolve_name(scripts, scope, ev.wrapped_name, ev.order, ev.branch)
         for b in chain:
             if b.placed:
                 origin.placed.append(b.placed)
@@ -440,7 +442,7 @@ def wrapped_origin(facts, scope: ScopeFacts, ev: WrapEvent) -> Origin:
     else:
         return origin
     for a in args:
-        where_a, chain_a = resolve_name(facts, where, a, order, branch)
+        where_a, chain_a = resolve_name(scripts, where, a, order, branch)
         origin.args.append((a, where_a, chain_a))
     return origin
 

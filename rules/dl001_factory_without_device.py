@@ -103,12 +103,14 @@ from __future__ import annotations
 import libcst as cst
 
 from devlint.rule import Invalid, Rule, Valid
+from devlint.facts.flow import Flow
 from devlint.semantic import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS, with_keyword_arg
 from devlint.facts.flow import CPU, INIT_METHODS as _INIT_METHODS
 
 
 class FactoryWithoutDevice(Rule):
     code = "DL001"
+    requires = (Flow,)
     name = "factory-without-device"
     message = "`torch.{fn}` in `{method}` creates its tensor on the CPU, not on the model's device"
     fix_safety = "safe"

@@ -102,6 +102,8 @@ import libcst as cst
 
 from devlint.facts.flow import CURRENT, FIXED, retyped_like
 from devlint.rule import Invalid, Rule, Valid
+from devlint.facts.flow import Flow
+from devlint.semantic import Scripts
 from devlint.semantic import (
     code_of,
     dotted_name,
@@ -116,6 +118,7 @@ from devlint.walk import walk
 
 class CapturedDevice(Rule):
     code = "DL002"
+    requires = (Flow, Scripts)
     name = "captured-device"
     message = "{what} is not this replica's device: under DataParallel/DDP a replica on another GPU puts this tensor on the wrong device"
     fix_safety = "safe"
@@ -421,7 +424,7 @@ class Head(nn.Module):
         if not ctx.in_forward:
             return
         cls = ctx.current_class
-        if cls is None or self.facts.never_replicated(cls):
+        if cls is None or self.scripts.never_replicated(cls):
             return  # model-parallel code places tensors on purpose; an outer wrapper is no replica
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "cuda":

@@ -259,9 +259,9 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         every local module class whose instances end up inside a wrapped
         model (an unconditional wrap preferred)."""
         out: Dict[str, Tuple[str, str, bool]] = {}
-        for scope in self.facts.scopes:
+        for scope in self.scripts.scopes:
             for ev in list(scope.wraps) + list(scope.helper_wraps):
-                origin = wrapped_origin(self.facts, scope, ev)
+                origin = wrapped_origin(self.scripts, scope, ev)
                 roots = list(origin.classes)
                 for _name, _scope, chain in origin.args:
                     if chain and chain[-1].kind == "construct":
@@ -276,9 +276,10 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
 
     def _inner_in_classes(self) -> None:
         outer = self._outer_wraps()
-        for scope in self.facts.scopes:
+        for scope in self.scripts.scopes:
             cls = self.facts.classes.get(scope.class_name)
-            if cls is None or not cls.inner_wrappers or cls.name not in outer or not scope.params:
+            inner = self.scripts.inner_wrappers.get(cls.name) if cls is not None else None
+            if cls is None or not inner or cls.name not in outer or not scope.params:
                 continue
             me = scope.params[0] + "."
             wrapper_out, where, outer_conditional = outer[cls.name]
@@ -288,11 +289,11 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                     # "outside" mode): nothing shows they meet
                     continue
                 attr = ev.statement_target[len(me):] if ev.statement_target.startswith(me) else ""
-                if attr in cls.inner_wrappers:
+                if attr in inner:
                     attrs = [attr]
                     shown = f"`{me}{attr}`"
                 elif scope.wraps_param >= 0:
-                    attrs = list(cls.inner_wrappers)
+                    attrs = list(inner)
                     shown = f"`{scope.name}` wraps a submodule"
                     shown = f"a submodule (through `{scope.name.split('.')[-1]}`)"
                 else:
@@ -308,9 +309,9 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 self._emit(node, message, replacements, f"remove the inner {_short(ev.wrapper)} ({_WHY_UNSAFE})")
             for ev in scope.helper_wraps:
                 attr = ev.statement_target[len(me):] if ev.statement_target.startswith(me) else ""
-                if attr not in cls.inner_wrappers or (ev.branch and outer_conditional):
+                if attr not in inner or (ev.branch and outer_conditional):
                     continue
-                helper = self.facts.callee_scope(scope, ev.helper)
+                helper = self.scripts.callee_scope(scope, ev.helper)
                 if helper is not None and helper.class_name == cls.name and helper.wraps_param >= 0:
                     continue  # reported at the wrapper inside that method
                 node = self._helper_node(scope, ev)
@@ -324,7 +325,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
 
     # -- a wrapped model passed into a model that is wrapped ---------------------
     def _inner_in_scripts(self) -> None:
-        for scope in self.facts.scopes:
+        for scope in self.scripts.scopes:
             for ev in list(scope.wraps) + list(scope.helper_wraps):
                 if ev.wrapped_is_wrap and ev.index > 0 and not ev.helper:
                     inner = scope.wraps[ev.index - 1]
@@ -337,7 +338,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                             replacements += self.module_read_fixes(ev.target, scope, ev.index, depth=2)
                     message = f"{_short(inner.wrapper)} directly inside {_short(ev.wrapper)}: the model is wrapped twice"
                     self._emit(node, message, replacements, f"remove the inner {_short(inner.wrapper)} ({_WHY_UNSAFE})")
-                origin = wrapped_origin(self.facts, scope, ev)
+                origin = wrapped_origin(self.scripts, scope, ev)
                 for name, where, chain in origin.args:
                     if chain and chain[-1].kind == "call":
                         self._inner_helper_in_script(name, where, chain[-1], ev, origin)
@@ -357,7 +358,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
 
     # -- the same model wrapped twice ------------------------------------------------
     def _double_wraps(self) -> None:
-        for scope in self.facts.scopes:
+        for scope in self.scripts.scopes:
             for ev in list(scope.wraps) + list(scope.helper_wraps):
                 if not ev.wrapped_name:
                     continue
@@ -414,8 +415,8 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         self._emit(node, message, None, "", no_fix=_helper_no_fix(inner.helper))
 
     def _wrapping_function(self, scope: ScopeFacts, call: str) -> Optional[ScopeFacts]:
-        helper = self.facts.callee_scope(scope, call)
-        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper or helper.name in self.facts.wrap_helpers):
+        helper = self.scripts.callee_scope(scope, call)
+        if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper or helper.name in self.scripts.wrap_helpers):
             return helper
         return None
 
@@ -433,7 +434,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         if last.kind == "call":
             helper = self._wrapping_function(scope, last.call)
             if helper is not None:
-                known = self.facts.wrap_helpers.get(helper.name)
+                known = self.scripts.wrap_helpers.get(helper.name)
                 if known is not None and self._helper_event(scope, last) is None:
                     return None  # a wrap helper switched off (``maybe_wrap(m, parallel=False)``)
                 wrapper = helper.wraps_param_with or helper.returns_wrapper or (known.wrapper if known else "")
@@ -451,7 +452,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         me = scope.params[0] + "."
         if not name.startswith(me) or "." in name[len(me):]:
             return None
-        init = self.facts.scope_named(f"{scope.class_name}.__init__")
+        init = self.scripts.scope_named(f"{scope.class_name}.__init__")
         if init is None or not init.params:
             return None
         attr = init.params[0] + "." + name[len(me):]

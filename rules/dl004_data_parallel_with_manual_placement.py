@@ -208,7 +208,7 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
 
     # -- what makes a model manually placed -------------------------------------
     def _manual_placement(self, scope: ScopeFacts, event: WrapEvent) -> str:
-        origin = wrapped_origin(self.facts, scope, event)
+        origin = wrapped_origin(self.scripts, scope, event)
         if origin.device_map:
             return f"loaded with device_map={origin.device_map}"
         for cls in origin.classes:

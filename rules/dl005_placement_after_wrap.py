@@ -288,7 +288,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
                 return  # device_ids computed at run time
         else:
             main = 0
-        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.facts.scopes[0].sets_cuda_device):
+        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.scripts.scopes[0].sets_cuda_device):
             return  # .cuda() after set_device(): the current device is not known
         target = cuda_index(event.device, event.method, self._literal_devices(scope, event))
         if target is None or target == main:

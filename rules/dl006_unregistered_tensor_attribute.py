@@ -99,6 +99,7 @@ from typing import Optional
 import libcst as cst
 
 from devlint.rule import Invalid, Rule, Valid
+from devlint.facts.flow import Flow
 from devlint.semantic import AttributeFacts, code_of, dynamic_self_attribute, self_attribute
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
@@ -107,6 +108,7 @@ _CONTAINER_WORDS = {"list": "list", "tuple": "tuple", "dict": "dict"}
 
 class UnregisteredTensorAttribute(Rule):
     code = "DL006"
+    requires = (Flow,)
     name = "unregistered-tensor-attribute"
     message = (
         "`self.{name}` is a plain tensor attribute read in `forward`: `.to()` and DataParallel replicas "

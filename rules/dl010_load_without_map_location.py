@@ -87,6 +87,7 @@ import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import Training
 from devlint.semantic import (
     MODULE_SCOPE,
     ScopeStack,
@@ -106,6 +107,7 @@ from devlint.semantic import (
 
 class LoadWithoutMapLocation(Rule):
     code = "DL010"
+    requires = (Training,)
     name = "load-without-map-location"
     message = "`torch.load` without `map_location` puts every tensor back on the device that saved it"
     fix_safety = "safe/unsafe"
@@ -263,8 +265,7 @@ def embeddings(path, device):
         args = positional_args(node)
         if len(args) >= 2 or id(node) in self._no_tensors:
             return
-        self.facts.ensure_training_facts()
-        scope = self.facts.script_scopes.get(self.scopes.name)
+        scope = self.training.scopes.get(self.scopes.name)
         file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
         if file_arg is not None and scope is not None and code_of(file_arg) in scope.saved_files:
             return  # torch.save(obj, buf) ... torch.load(buf): an in-process round trip
@@ -286,7 +287,7 @@ def embeddings(path, device):
             fix = self.replace(node, _with_map_location(node, '"cpu"'), 'add `map_location="cpu"` (the object is moved to its device at once)')
             self.report(node, fix=fix)
             return
-        candidates = device_candidates(self.facts, self.scopes.name)
+        candidates = device_candidates(self.training, self.scopes.name)
         if self.scopes.name == MODULE_SCOPE:
             # at module level, only a device the script has defined before the load
             candidates = [c for c in candidates if free_names(cst.parse_expression(c)) <= self._module_bound]

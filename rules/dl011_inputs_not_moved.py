@@ -140,6 +140,7 @@ import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import Training
 from devlint.semantic import (
     CTC_LOSSES,
     DATA_LOADERS,
@@ -219,6 +220,7 @@ class _Found:
 
 class InputsNotMoved(Rule):
     code = "DL011"
+    requires = (Training,)
     name = "inputs-not-moved"
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
@@ -412,7 +414,7 @@ class Trainer:
     def _note_moved(self, ref: str) -> None:
         scope = self.scopes.name
         if ref.startswith("self."):
-            s = self.facts.script_scopes.get(scope) if self.facts.script_scopes else None
+            s = self.training.scopes.get(scope)
             scope = s.class_scope if s is not None and s.class_scope else scope
         self._moved_so_far.setdefault(scope, set()).add(ref)
 
@@ -420,8 +422,7 @@ class Trainer:
         scope = self.scopes.name
         if ref in self._moved_so_far.get(scope, ()):
             return True
-        self.facts.ensure_training_facts()
-        s = self.facts.script_scopes.get(scope)
+        s = self.training.scopes.get(scope)
         if ref.startswith("self.") and s is not None and s.class_scope:
             return ref in self._moved_so_far.get(s.class_scope, ())
         if s is not None and s.kind == "function" and "." not in ref and ref not in s.params and ref not in s.bound:
@@ -501,10 +502,10 @@ class Trainer:
                 built_args.append((value, built))
         if not built_args:
             return  # (the facts below are only built when needed)
-        p = lookup_scoped(self.facts, self.scopes.name, ref, "placements")
-        if not isinstance(p, Placement) or placed_on_cpu(self.facts, self.scopes.name, p) or not self.moved_before(ref):
+        p = lookup_scoped(self.training, self.scopes.name, ref, "placements")
+        if not isinstance(p, Placement) or placed_on_cpu(self.training, self.scopes.name, p) or not self.moved_before(ref):
             return  # not moved, or not yet: a CPU dry run before the move
-        w = lookup_scoped(self.facts, self.scopes.name, ref, "wrapped")
+        w = lookup_scoped(self.training, self.scopes.name, ref, "wrapped")
         if isinstance(w, WrapFacts) and w.moves_inputs:
             return
         for value, built in built_args:
@@ -556,7 +557,7 @@ class Trainer:
 
     def visit_For(self, node: cst.For) -> None:
         self._loops += 1
-        loop = loader_loop(self.facts, self.scopes.name, node, self._self_name()) if self._may_be_loader(node.iter) else None
+        loop = loader_loop(self.training, self.scopes.name, node, self._self_name()) if self._may_be_loader(node.iter) else None
         if loop is None:
             self._next_loop(node)  # for step in range(n): x, y = next(it)
             return
@@ -583,7 +584,7 @@ class Trainer:
             return
         if not self._may_be_loader(comp.iter):
             return
-        loop = loader_loop(self.facts, self.scopes.name, comp, self._self_name())  # type: ignore[arg-type]
+        loop = loader_loop(self.training, self.scopes.name, comp, self._self_name())  # type: ignore[arg-type]
         if loop is None:
             return
         walker = _LoopWalker(self, self.scopes.name, set() if loop.whole_batch else set(loop.items), set(loop.batches))
@@ -645,7 +646,7 @@ class Trainer:
             return None
         if not self._may_be_loader(value.args[0].value):
             return None
-        loader = next_loader(self.facts, self.scopes.name, value.args[0].value, self._self_name())
+        loader = next_loader(self.training, self.scopes.name, value.args[0].value, self._self_name())
         return (target, loader) if loader is not None else None
 
     def _walk_loop(self, node: cst.CSTNode, loader: str, items: List[str], batches: List[str],
@@ -823,7 +824,7 @@ def _calls_a_model(rule: "InputsNotMoved", node: cst.CSTNode) -> bool:
         elif isinstance(node, cst.Call):
             ref = ref_of(node.func, rule._self_name())
             if ref is not None:
-                return isinstance(lookup_scoped(rule.facts, rule.scopes.name, ref, "placements"), Placement)
+                return isinstance(lookup_scoped(rule.training, rule.scopes.name, ref, "placements"), Placement)
             if not isinstance(node.func, cst.Attribute):
                 return False
             node = node.func.value
@@ -880,6 +881,7 @@ class _LoopWalker:
     def __init__(self, rule: InputsNotMoved, scope: str, items: Set[str], batches: Set[str]) -> None:
         self.rule = rule
         self.facts = rule.facts
+        self.training = rule.training
         self.scope = scope
         self.self_name = rule._self_name()
         self.items = items
@@ -901,10 +903,10 @@ class _LoopWalker:
         ref = ref_of(call.func, self.self_name)
         if ref is None:
             return None
-        p = lookup_scoped(self.facts, self.scope, ref, "placements")
-        if not isinstance(p, Placement) or placed_on_cpu(self.facts, self.scope, p):
+        p = lookup_scoped(self.training, self.scope, ref, "placements")
+        if not isinstance(p, Placement) or placed_on_cpu(self.training, self.scope, p):
             return None
-        w = lookup_scoped(self.facts, self.scope, ref, "wrapped")
+        w = lookup_scoped(self.training, self.scope, ref, "wrapped")
         return ref, p, w if isinstance(w, WrapFacts) else None
 
     def _is_ctc(self, call: cst.Call) -> bool:
@@ -913,7 +915,7 @@ class _LoopWalker:
         if self.facts.qualify(call.func) in CTC_LOSSES:
             return True
         ref = ref_of(call.func, self.self_name)
-        return ref is not None and bool(lookup_scoped(self.facts, self.scope, ref, "ctc_losses"))
+        return ref is not None and bool(lookup_scoped(self.training, self.scope, ref, "ctc_losses"))
 
     def _device_source(self, node: cst.CSTNode) -> Optional[Tuple[str, Placement]]:
         """The model whose output this expression carries on the device, if any."""

@@ -169,7 +169,7 @@ if __name__ == "__main__":
         )
 
     def on_wrap(self, node: cst.Call, scope: ScopeFacts, event: WrapEvent) -> None:
-        if event.wrapper != DISTRIBUTED_DATA_PARALLEL or self.facts.sets_visible_devices:
+        if event.wrapper != DISTRIBUTED_DATA_PARALLEL or self.scripts.sets_visible_devices:
             return
         literals = self._literal_args(node)
         if not literals:
@@ -210,7 +210,7 @@ if __name__ == "__main__":
     def _rank(self, scope: ScopeFacts) -> Optional[str]:
         if scope.rank_names:
             return scope.rank_names[0]
-        module = self.facts.scopes[0]
+        module = self.scripts.scopes[0]
         for name in module.rank_names:
             if name.split(".")[0] not in scope.params:
                 return name

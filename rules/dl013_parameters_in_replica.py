@@ -93,6 +93,7 @@ import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.rule import Invalid, Rule, Valid
+from devlint.semantic import Scripts
 from devlint.semantic import WEIGHTED_LAYERS, code_of, module_class_of, positional_args, self_attribute_loads
 from devlint.walk import walk
 
@@ -102,6 +103,7 @@ _SEQUENCES = ("list", "tuple")
 
 class ParametersInReplica(Rule):
     code = "DL013"
+    requires = (Scripts,)
     name = "parameters-in-replica"
     message = (
         "`{expr}` in {where} raises {error} inside DataParallel replicas, "
@@ -357,7 +359,7 @@ class Head(nn.Module):
         DataParallel replica."""
         ctx = self.context
         cls = ctx.current_class
-        if cls is None or not ctx.self_name or self.facts.never_replicated(cls):
+        if cls is None or not ctx.self_name or self.scripts.never_replicated(cls):
             return None  # model-parallel classes and outer wrappers are never DataParallel replicas
         return module_class_of(self.facts, cls, owner, ctx.self_name, {})
 

@@ -10,7 +10,7 @@ import textwrap
 import libcst
 
 from devlint.engine import fix_source, lint_source
-from devlint.semantic import build_facts
+from devlint.semantic import build_facts, collect_script_facts
 
 CODES = ["DL003", "DL004", "DL005", "DL012"]
 
@@ -149,13 +149,14 @@ def test_helper_calls_are_not_fixed():
 
 def test_wrap_helper_facts_are_plain():
     src = HEAD + CONDITIONAL + DETECTOR + "\nmodel = spread(Detector())\n"
-    facts = build_facts(libcst.parse_module(src))
+    module = libcst.parse_module(src)
+    facts = collect_script_facts(module, build_facts(module))
     json.dumps(facts.to_dict())
     helper = facts.wrap_helpers["spread"]
     assert (helper.param, helper.param_name, helper.wrapper, helper.conditional) == (0, "model", "torch.nn.DataParallel", True)
     [inner] = facts.scope_named("Detector.__init__").helper_wraps
     assert (inner.helper, inner.statement_target, inner.wrapped_class) == ("spread", "self.backbone", "Backbone")
-    assert facts.classes["Detector"].inner_wrappers == {"backbone": "torch.nn.DataParallel"}
+    assert facts.inner_wrappers == {"Detector": {"backbone": "torch.nn.DataParallel"}}
     [outer] = facts.scopes[0].helper_wraps
     assert (outer.target, outer.wrapped_class, outer.helper_call) == ("model", "Detector", 0)
 
@@ -179,8 +180,8 @@ def test_a_helper_returning_a_conditional_expression_is_a_conditional_wrap():
     body = "\ndef build():\n    model = spread(Backbone())\n    model = spread(model)\n    return model\n"
     [(code, message)] = findings(body, EXPRESSION_HELPER)
     assert code == "DL003" and message.startswith("`model` is already wrapped (by `spread`")
-    facts = build_facts(libcst.parse_module(HEAD + textwrap.dedent(EXPRESSION_HELPER)))
-    facts.ensure_script_facts()
+    module = libcst.parse_module(HEAD + textwrap.dedent(EXPRESSION_HELPER))
+    facts = collect_script_facts(module, build_facts(module))
     helper = facts.wrap_helpers["spread"]
     assert helper.conditional and helper.param_name == "model"
     assert helper.condition_params == [(1, "multi_gpu")]
@@ -197,8 +198,8 @@ def test_a_conditional_expression_returning_something_else_is_no_helper():
     def pick(model, backup):
         return model if backup is None else backup
     """
-    facts = build_facts(libcst.parse_module(HEAD + textwrap.dedent(helper)))
-    facts.ensure_script_facts()
+    module = libcst.parse_module(HEAD + textwrap.dedent(helper))
+    facts = collect_script_facts(module, build_facts(module))
     assert "pick" not in facts.wrap_helpers
 
 

@@ -11,7 +11,7 @@ import libcst
 import pytest
 
 from devlint.engine import fix_source, lint_source
-from devlint.semantic import build_facts
+from devlint.semantic import build_facts, collect_script_facts
 
 CODES = ["DL003", "DL004", "DL005", "DL012"]
 
@@ -315,8 +315,9 @@ def test_script_facts_are_plain_and_serialisable():
             model.cuda()
         """
     )
-    facts = build_facts(libcst.parse_module(src))
-    json.dumps(facts.to_dict())  # collects the script facts on the way
+    module = libcst.parse_module(src)
+    facts = collect_script_facts(module, build_facts(module))
+    json.dumps(facts.to_dict())  # plain records
     main = facts.scope_named("main")
     assert main.rank_names == ["local_rank"]
     [wrap] = main.wraps

@@ -45,12 +45,14 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
+from devlint.facts.store import FactStore, Provider
 from devlint.syntax import LINES, blocks, statements
 from devlint.walk import walk
 from devlint.semantic import (
     DEVICE_FACTORIES,
     STATELESS_MODULES,
     ClassFacts,
+    Classes,
     FileFacts,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
@@ -1915,3 +1917,13 @@ def _join_envs(a: Optional[Env], b: Optional[Env]) -> Optional[Env]:
     ordered: Env = {k: out[k] for k in a if k in out}
     ordered.update((k, v) for k, v in out.items() if k not in ordered)
     return ordered
+
+
+class Flow(Provider):
+    """:class:`DeviceFlow`, whose functions are analysed on first question."""
+
+    requires = (Classes,)
+
+    @classmethod
+    def build(cls, store: FactStore) -> DeviceFlow:
+        return DeviceFlow(store[Classes], store.module)
