@@ -20,7 +20,7 @@ from devlint.facts.store import FactStore
 from devlint.semantic import Classes
 from devlint.source import SourceError, decode_source
 from devlint.suppress import Suppressions, parse_suppressions
-from devlint.walk import walk
+from devlint.walk import skips_trivia, walk
 
 MAX_FIX_ROUNDS = 20
 SYNTAX_ERROR = ("DL000", "syntax-error")
@@ -50,6 +50,9 @@ class _Dispatcher(cst.CSTVisitor):
         self._visit: Dict[str, List[Tuple[Rule, Callable]]] = {}
         self._leave: Dict[str, List[Tuple[Rule, Callable]]] = {}
         self._dead: Set[int] = set()
+        # the walk leaves whitespace, brackets and operator tokens out unless
+        # some rule has a hook for one of them
+        self.WALKS_TRIVIA = not all(skips_trivia(type(r)) for r in rules)
 
     def _methods(self, table: Dict[str, List[Tuple[Rule, Callable]]], prefix: str, node_type: str):
         methods = table.get(node_type)

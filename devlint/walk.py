@@ -13,13 +13,26 @@ visits them, read once per type from libcst's own source), skips children when
 hooks. Where libcst's source cannot be read (a byte-code-only install) the
 children of that node type are visited by libcst itself. ``tests/test_walk.py`` checks that both visit
 the same nodes in the same order.
+
+Two more savings, each exact for the visitors it applies to:
+
+* **trivia**: whitespace, comments, parentheses, brackets, commas and the
+  operator tokens (``libcst._nodes.whitespace``, ``libcst._nodes.op``) are
+  more than half the nodes of a tree and no fact reads them as nodes. They
+  are skipped, with everything under them, for every visitor that defines no
+  ``visit_``/``leave_`` hook for one of their types and does not set
+  ``WALKS_TRIVIA = True`` (a visitor with its own ``on_visit`` that wants to
+  see them, like a recorder, says so).
+* **dispatch**: for a visitor that keeps libcst's ``on_visit``/``on_leave``,
+  the hooks are looked up once per node type instead of by name per node,
+  and libcst's no-op defaults are not called.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from typing import Dict, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Optional, Tuple
 
 import libcst as cst
 
@@ -28,6 +41,30 @@ _HOOK = re.compile(r"^(?:visit|leave)_[A-Z]\w*?_[a-z]\w*$")
 _ORDER: Dict[type, Optional[Tuple[str, ...]]] = {}
 _HOOKS: Dict[type, bool] = {}
 _CSTNode = cst.CSTNode
+
+
+def _trivia_types() -> FrozenSet[type]:
+    out = set()
+    for name in dir(cst):
+        obj = getattr(cst, name)
+        if isinstance(obj, type) and issubclass(obj, _CSTNode) and obj.__module__ in (
+            "libcst._nodes.whitespace", "libcst._nodes.op"
+        ):
+            out.add(obj)
+    out |= {cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+            cst.LeftCurlyBrace, cst.RightCurlyBrace}
+    return frozenset(out)
+
+
+#: node types no fact reads as nodes (whitespace, comments, brackets, commas,
+#: operator tokens); only whitespace and comments lie below them
+TRIVIA: FrozenSet[type] = _trivia_types()
+_TRIVIA_NAMES = frozenset(t.__name__ for t in TRIVIA)
+_SKIPS_TRIVIA: Dict[type, bool] = {}
+_DEFAULT_VISIT = cst.CSTVisitor.on_visit
+_DEFAULT_LEAVE = cst.CSTVisitor.on_leave
+_Hook = Optional[Callable[..., object]]
+_DISPATCH: Dict[type, Dict[type, Tuple[_Hook, _Hook]]] = {}
 
 
 def child_fields(node_type: type) -> Optional[Tuple[str, ...]]:
@@ -61,13 +98,74 @@ def _has_attribute_hooks(visitor_type: type) -> bool:
         return found
 
 
+def skips_trivia(visitor_type: type) -> bool:
+    """Whether :func:`walk` leaves trivia out for visitors of this type: no
+    hook of the type names a trivia node type, and it does not ask for them."""
+    try:
+        return _SKIPS_TRIVIA[visitor_type]
+    except KeyError:
+        wants = getattr(visitor_type, "WALKS_TRIVIA", False) or any(
+            name.split("_", 1)[0] in ("visit", "leave") and name.split("_")[1] in _TRIVIA_NAMES
+            for klass in visitor_type.__mro__
+            if not klass.__module__.startswith("libcst")
+            for name in vars(klass)
+            if name.count("_") >= 1
+        )
+        _SKIPS_TRIVIA[visitor_type] = not wants
+        return not wants
+
+
+def _own_hook(visitor_type: type, name: str) -> _Hook:
+    fn = getattr(visitor_type, name, None)
+    if fn is None or getattr(fn, "__module__", "").startswith("libcst"):
+        return None  # libcst's generated no-op
+    return fn
+
+
 def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """Visit ``node`` and its descendants with ``visitor`` as
-    ``node.visit(visitor)`` would, without rebuilding anything."""
-    _walk(node, visitor, _has_attribute_hooks(type(visitor)))
+    ``node.visit(visitor)`` would, without rebuilding anything (and, for a
+    visitor that does not look at them, without the trivia)."""
+    vt = type(visitor)
+    hooks = _has_attribute_hooks(vt)
+    skip = TRIVIA if skips_trivia(vt) and not getattr(visitor, "WALKS_TRIVIA", False) else frozenset()
+    if type(node) in skip:
+        return
+    if vt.on_visit is _DEFAULT_VISIT and vt.on_leave is _DEFAULT_LEAVE and not hooks:
+        table = _DISPATCH.get(vt)
+        if table is None:
+            table = _DISPATCH[vt] = {}
+        _fast_walk(node, visitor, table, skip, vt)
+    else:
+        _walk(node, visitor, hooks, skip)
 
 
-def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool) -> None:
+def _fast_walk(node: cst.CSTNode, visitor: cst.CSTVisitor, table: Dict[type, Tuple[_Hook, _Hook]],
+               skip: FrozenSet[type], vt: type) -> None:
+    t = type(node)
+    pair = table.get(t)
+    if pair is None:
+        pair = table[t] = (_own_hook(vt, "visit_" + t.__name__), _own_hook(vt, "leave_" + t.__name__))
+    visit, leave = pair
+    if visit is None or visit(visitor, node) is not False:
+        order = _ORDER.get(t) or child_fields(t)
+        if order is None:  # libcst's source unreadable: let it visit the children
+            node._visit_and_replace_children(visitor)  # type: ignore[attr-defined]
+        else:
+            for name in order:
+                child = getattr(node, name)
+                if isinstance(child, _CSTNode):
+                    if type(child) not in skip:
+                        _fast_walk(child, visitor, table, skip, vt)
+                elif type(child) is tuple or type(child) is list:
+                    for item in child:
+                        if isinstance(item, _CSTNode) and type(item) not in skip:
+                            _fast_walk(item, visitor, table, skip, vt)
+    if leave is not None:
+        leave(visitor, node)
+
+
+def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool, skip: FrozenSet[type]) -> None:
     if not visitor.on_visit(node):
         visitor.on_leave(node)
         return
@@ -81,11 +179,12 @@ def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool) -> None:
             visitor.on_visit_attribute(node, name)
         child = getattr(node, name)
         if isinstance(child, _CSTNode):
-            _walk(child, visitor, hooks)
+            if type(child) not in skip:
+                _walk(child, visitor, hooks, skip)
         elif type(child) is tuple or type(child) is list:
             for item in child:
-                if isinstance(item, _CSTNode):
-                    _walk(item, visitor, hooks)
+                if isinstance(item, _CSTNode) and type(item) not in skip:
+                    _walk(item, visitor, hooks, skip)
         if hooks:
             visitor.on_leave_attribute(node, name)
     visitor.on_leave(node)

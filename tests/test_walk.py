@@ -59,6 +59,8 @@ SYNTAX = textwrap.dedent(
 
 
 class _Recorder(cst.CSTVisitor):
+    WALKS_TRIVIA = True  # compared with libcst's visit, which sees everything
+
     def __init__(self) -> None:
         self.events = []
 
@@ -130,3 +132,97 @@ def test_rules_with_module_hooks_only_skip_the_traversal(monkeypatch):
     assert walked == []
     assert [(d.line, d.code) for d in lint_source(src, "t.py", codes=["DL001", "DL006"], scan=False).diagnostics] == [(6, "DL001")]
     assert len(walked) == 1
+
+
+class _TypedRecorder(cst.CSTVisitor):
+    """Hooks by node type, as the fact collectors have: the fast dispatch."""
+
+    def __init__(self) -> None:
+        self.events = []
+
+    def visit_Name(self, node):
+        self.events.append(("Name", node.value))
+
+    def visit_Call(self, node):
+        self.events.append(("Call", id(node)))
+
+    def leave_Call(self, node):
+        self.events.append(("Call left", id(node)))
+
+    def visit_Lambda(self, node):
+        self.events.append(("Lambda", id(node)))
+        return False  # its body is not visited
+
+    def visit_ClassDef(self, node):
+        self.events.append(("ClassDef", node.name.value))
+
+
+class _CommentRecorder(_TypedRecorder):
+    def visit_Comment(self, node):
+        self.events.append(("Comment", node.value))
+
+
+class _Untrivial(_Recorder):
+    """What libcst visits, less the trivia and what lies under them."""
+
+    WALKS_TRIVIA = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._inside = 0
+
+    def on_visit(self, node):
+        from devlint.walk import TRIVIA
+
+        if type(node) in TRIVIA or self._inside:
+            self._inside += 1
+            return True
+        return super().on_visit(node)
+
+    def on_leave(self, original_node):
+        if self._inside:
+            self._inside -= 1
+            return
+        super().on_leave(original_node)
+
+
+def test_the_walk_leaves_trivia_out_for_visitors_that_do_not_look_at_them():
+    from devlint.walk import skips_trivia
+
+    module = cst.parse_module(SYNTAX + "x = (a, b)  # comment\n")
+    expected = _Untrivial()
+    module.visit(expected)
+    class Plain(_Recorder):
+        WALKS_TRIVIA = False
+    got = Plain()
+    walk(module, got)
+    assert got.events == expected.events
+    assert all(name not in ("SimpleWhitespace", "Comma", "LeftParen", "Add") for _, name, _ in got.events)
+    assert skips_trivia(Plain) and not skips_trivia(_Recorder) and not skips_trivia(_CommentRecorder)
+
+
+def test_typed_hooks_see_what_they_see_under_libcst_with_trivia_hooks_honoured():
+    for path in [*SOURCES[:40], None]:
+        module = cst.parse_module(SYNTAX + "y = 1  # a comment\n" if path is None else path.read_text(encoding="utf-8"))
+        for recorder in (_TypedRecorder, _CommentRecorder):
+            by_libcst, by_walk = recorder(), recorder()
+            module.visit(by_libcst)
+            walk(module, by_walk)
+            assert by_walk.events == by_libcst.events
+    comments = _CommentRecorder()
+    walk(cst.parse_module("x = 1  # a comment\n"), comments)
+    assert ("Comment", "# a comment") in comments.events
+
+
+def test_the_rule_walk_keeps_trivia_when_a_rule_has_a_hook_for_them():
+    from devlint.engine import _Dispatcher
+    from devlint.rule import all_rules
+
+    rules = all_rules()
+
+    class Commented(rules["DL006"]):
+        def visit_Comment(self, node):
+            pass
+
+    assert _Dispatcher(None, [Commented.__new__(Commented)]).WALKS_TRIVIA is True
+    assert _Dispatcher(None, [rules["DL006"].__new__(rules["DL006"])]).WALKS_TRIVIA is False
