@@ -12,12 +12,12 @@ from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from devlint.diagnostic import Diagnostic, Edit, FileResult  # FileResult: re-exported
+from devlint.diagnostic import Diagnostic, Edit, FileResult
+from devlint.facts.classes import Classes
+from devlint.facts.store import FactStore
 from devlint.limits import SCAN_FIRST_BYTES, hostile
 from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
 from devlint.rule import Context, Rule, all_rules
-from devlint.facts.store import FactStore
-from devlint.semantic import Classes
 from devlint.source import SourceError, decode_source
 from devlint.suppress import Suppressions, parse_suppressions
 from devlint.walk import skips_trivia, walk

@@ -15,8 +15,11 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Tupl
 import libcst as cst
 
 from devlint.diagnostic import Diagnostic, Fix, FixSafety
+from devlint.facts.classes import ClassFacts, Classes, FileFacts, FunctionFacts
+from devlint.facts.scripts import ScriptFacts, Scripts
 from devlint.facts.store import FactStore, Provider
-from devlint.semantic import ClassFacts, Classes, FileFacts, FunctionFacts, ScriptFacts, Scripts, Training, TrainingFacts, code_of
+from devlint.facts.training import Training, TrainingFacts
+from devlint.syntax import code_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from devlint.facts.flow import DeviceFlow
@@ -174,7 +177,7 @@ def _is_tensor_method_of(value: cst.BaseExpression, name: str) -> bool:
 
 
 def _weighted() -> frozenset:
-    from devlint.semantic import WEIGHTED_LAYERS
+    from devlint.torch_api import WEIGHTED_LAYERS
 
     return WEIGHTED_LAYERS
 

@@ -7,7 +7,7 @@ answer must over-approximate the rule: ``False`` only when the libcst visitor
 certainly reports nothing (a wrong ``False`` drops a finding; a wrong
 ``True`` costs only time). A rule without the hook is always a candidate.
 Names resolve through the same import-alias semantics as
-:class:`devlint.semantic.FileFacts`, but to *every* target a name may have
+:class:`devlint.facts.classes.FileFacts`, but to *every* target a name may have
 (a superset of the one the semantic pass picks).
 """
 
@@ -16,9 +16,15 @@ from __future__ import annotations
 import ast
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
-from devlint.semantic import _LEGACY_TENSOR_CONSTRUCTORS, DEVICE_FACTORIES as _FACTORY_NAMES, KNOWN_MODULE_BASES, _is_torch_module_name, canonical
+from devlint.torch_api import (
+    DEVICE_FACTORIES as _FACTORY_NAMES,
+    KNOWN_MODULE_BASES,
+    _LEGACY_TENSOR_CONSTRUCTORS,
+    _is_torch_module_name,
+    canonical,
+)
 
-#: calls that build a plain container (as ``semantic._container_type`` reads them)
+#: calls that build a plain container (as ``facts.classes._container_type`` reads them)
 _CONTAINER_CALLS = frozenset({"list", "dict", "tuple", "collections.OrderedDict", "OrderedDict"})
 
 
@@ -253,7 +259,7 @@ class ScanSummary:
     def forward_methods(self) -> Dict[str, FrozenSet[str]]:
         """Class name -> method names that may run from ``forward``: ``forward``
         and, transitively, what it calls as ``<name>.<method>(...)``. A
-        superset of :attr:`devlint.semantic.ClassFacts.forward_reachable`
+        superset of :attr:`devlint.facts.classes.ClassFacts.forward_reachable`
         (every class counts, whatever its bases; same-named classes merge)."""
         if self._forward is None:
             found: Dict[str, Set[str]] = {}
@@ -816,7 +822,7 @@ CHAIN_METHODS = frozenset(
 
 def _dynamic_attribute(call: ast.Call) -> Optional[str]:
     """The attribute ``setattr(x, <name>, v)`` / ``getattr(x, <name>)`` names,
-    as ``semantic.dynamic_self_attribute`` spells it (``f"scale_{i}"`` ->
+    as ``syntax.dynamic_self_attribute`` spells it (``f"scale_{i}"`` ->
     ``scale_{}``), else None."""
     if len(call.args) < 2 or call.keywords or any(type(a) is ast.Starred for a in call.args):
         return None
@@ -836,7 +842,7 @@ def _dynamic_attribute(call: ast.Call) -> Optional[str]:
 
 def _to_moves(call: ast.Call, imports: Dict[str, List[str]]) -> bool:
     """Whether ``x.to(...)`` certainly moves (DL001 and DL008 read
-    ``.to(<dtype>)`` as a cast, ``semantic.is_dtype_cast``): a ``device=``, a
+    ``.to(<dtype>)`` as a cast, ``facts.classes.is_dtype_cast``): a ``device=``, a
     string or integer, a call with arguments (``torch.device(...)``), or a
     name whose last part says device (``x.device``, ``dev``) and cannot be a
     torch attribute. Anything else may be a cast and moves nothing here."""
@@ -860,7 +866,7 @@ def _to_moves(call: ast.Call, imports: Dict[str, List[str]]) -> bool:
 
 def _to_casts(call: ast.Call) -> bool:
     """Whether ``x.to(...)`` is certainly a dtype cast (a subset of
-    ``semantic.is_dtype_cast``; DL001 looks through casts for a later move):
+    ``facts.classes.is_dtype_cast``; DL001 looks through casts for a later move):
     only ``dtype=``-style keywords, or a first argument whose last name part
     says dtype (``x.dtype``, ``self.dtype``) and no ``device=``."""
     if any(type(a) is ast.Starred for a in call.args):

@@ -12,9 +12,11 @@ statement.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
+
+from devlint.walk import walk
 
 #: statements that are a line of small statements
 LINES = (cst.SimpleStatementLine, cst.SimpleStatementSuite)
@@ -62,3 +64,319 @@ def blocks(stmt: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
     if isinstance(stmt, (cst.With, cst.FunctionDef, cst.ClassDef)):
         return [statements(stmt)]
     return []
+
+
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: List[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def code_of(node: cst.CSTNode) -> str:
+    """Source text of an expression node (no surrounding whitespace)."""
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def string_value(node: cst.CSTNode) -> Optional[str]:
+    """The value of a plain (non-f) string literal, else None."""
+    if isinstance(node, cst.SimpleString):
+        try:
+            value = node.evaluated_value
+        except Exception:  # pragma: no cover - malformed literal
+            return None
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = string_value(node.left), string_value(node.right)
+        if left is not None and right is not None:
+            return left + right
+    return None
+
+
+def is_number_literal(node: cst.CSTNode) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return is_number_literal(node.expression)
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        return is_number_literal(node.left) and is_number_literal(node.right)
+    return False
+
+
+def keyword_arg(call: cst.Call, name: str) -> Optional[cst.Arg]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def has_star_kwargs(call: cst.Call) -> bool:
+    return any(arg.star == "**" for arg in call.args)
+
+
+def positional_args(call: cst.Call) -> List[cst.Arg]:
+    return [a for a in call.args if a.keyword is None and a.star == ""]
+
+
+def self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """``x`` for ``self.x``, else None."""
+    if (
+        isinstance(node, cst.Attribute)
+        and isinstance(node.value, cst.Name)
+        and node.value.value == self_name
+    ):
+        return node.attr.value
+    return None
+
+
+def dynamic_self_attribute(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """The attribute name that ``setattr(self, <name>, v)`` sets or
+    ``getattr(self, <name>[, default])`` reads: the string for a literal
+    name, the literal parts with ``{}`` for each replacement of an f-string
+    (``f"scale_{i}"`` -> ``scale_{}``: the same family of attributes whatever
+    ``i``), else None."""
+    if not isinstance(node, cst.Call) or dotted_name(node.func) not in ("setattr", "getattr"):
+        return None
+    if len(node.args) < 2 or any(a.star or a.keyword is not None for a in node.args):
+        return None
+    if dotted_name(node.args[0].value) != self_name:
+        return None
+    name = node.args[1].value
+    s = string_value(name)
+    if s is not None:
+        return s
+    if isinstance(name, cst.FormattedString):
+        parts = []
+        for part in name.parts:
+            if isinstance(part, cst.FormattedStringText):
+                parts.append(part.value)
+            else:
+                parts.append("{}")
+        return "".join(parts)
+    return None
+
+
+def loop_over_attribute(node: cst.For, self_name: str = "self") -> Optional[Tuple[str, str, Optional[str]]]:
+    """(loop variable, attribute, index variable) for ``for b in self.blocks``
+    or ``for i, b in enumerate(self.blocks)``, else None."""
+    it, target = node.iter, node.target
+    index: Optional[str] = None
+    if isinstance(it, cst.Call) and dotted_name(it.func) == "enumerate" and it.args:
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2):
+            return None
+        first = target.elements[0].value
+        index = first.value if isinstance(first, cst.Name) else None
+        it, target = it.args[0].value, target.elements[1].value
+    attr = self_attribute(it, self_name)
+    if attr is None or not isinstance(target, cst.Name):
+        return None
+    return target.value, attr, index
+
+
+def shown_device(device: str) -> str:
+    """A device expression as a message shows it: ``.cuda(1)`` records the
+    bare index ``1``, which reads better as ``cuda:1``."""
+    return f"cuda:{device}" if device.isdigit() else device
+
+
+def is_cuda_string(value: Optional[str]) -> bool:
+    return value is not None and (value == "cuda" or value.startswith("cuda:"))
+
+
+def _strip_placement(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, Optional[cst.BaseExpression], bool]:
+    """For ``X(...).to(dev)`` / ``X(...).cuda(i)`` return (X(...), device node, is_cuda_call)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        attr = node.func.attr.value
+        if attr == "to" and node.args:
+            first = node.args[0]
+            dev = first.value if first.keyword is None or first.keyword.value == "device" else None
+            if dev is not None:
+                inner, _, _ = _strip_placement(node.func.value)
+                return inner, dev, False
+        if attr == "cuda":
+            inner, _, _ = _strip_placement(node.func.value)
+            return inner, (node.args[0].value if node.args else None), True
+    return node, None, False
+
+
+def _uses_name(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` appears as a plain name inside ``node``."""
+    found = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)
+            return False
+
+    walk(node, _Find())
+    return bool(found)
+
+
+def ref_of(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
+    """``x`` for a name, ``self.x`` for an attribute of the method's self
+    (spelt ``self.`` whatever the parameter is called), else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    attr = self_attribute(node, self_name)
+    return f"self.{attr}" if attr is not None else None
+
+
+def _is_device_name(last: str) -> bool:
+    """``device``, ``dev``, ``<word>_device`` (``train_device``), not
+    ``num_device``/``place_model_on_device`` (a count, a flag)."""
+    return last in ("device", "dev") or (
+        last.endswith("_device") and last.count("_") == 1 and not last.startswith(("num_", "n_", "is_", "use_", "on_"))
+    )
+
+
+def _mentions_name(node: cst.CSTNode, name: str) -> bool:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                found.append(n)
+
+    walk(node, V())
+    return bool(found)
+
+
+def placement_call(call: cst.Call) -> Optional[Tuple[cst.BaseExpression, str, Optional[cst.BaseExpression]]]:
+    """(owner, method, device node) for ``owner.to(...)`` / ``owner.cuda(...)``."""
+    func = call.func
+    if not isinstance(func, cst.Attribute) or func.attr.value not in ("to", "cuda"):
+        return None
+    device: Optional[cst.BaseExpression] = None
+    kw = keyword_arg(call, "device")
+    if kw is not None:
+        device = kw.value
+    else:
+        args = positional_args(call)
+        if args:
+            device = args[0].value
+    return func.value, func.attr.value, device
+
+
+def strip_placements(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, str]:
+    """``X.to(dev).cuda()`` -> (X, device code of the outermost placement)."""
+    device = ""
+    first = True
+    while isinstance(node, cst.Call):
+        p = placement_call(node)
+        if p is None:
+            break
+        owner, method, dev = p
+        if first:
+            device = code_of(dev) if dev is not None else ("cuda" if method == "cuda" else "")
+            first = False
+        node = owner
+    return node, device
+
+
+def _is_off(node: cst.BaseExpression) -> bool:
+    """``False``, ``None``, ``0``: a switch turned off."""
+    return (isinstance(node, cst.Name) and node.value in ("False", "None")) or (
+        isinstance(node, cst.Integer) and node.value == "0"
+    )
+
+
+def with_keyword_arg(
+    args: Sequence[cst.Arg], name: str, value: cst.BaseExpression, at: Optional[int] = None
+) -> List[cst.Arg]:
+    """``args`` with ``name=value`` inserted at ``at`` (default: the end),
+    keeping the layout: a trailing comma stays trailing."""
+    out = list(args)
+    at = len(out) if at is None else at
+    new = cst.Arg(
+        keyword=cst.Name(name),
+        value=value,
+        equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+    )
+    if at == 0:
+        if out:
+            new = new.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    else:
+        prev = out[at - 1]
+        if isinstance(prev.comma, cst.Comma):
+            new = new.with_changes(comma=prev.comma)
+        else:
+            out[at - 1] = prev.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    out.insert(at, new)
+    return out
+
+
+def free_names(node: cst.CSTNode) -> Set[str]:
+    """The plain names an expression reads (or a target binds): ``args`` of
+    ``args.gpu``, ``local_rank`` of ``f"cuda:{local_rank}"``; not attribute
+    names nor the keywords of call arguments."""
+    found: Set[str] = set()
+
+    class _Find(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            walk(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            walk(n.value, self)
+            return False
+
+    walk(node, _Find())
+    return found
+
+
+def _is_main_guard(test: cst.BaseExpression) -> bool:
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    left, right = test.left, test.comparisons[0].comparator
+    names = {dotted_name(left), dotted_name(right)}
+    return isinstance(test.comparisons[0].operator, cst.Equal) and "__name__" in names and (
+        string_value(left) == "__main__" or string_value(right) == "__main__"
+    )
+
+
+def _env_read(node: cst.BaseExpression) -> Optional[str]:
+    """``"LOCAL_RANK"`` for ``os.environ["LOCAL_RANK"]``, ``os.environ.get(...)``,
+    ``os.getenv(...)``."""
+    if isinstance(node, cst.Subscript) and node.slice:
+        el = node.slice[0].slice
+        if isinstance(el, cst.Index) and (dotted_name(node.value) or "").endswith("environ"):
+            return string_value(el.value)
+    if isinstance(node, cst.Call) and node.args:
+        name = dotted_name(node.func) or ""
+        if name.endswith("environ.get") or name.endswith("getenv"):
+            return string_value(node.args[0].value)
+    return None
+
+
+def _target_names(node: cst.BaseExpression) -> List[str]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        out: List[str] = []
+        for el in node.elements:
+            out += _target_names(el.value)
+        return out
+    name = dotted_name(node)
+    return [name] if name is not None else []
+
+
+def _arg_names(call: cst.Call) -> List[str]:
+    out = []
+    for a in call.args:
+        inner, _ = strip_placements(a.value)
+        name = dotted_name(inner)
+        if name is not None:
+            out.append(name)
+    return out

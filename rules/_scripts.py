@@ -1,6 +1,6 @@
 """Shared walking support for the rules about wrapping and placing models in
 scripts (DL003, DL004, DL005, DL012): it lines the nodes a rule visits up with
-the script facts of :mod:`devlint.semantic` and builds the common fixes.
+the script facts of :mod:`devlint.facts.scripts` and builds the common fixes.
 
 Not a rule (the leading underscore keeps the registry away).
 """
@@ -12,19 +12,15 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
+from devlint.facts.classes import ClassFacts
+from devlint.facts.scripts import BindEvent, PlaceEvent, ScopeFacts, Scripts, WrapEvent
 from devlint.rule import Rule
-from devlint.semantic import Scripts
-from devlint.semantic import (
-    BindEvent,
-    ClassFacts,
-    PlaceEvent,
-    ScopeFacts,
-    WrapEvent,
+from devlint.syntax import (
     dotted_name,
     is_cuda_string,
+    keyword_arg,
     placement_call,
     positional_args,
-    keyword_arg,
     string_value,
 )
 
@@ -386,7 +382,7 @@ def list_first_index(code: str) -> Optional[int]:
 
 def calls_a_wrapper(scan) -> bool:
     """Candidate hook: the file calls something that may be DataParallel/DDP."""
-    from devlint.semantic import WRAPPERS
+    from devlint.torch_api import WRAPPERS
 
     return any(scan.refers_to(c.func, WRAPPERS) for c in scan.calls)
 

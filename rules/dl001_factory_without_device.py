@@ -102,10 +102,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
 from devlint.rule import Invalid, Rule, Valid
-from devlint.facts.flow import Flow
-from devlint.semantic import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS, with_keyword_arg
-from devlint.facts.flow import CPU, INIT_METHODS as _INIT_METHODS
+from devlint.syntax import with_keyword_arg
+from devlint.torch_api import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS
 
 
 class FactoryWithoutDevice(Rule):

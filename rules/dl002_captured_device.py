@@ -100,11 +100,10 @@ from typing import Dict, Optional, Set, Tuple
 
 import libcst as cst
 
-from devlint.facts.flow import CURRENT, FIXED, retyped_like
+from devlint.facts.flow import CURRENT, FIXED, Flow, retyped_like
+from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.facts.flow import Flow
-from devlint.semantic import Scripts
-from devlint.semantic import (
+from devlint.syntax import (
     code_of,
     dotted_name,
     is_cuda_string,

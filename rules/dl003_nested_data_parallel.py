@@ -89,16 +89,17 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
+from devlint.facts.scripts import BindEvent, ScopeFacts, WrapEvent, always_before
 from devlint.rule import Invalid, Valid
 from devlint.rules._scripts import (
-    WRAPPER_SHORT,
     ScriptRule,
+    WRAPPER_SHORT,
     binding_chain,
     calls_a_wrapper,
     contained_classes,
     wrapped_origin,
 )
-from devlint.semantic import BindEvent, ScopeFacts, WrapEvent, always_before, keyword_arg, positional_args
+from devlint.syntax import keyword_arg, positional_args
 
 _WHY_UNSAFE = "removing a wrapper drops a `module.` level from the state_dict keys"
 

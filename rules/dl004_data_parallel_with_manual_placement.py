@@ -81,15 +81,16 @@ from typing import List, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
+from devlint.facts.scripts import ScopeFacts, WrapEvent
 from devlint.rule import Invalid, Valid
 from devlint.rules._scripts import (
-    WRAPPER_SHORT,
     ScriptRule,
+    WRAPPER_SHORT,
     calls_a_wrapper,
     is_explicit_device,
     wrapped_origin,
 )
-from devlint.semantic import ScopeFacts, WrapEvent, shown_device
+from devlint.syntax import shown_device
 
 
 class DataParallelWithManualPlacement(ScriptRule):

@@ -98,9 +98,10 @@ from typing import Optional
 
 import libcst as cst
 
-from devlint.rule import Invalid, Rule, Valid
+from devlint.facts.classes import AttributeFacts
 from devlint.facts.flow import Flow
-from devlint.semantic import AttributeFacts, code_of, dynamic_self_attribute, self_attribute
+from devlint.rule import Invalid, Rule, Valid
+from devlint.syntax import code_of, dynamic_self_attribute, self_attribute
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
 _CONTAINER_WORDS = {"list": "list", "tuple": "tuple", "dict": "dict"}

@@ -90,8 +90,9 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
+from devlint.facts.classes import is_keyword_dict_call, is_sequence_call
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import code_of, dotted_name, is_keyword_dict_call, is_sequence_call, self_attribute, string_value
+from devlint.syntax import code_of, dotted_name, self_attribute, string_value
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
 #: names nn.ModuleDict.add_module refuses as keys: its own attributes

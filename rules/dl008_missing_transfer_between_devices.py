@@ -73,20 +73,20 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
+from devlint.facts.classes import ClassFacts, is_dtype_expr
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import LINES, statements
-from devlint.semantic import (
-    ClassFacts,
+from devlint.syntax import (
+    LINES,
     dotted_name,
     free_names,
     is_cuda_string,
-    is_dtype_expr,
     keyword_arg,
     loop_over_attribute,
     positional_args,
     self_attribute,
-    string_value,
     shown_device,
+    statements,
+    string_value,
 )
 
 _LOSSES = frozenset(

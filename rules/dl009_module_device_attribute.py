@@ -60,8 +60,9 @@ from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
+from devlint.facts.classes import module_class_of
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import dotted_name, loop_over_attribute, module_class_of
+from devlint.syntax import dotted_name, loop_over_attribute
 
 # methods that return the module itself, so ``Net().to(dev).eval()`` is a Net
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"})

@@ -86,23 +86,18 @@ from typing import Dict, List, Set
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
-from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import Training
-from devlint.semantic import (
+from devlint.facts.training import (
     MODULE_SCOPE,
     ScopeStack,
-    TORCH_LOADS,
-    code_of,
+    Training,
     device_candidates,
-    dotted_name,
-    free_names,
     is_memory_buffer,
     is_torch_load,
-    keyword_arg,
     placement_of,
-    positional_args,
-    with_keyword_arg,
 )
+from devlint.rule import Invalid, Rule, Valid
+from devlint.syntax import code_of, dotted_name, free_names, keyword_arg, positional_args, with_keyword_arg
+from devlint.torch_api import TORCH_LOADS
 
 
 class LoadWithoutMapLocation(Rule):

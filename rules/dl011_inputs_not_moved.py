@@ -139,33 +139,35 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
-from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import Training
-from devlint.semantic import (
-    CTC_LOSSES,
-    DATA_LOADERS,
-    ITER_WRAPPERS,
+from devlint.facts.training import (
     MODULE_SCOPE,
     Placement,
     ScopeStack,
+    Training,
     WrapFacts,
-    code_of,
-    dotted_name,
-    is_number_literal,
-    keyword_arg,
-    looks_like_loader,
     loader_loop,
+    looks_like_loader,
     lookup_scoped,
     moved_part,
     next_loader,
     placed_on_cpu,
     placement_of,
+)
+from devlint.rule import Invalid, Rule, Valid
+from devlint.rules._scripts import cuda_index
+from devlint.syntax import (
+    LINES,
+    blocks,
+    code_of,
+    dotted_name,
+    is_number_literal,
+    keyword_arg,
     positional_args,
     ref_of,
+    statements,
     with_keyword_arg,
 )
-from devlint.rules._scripts import cuda_index
-from devlint.syntax import LINES, blocks, statements
+from devlint.torch_api import CTC_LOSSES, DATA_LOADERS, ITER_WRAPPERS
 from devlint.walk import walk
 
 #: methods whose result is no longer on the device

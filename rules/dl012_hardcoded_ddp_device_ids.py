@@ -57,9 +57,11 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
+from devlint.facts.scripts import ScopeFacts, WrapEvent
 from devlint.rule import Invalid, Valid
 from devlint.rules._scripts import ScriptRule
-from devlint.semantic import DISTRIBUTED_DATA_PARALLEL, ScopeFacts, WrapEvent, keyword_arg, positional_args
+from devlint.syntax import keyword_arg, positional_args
+from devlint.torch_api import DISTRIBUTED_DATA_PARALLEL
 
 
 class HardcodedDdpDeviceIds(ScriptRule):

@@ -92,9 +92,11 @@ from typing import List, Optional, Set, Tuple, Union
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
+from devlint.facts.classes import module_class_of, self_attribute_loads
+from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.semantic import Scripts
-from devlint.semantic import WEIGHTED_LAYERS, code_of, module_class_of, positional_args, self_attribute_loads
+from devlint.syntax import code_of, positional_args
+from devlint.torch_api import WEIGHTED_LAYERS
 from devlint.walk import walk
 
 #: ``list(...)``, ``tuple(...)``: the ``[0]`` of them is the first parameter

@@ -22,7 +22,7 @@ from clirun import BUG, BUGGY_CALL, FIXED, FIXED_CALL, cli, devlint_command, run
 from conftest import FIXTURES
 from devlint.engine import fix_source
 from devlint.rule import Rule, all_rules
-from devlint.semantic import dotted_name
+from devlint.syntax import dotted_name
 
 
 # --------------------------------------------------------------------------

@@ -10,19 +10,8 @@ from typing import Dict, List, Tuple
 import libcst as cst
 import pytest
 
-from devlint.facts.flow import (
-    ANY,
-    CPU,
-    LOCAL,
-    NONE_VALUE,
-    NUMBER,
-    SEQ,
-    TENSOR,
-    DeviceFlow,
-    Value,
-    join,
-)
-from devlint.semantic import build_facts
+from devlint.facts.classes import build_facts
+from devlint.facts.flow import ANY, CPU, DeviceFlow, LOCAL, NONE_VALUE, NUMBER, SEQ, TENSOR, Value, join
 
 
 def _flow(src: str) -> Tuple[DeviceFlow, cst.Module, Dict[cst.CSTNode, int]]:

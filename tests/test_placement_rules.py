@@ -10,7 +10,7 @@ import libcst as cst
 import pytest
 
 from devlint.engine import fix_source, lint_source
-from devlint.semantic import build_facts
+from devlint.facts.classes import build_facts
 
 
 def _src(text: str) -> str:

@@ -7,7 +7,7 @@ import textwrap
 
 import libcst as cst
 
-from devlint.semantic import build_facts
+from devlint.facts.classes import build_facts
 
 
 def _facts(src: str):

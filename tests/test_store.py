@@ -6,10 +6,12 @@ import libcst as cst
 import pytest
 
 from devlint.engine import analyse, lint_source
+from devlint.facts.classes import Classes, FileFacts
 from devlint.facts.flow import DeviceFlow, Flow
+from devlint.facts.scripts import ScriptFacts, Scripts
 from devlint.facts.store import FactStore, Provider, UndeclaredFact, closure
+from devlint.facts.training import Training, TrainingFacts
 from devlint.rule import Rule, all_rules
-from devlint.semantic import Classes, FileFacts, ScriptFacts, Scripts, Training, TrainingFacts
 
 SRC = textwrap.dedent(
     """

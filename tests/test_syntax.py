@@ -8,7 +8,7 @@ import textwrap
 import libcst as cst
 
 from devlint.engine import lint_source
-from devlint.semantic import build_facts
+from devlint.facts.classes import build_facts
 from devlint.syntax import LINES, blocks, statements
 
 

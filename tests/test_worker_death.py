@@ -38,7 +38,7 @@ import os
 import signal
 
 from devlint.rule import Rule
-from devlint.semantic import dotted_name
+from devlint.syntax import dotted_name
 
 
 class TestDying(Rule):

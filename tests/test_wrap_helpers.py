@@ -10,7 +10,8 @@ import textwrap
 import libcst
 
 from devlint.engine import fix_source, lint_source
-from devlint.semantic import build_facts, collect_script_facts
+from devlint.facts.classes import build_facts
+from devlint.facts.scripts import collect_script_facts
 
 CODES = ["DL003", "DL004", "DL005", "DL012"]
 

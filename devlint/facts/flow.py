@@ -45,22 +45,16 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 
 import libcst as cst
 
+from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
 from devlint.facts.store import FactStore, Provider
-from devlint.syntax import LINES, blocks, statements
-from devlint.walk import walk
-from devlint.semantic import (
+from devlint.syntax import LINES, blocks, dotted_name, keyword_arg, statements, string_value
+from devlint.torch_api import (
     DEVICE_FACTORIES,
     STATELESS_MODULES,
-    ClassFacts,
-    Classes,
-    FileFacts,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
-    dotted_name,
-    is_dtype_cast,
-    keyword_arg,
-    string_value,
 )
+from devlint.walk import walk
 
 # -- the abstract domain ----------------------------------------------------
 

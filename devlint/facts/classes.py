@@ -1,0 +1,1877 @@
+"""The ``Classes`` provider: per-file facts about imports, module-level
+devices and classes, computed once per parse.
+
+The facts are a plain, serialisable record (:class:`FileFacts`): names and
+source snippets, never libcst nodes, so that a cross-file index can cache and
+merge them. Name resolution is a light import-alias table (one pass over
+``import`` statements), not libcst's scope analysis, which costs about seven
+times the parse itself (``shared/bench/BASELINE.md``).
+
+For each class: its bases, whether it is an ``nn.Module``, its methods
+(parameters, the tensor parameters guessed from their use, what each calls on
+``self``), what ``forward`` reaches, every ``self.<name> = ...`` with what it
+holds (:class:`AttributeFacts`), the parameters, buffers and submodules
+placed on devices, the attributes the code run by ``forward`` reads and
+writes, and a path to a tensor the instance holds (a device anchor).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+from devlint.facts.store import FactStore, Provider
+from devlint.syntax import (
+    LINES,
+    _is_device_name,
+    _strip_placement,
+    _uses_name,
+    blocks,
+    code_of,
+    dotted_name,
+    dynamic_self_attribute,
+    is_cuda_string,
+    is_number_literal,
+    keyword_arg,
+    positional_args,
+    self_attribute,
+    statements,
+    string_value,
+)
+from devlint.torch_api import (
+    DISTRIBUTED_DATA_PARALLEL,
+    KNOWN_MODULE_BASES,
+    MODULE_CONTAINERS,
+    STATELESS_MODULES,
+    TENSOR_FACTORIES,
+    WEIGHTED_LAYERS,
+    WRAPPERS,
+    _DTYPE_NAMES,
+    _ELEMENTWISE,
+    _LEGACY_TENSOR_CONSTRUCTORS,
+    _NOT_FACTORIES,
+    _NOT_ONE_TENSOR,
+    _NOT_TENSOR_METHODS,
+    _WEIGHTED_LOSSES,
+    _is_torch_module_name,
+    canonical,
+)
+from devlint.walk import walk
+
+
+def module_class_of(
+    facts: "FileFacts", cls: "ClassFacts", node: cst.CSTNode, self_name: str, loop_vars: Dict[str, str]
+) -> Optional[str]:
+    """The class of the nn.Module an expression in a method of ``cls`` refers
+    to: ``self``, ``self.encoder``, ``self.blocks[i]``, or ``block`` where
+    ``loop_vars`` says ``block`` iterates ``self.blocks``; None when unknown."""
+    if isinstance(node, cst.Name):
+        if node.value == self_name:
+            return cls.name if cls.is_module else None
+        attr = loop_vars.get(node.value)
+        return _element_class_of(facts, cls, attr) if attr else None
+    if isinstance(node, cst.Subscript):
+        attr = self_attribute(node.value, self_name)
+        return _element_class_of(facts, cls, attr) if attr else None
+    attr = self_attribute(node, self_name)
+    if attr is not None:
+        a = facts.class_attribute(cls.name, attr)
+        if a is not None and a.kind in ("module", "nn_container") and a.module_class:
+            return a.module_class
+    return None
+
+
+def _element_class_of(facts: "FileFacts", cls: "ClassFacts", attr: str) -> Optional[str]:
+    a = facts.class_attribute(cls.name, attr)
+    if a is None or a.kind not in ("nn_container", "module_container"):
+        return None
+    if not a.element_class or a.element_class == "torch.nn.Module":
+        return None  # empty or mixed
+    return a.element_class
+
+
+@dataclass
+class AttributeFacts:
+    """What ``self.<name> = <value>`` in a module class assigns.
+
+    kind is one of: ``module`` (a submodule), ``module_container`` (a plain
+    list/tuple/dict of modules), ``nn_container`` (nn.ModuleList & co.),
+    ``tensor``, ``tensor_container``, ``parameter``, ``buffer``, ``device``
+    (a device fixed at construction), ``other``.
+    """
+
+    name: str
+    kind: str
+    method: str
+    line: int
+    value: str = ""
+    #: for modules: the class called (qualified when resolvable)
+    module_class: str = ""
+    #: for modules pinned with ``.to(dev)``/``.cuda(i)``: the device expression
+    device: str = ""
+    #: for containers: the element class when the elements are homogeneous
+    element_class: str = ""
+    #: for tensors: a 0-dim tensor (``torch.tensor(0.5)``), which PyTorch lets
+    #: mix with tensors on any device
+    scalar: bool = False
+    #: for containers: ``list``, ``tuple`` or ``dict``
+    container: str = ""
+    #: for dict containers: every key is a string (literal, f-string, ``str()``)
+    str_keys: bool = False
+    #: for module containers: the same modules are also registered another way
+    #: (``nn.Sequential(*layers)``, ``self.add_module(...)``, ``setattr(self, ...)``)
+    registered_elsewhere: bool = False
+    #: for module containers written as a literal: every element is a
+    #: ``torch.nn`` module with no parameters, buffers or train/eval
+    #: behaviour (a loss without ``weight=``/``pos_weight=``, ``nn.ReLU()``)
+    stateless_elements: bool = False
+    #: holds a list or tuple: a display or comprehension (``(0.5, 1.0, 2.0)``,
+    #: ``list(ratios)``) or an argument whose default is one
+    #: (``self.ratios = ratios`` with ``ratios=(0.5, 1.0, 2.0)``), so
+    #: ``torch.tensor(self.ratios)`` has dimensions
+    sequence: bool = False
+
+
+@dataclass
+class FunctionFacts:
+    name: str
+    params: List[str]
+    #: parameters known or guessed to hold tensors, in order of preference
+    tensor_params: List[str] = field(default_factory=list)
+    #: ``self.<m>(...)`` calls made in the body
+    self_calls: List[str] = field(default_factory=list)
+    is_property: bool = False
+    #: a @staticmethod: no ``self``, so no anchor through the module
+    is_static: bool = False
+    line: int = 0
+
+
+@dataclass
+class ClassFacts:
+    name: str
+    line: int
+    bases: List[str]
+    is_module: bool = False
+    #: the class (or a base) defines a ``device`` attribute or property
+    defines_device: bool = False
+    methods: Dict[str, FunctionFacts] = field(default_factory=dict)
+    #: methods that run when ``forward`` runs: forward and what it calls on self
+    forward_reachable: List[str] = field(default_factory=list)
+    attributes: Dict[str, AttributeFacts] = field(default_factory=dict)
+    buffers: List[str] = field(default_factory=list)
+    parameters: List[str] = field(default_factory=list)
+    #: submodule attributes moved to a device after construction
+    #: (``self.blocks[i].to(devices[i])``, ``for b in self.blocks: b.cuda(1)``)
+    placed_attributes: Dict[str, str] = field(default_factory=dict)
+    #: every ``self.<name> = value`` outside ``forward``, in source order
+    #: (``attributes`` keeps the one that says what the attribute is)
+    assignments: List[AttributeFacts] = field(default_factory=list)
+    #: attributes whose value is used when ``forward`` runs (forward-reachable
+    #: methods, inherited ones and those of local subclasses included), not
+    #: counting reads where the device does not matter: moved on the spot
+    #: (``self.x.to(t.device)``, ``.cuda()``, ``.type_as(t)``, ``t.new_tensor(self.x)``,
+    #: a call with ``device=``), only inspected (``.shape``, ``.size()``, ``.dtype``,
+    #: ``len()``, ``is None``, ``.zero_()``), or used as an index (``y[:, self.perm]``)
+    forward_reads: List[str] = field(default_factory=list)
+    #: attributes assigned when ``forward`` runs (``self.cache = ...``)
+    forward_writes: List[str] = field(default_factory=list)
+    #: names assigned in the class body (class attributes)
+    class_attributes: List[str] = field(default_factory=list)
+    #: container attribute -> the device expressions its elements were placed
+    #: on, one per placement site (``for i, b in enumerate(self.blocks):
+    #: b.to(devices[i % n])``, ``nn.ModuleList([B().to(d0), B().to(d1)])``)
+    element_placements: Dict[str, List[str]] = field(default_factory=dict)
+    #: container attribute -> the index variable an element placement
+    #: expression uses (``i`` above), when it uses one
+    element_index: Dict[str, str] = field(default_factory=dict)
+    #: every ``self.<name>`` assigned in any method, ``forward`` included
+    self_assigned: List[str] = field(default_factory=list)
+    #: a path from an instance to a tensor it holds directly or through its
+    #: own submodules (``ln1.weight``, ``scale``, ``attn.proj.weight``), usable
+    #: as a device anchor (``block.ln1.weight.device``); "" when none is known
+    anchor_tensor: str = ""
+    #: ``forward`` moves one of its own arguments (``x = x.to(self.w.device)``),
+    #: so callers need not
+    moves_inputs: bool = False
+
+    def attribute(self, name: str) -> Optional[AttributeFacts]:
+        return self.attributes.get(name)
+
+    def assignment_for(self, method: str, name: str, value: str) -> Optional[AttributeFacts]:
+        """The record of ``self.<name> = <value>`` in ``method`` (value as source text)."""
+        for record in self.assignments:
+            if record.method == method and record.name == name and record.value == value:
+                return record
+        return None
+
+    def assignments_of(self, name: str) -> List[AttributeFacts]:
+        return [a for a in self.assignments if a.name == name]
+    def elements_spread(self, name: str) -> bool:
+        """The elements of container ``name`` were placed on devices that can
+        differ from one element to the next."""
+        placements = self.element_placements.get(name, [])
+        return len(set(placements)) > 1 or bool(placements and self.element_index.get(name))
+
+    def pinned_devices(self) -> Dict[str, str]:
+        """Submodule attribute -> the device expression it was pinned to."""
+        out = {n: a.device for n, a in self.attributes.items() if a.kind in ("module", "nn_container") and a.device}
+        out.update(self.placed_attributes)
+        return out
+
+
+@dataclass
+class FileFacts:
+    #: local name -> qualified names it may refer to (sorted; more than one
+    #: when a name is imported on several branches, e.g. try/except)
+    imports: Dict[str, List[str]] = field(default_factory=dict)
+    classes: Dict[str, ClassFacts] = field(default_factory=dict)
+    #: module-level names bound to a fixed device (``device = torch.device("cuda")``)
+    module_devices: Dict[str, str] = field(default_factory=dict)
+    #: module-level names bound to a list/tuple of devices
+    #: (``devices = [torch.device("cuda:0"), torch.device("cuda:1")]``) -> elements
+    module_device_lists: Dict[str, List[str]] = field(default_factory=dict)
+    #: every name assigned at module level (so a rule knows what a method can see)
+    module_assigned: List[str] = field(default_factory=list)
+    # -- name resolution ---------------------------------------------------
+    def qualify_dotted(self, dotted: str) -> Optional[str]:
+        head, _, rest = dotted.partition(".")
+        targets = self.imports.get(head)
+        if not targets:
+            return None
+        # deterministic: prefer a torch spelling, then the sorted first
+        target = next((t for t in targets if t.split(".")[0] == "torch"), targets[0])
+        full = f"{target}.{rest}" if rest else target
+        return canonical(full)
+
+    def qualify(self, node: cst.CSTNode) -> Optional[str]:
+        """The qualified name an expression refers to through the imports."""
+        dotted = dotted_name(node)
+        return self.qualify_dotted(dotted) if dotted else None
+
+    def torch_function(self, node: cst.CSTNode) -> Optional[str]:
+        """``zeros`` if node refers to ``torch.zeros``, else None."""
+        q = self.qualify(node)
+        if q and q.startswith("torch.") and q.count(".") == 1:
+            return q[len("torch."):]
+        return None
+
+    def is_factory(self, func: cst.CSTNode) -> Optional[str]:
+        name = self.torch_function(func)
+        if name in TENSOR_FACTORIES and name not in _NOT_FACTORIES:
+            return name
+        return None
+
+    def is_wrapper(self, func: cst.CSTNode) -> Optional[str]:
+        q = self.qualify(func)
+        return q if q in WRAPPERS else None
+
+    def local_name_for(self, qualified: str) -> Optional[str]:
+        """How this file can spell ``qualified`` with the names it imports."""
+        best: Optional[str] = None
+        for local, targets in sorted(self.imports.items()):
+            for target in targets:
+                if qualified == target:
+                    cand = local
+                elif qualified.startswith(target + "."):
+                    cand = local + qualified[len(target):]
+                else:
+                    continue
+                if best is None or len(cand) < len(best):
+                    best = cand
+        return best
+
+    def class_of_call(self, func: cst.CSTNode) -> Optional[str]:
+        """Name of the class a constructor call builds: a local class name or
+        a qualified name."""
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        if dotted in self.classes:
+            return dotted
+        return self.qualify_dotted(dotted)
+
+    def is_module_class(self, name: str) -> bool:
+        if name in self.classes:
+            return self.classes[name].is_module
+        return _is_torch_module_name(name)
+
+    def lineage(self, class_name: str) -> Iterator[str]:
+        """``class_name`` and its bases, breadth first, each once: classes of
+        this file are followed to their own bases; an imported base (a
+        qualified name) is yielded but not followed."""
+        seen: Set[str] = set()
+        todo = [class_name]
+        while todo:
+            name = todo.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            yield name
+            cls = self.classes.get(name)
+            if cls is not None:
+                todo.extend(cls.bases)
+
+    def class_attribute(self, class_name: str, attr: str) -> Optional[AttributeFacts]:
+        """``attr`` as assigned by class ``class_name`` or a base class defined
+        in this file."""
+        for name in self.lineage(class_name):
+            cls = self.classes.get(name)
+            if cls is not None and attr in cls.attributes:
+                return cls.attributes[attr]
+        return None
+
+    def has_device_attribute(self, class_name: str) -> bool:
+        """Whether instances of ``class_name`` have a ``device`` attribute.
+        torch.nn classes have none; a class of this file has one when it (or
+        a base) defines or assigns it; anything else (an external class) is
+        assumed to have one rather than cry wolf."""
+        cls = self.classes.get(class_name)
+        if cls is None:
+            # DistributedDataParallel sets ``self.device``; no other torch.nn module does
+            return not _is_torch_module_name(class_name) or class_name == DISTRIBUTED_DATA_PARALLEL
+        for name in self.lineage(class_name):
+            c = self.classes.get(name)
+            if c is not None and (c.defines_device or "device" in c.self_assigned or "__getattr__" in c.methods):
+                return True
+        return False
+
+    def tensor_path_of_class(self, class_name: str) -> Optional[str]:
+        """A path from an instance of ``class_name`` to a tensor it holds
+        (``weight`` for ``nn.Linear``, ``ln1.weight`` for a local ``Block``),
+        or None."""
+        cls = self.classes.get(class_name)
+        if cls is not None:
+            return cls.anchor_tensor or None
+        if class_name.startswith("torch.nn.") and class_name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+            return "weight"
+        return None
+
+
+_NON_TENSOR_ANNOTATIONS = frozenset(
+    {"int", "float", "bool", "str", "bytes", "dict", "list", "tuple", "None", "Dict", "List", "Tuple", "Optional[int]", "Optional[bool]", "Optional[str]", "Optional[float]", "torch.device", "device", "torch.dtype", "dtype", "Size", "torch.Size"}
+)
+
+
+_TENSOR_USES = frozenset({"shape", "size", "device", "dtype", "view", "reshape", "dim", "ndim", "unsqueeze", "flatten", "transpose", "permute", "float", "contiguous", "masked_fill", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "numel", "type_as", "expand", "squeeze", "sum", "mean", "matmul", "softmax", "to"})
+
+
+_DEVICE_NAME_HINTS = ("device", "dev")
+
+
+def _annotation_code(param: cst.Param) -> Optional[str]:
+    if param.annotation is None:
+        return None
+    return code_of(param.annotation.annotation).replace(" ", "")
+
+
+#: generic collections: ``List[Tensor]`` holds tensors but has no ``.device``
+_COLLECTION_ANNOTATIONS = frozenset(
+    {"list", "tuple", "sequence", "mutablesequence", "dict", "mapping", "mutablemapping", "iterable",
+     "iterator", "collection", "set", "frozenset", "deque", "generator", "ordereddict", "defaultdict"}
+)
+
+
+def _is_collection_annotation(ann: str) -> bool:
+    """``List[torch.Tensor]``, ``tuple[Tensor, ...]``, ``Dict[str, Tensor]``:
+    a container of tensors, not a tensor."""
+    outer = ann.split("[", 1)[0].rsplit(".", 1)[-1].lower()
+    return "[" in ann and outer in _COLLECTION_ANNOTATIONS
+
+
+class _NameUses(cst.CSTVisitor):
+    """Collects, for a function body: ``p.<attr>`` uses of names and
+    ``self.<m>(...)`` calls (also ``ClassName.<m>(...)``, a static method
+    called through the class's own name)."""
+
+    def __init__(self, self_name: str, method_names: Set[str], class_name: Optional[str] = None) -> None:
+        self.self_name = self_name
+        self.method_names = method_names
+        self.class_name = class_name
+        self.attr_uses: Dict[str, Set[str]] = {}
+        self.self_calls: List[str] = []
+        self.args_of_self_calls: Set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name):
+            self.attr_uses.setdefault(node.value.value, set()).add(node.attr.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        attr = self_attribute(node.func, self.self_name)
+        if attr is None and self.class_name is not None:
+            attr = self_attribute(node.func, self.class_name)
+            if attr is not None and attr not in self.method_names:
+                attr = None
+        if attr is not None and attr not in self.self_calls:
+            self.self_calls.append(attr)
+        if attr is not None and attr not in self.method_names:
+            # an argument handed to a submodule (self.layer(x)) is a tensor
+            for a in node.args:
+                if isinstance(a.value, cst.Name):
+                    self.args_of_self_calls.add(a.value.value)
+
+    # nested classes have their own self
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str] = frozenset(),
+                    class_name: Optional[str] = None) -> FunctionFacts:
+    decorators = {dotted_name(d.decorator) for d in fn.decorators}
+    is_static = "staticmethod" in decorators
+    is_method = is_method and not is_static
+    params = [p.name.value for p in fn.params.params]
+    params += [p.name.value for p in fn.params.posonly_params]
+    params += [p.name.value for p in fn.params.kwonly_params]
+    self_name = params[0] if is_method and params else "self"
+    uses = _NameUses(self_name, set(method_names), class_name)
+    walk(fn.body, uses)
+    tensor_params: List[str] = []
+    all_params = list(fn.params.posonly_params) + list(fn.params.params) + list(fn.params.kwonly_params)
+    if is_method:
+        all_params = all_params[1:] if all_params else []
+    for i, p in enumerate(all_params):
+        name = p.name.value
+        ann = _annotation_code(p)
+        if ann is not None:
+            if "Tensor" in ann and "Optional" not in ann and "None" not in ann:
+                if not _is_collection_annotation(ann):
+                    tensor_params.append(name)
+            continue
+        if any(h in name.lower() for h in _DEVICE_NAME_HINTS):
+            continue
+        used = uses.attr_uses.get(name, set())
+        if used & _TENSOR_USES:
+            tensor_params.append(name)
+        elif fn.name.value == "forward" and i == 0 and p.default is None:
+            tensor_params.append(name)
+        elif name in uses.args_of_self_calls and p.default is None:
+            tensor_params.append(name)
+    # a parameter that defaults to None may be None: never an anchor; one
+    # without a default is always bound: prefer those
+    none_default = {p.name.value for p in all_params if isinstance(p.default, cst.Name) and p.default.value == "None"}
+    defaults = {p.name.value for p in all_params if p.default is not None}
+    tensor_params = [n for n in tensor_params if n not in none_default]
+    tensor_params.sort(key=lambda n: n in defaults)
+    is_property = bool(decorators & {"property", "functools.cached_property", "cached_property"})
+    return FunctionFacts(
+        name=fn.name.value,
+        params=params,
+        tensor_params=tensor_params,
+        self_calls=uses.self_calls,
+        is_property=is_property,
+        is_static=is_static,
+    )
+
+
+def _is_python_number(node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
+    """An expression that evaluates to a Python number (never a list or an
+    array): a literal, a name known to hold one, ``math.*``/``float()``/``int()``,
+    arithmetic of those, and ``d ** 0.5``."""
+    if is_number_literal(node):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in scalar_names
+    if isinstance(node, cst.Attribute):
+        return dotted_name(node) in ("math.pi", "math.e", "math.tau", "math.inf")
+    if isinstance(node, cst.UnaryOperation):
+        return _is_python_number(node.expression, scalar_names)
+    if isinstance(node, cst.Call):
+        d = dotted_name(node.func) or ""
+        return d in ("float", "int", "abs", "round") or d.startswith("math.")
+    if isinstance(node, cst.BinaryOperation):
+        left = _is_python_number(node.left, scalar_names)
+        right = _is_python_number(node.right, scalar_names)
+        if left and right:
+            return True
+        # ``dim ** -0.5``: the usual attention scale
+        return isinstance(node.operator, cst.Power) and is_number_literal(node.right)
+    return False
+
+
+class _FactsBuilder:
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.facts = FileFacts()
+        self._class_nodes: Dict[str, cst.ClassDef] = {}
+        #: class -> module-container attributes whose modules are registered another way
+        self._registered_attrs: Dict[str, Set[str]] = {}
+        # class name -> attributes assigned an empty ``nn.ModuleList()`` /
+        # ``nn.ModuleDict()`` / ``nn.Sequential()``, filled by later appends
+        self._empty_nn_containers: Dict[str, Set[str]] = {}
+        # helpers that return a tensor (``self.kernel = make_kernel(5)``):
+        # (class name, self name) whose ``self.<m>(...)`` calls are resolved
+        # while its attributes are collected; function node id -> result
+        self._self_call_owner: Optional[Tuple[str, str]] = None
+        self._returns_tensor_cache: Dict[int, bool] = {}
+        self._returned_module_cache: Dict[int, str] = {}
+        self._module_functions: Optional[Dict[str, cst.FunctionDef]] = None
+
+    # -- imports -----------------------------------------------------------
+    def _add_import(self, local: str, target: str) -> None:
+        targets = self.facts.imports.setdefault(local, [])
+        if target not in targets:
+            targets.append(target)
+            targets.sort()
+
+    def _import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self._add_import(alias.asname.name.value, full)
+            else:
+                head = full.split(".")[0]
+                self._add_import(head, head)
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        base = dotted_name(node.module) if node.module is not None else ""
+        if base is None:
+            return
+        dots = "".join("." for _ in node.relative)
+        prefix = dots + base
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            target = f"{prefix}.{name}" if prefix and not prefix.endswith(".") else prefix + name
+            self._add_import(local, target)
+
+    # -- walking -----------------------------------------------------------
+    def build(self) -> FileFacts:
+        self._walk_statements(self.module.body, top_level=True)
+        for cls in self.facts.classes.values():
+            cls.is_module = self._class_is_module(cls, set())
+            cls.defines_device = cls.defines_device or self._base_defines_device(cls, set())
+        for cls in self.facts.classes.values():
+            if cls.is_module:
+                self._finish_module_class(cls)
+        self._finish_inherited_reach()
+        self._finish_forward_uses()
+        self._finish_anchors()
+        return self.facts
+
+    def _module_function_nodes(self) -> Dict[str, cst.FunctionDef]:
+        """The module-level ``def``s of the file by name (built once)."""
+        if self._module_functions is None:
+            self._module_functions = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        return self._module_functions
+
+    def _walk_statements(self, body: Sequence[cst.CSTNode], top_level: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, LINES):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import):
+                        self._import(small)
+                    elif isinstance(small, cst.ImportFrom):
+                        self._import_from(small)
+                    elif top_level and isinstance(small, (cst.Assign, cst.AnnAssign)):
+                        self._module_assign(small)
+            elif isinstance(stmt, cst.ClassDef):
+                if stmt.name.value not in self.facts.classes:
+                    self._class(stmt)
+            elif isinstance(stmt, cst.FunctionDef):
+                # imports inside functions are common in scripts (``def main(): import torch``)
+                self._walk_statements(statements(stmt), top_level=False)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With, cst.For, cst.While, cst.TryStar, cst.Match)):
+                for block in blocks(stmt):
+                    self._walk_statements(block, top_level)
+
+    def _module_assign(self, node: Union[cst.Assign, cst.AnnAssign]) -> None:
+        value = node.value
+        if value is None:
+            return
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for t in targets:
+            if isinstance(t, cst.Name) and t.value not in self.facts.module_assigned:
+                self.facts.module_assigned.append(t.value)
+        if self._is_fixed_device(value, params=()):
+            for t in targets:
+                if isinstance(t, cst.Name):
+                    self.facts.module_devices[t.value] = code_of(value)
+        elif isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+            elements = [e.value for e in value.elements if isinstance(e, cst.Element)]
+            if len(elements) == len(value.elements) and all(self._is_fixed_device(e, params=()) for e in elements):
+                for t in targets:
+                    if isinstance(t, cst.Name):
+                        self.facts.module_device_lists[t.value] = [code_of(e) for e in elements]
+
+    def _is_fixed_device(self, value: cst.BaseExpression, params: Iterable[str]) -> bool:
+        """A device expression fixed at construction: ``torch.device(...)``,
+        a ``"cuda..."``/``"cpu"`` literal, a ``device``-like argument, or a
+        conditional over those."""
+        if isinstance(value, cst.IfExp):
+            return self._is_fixed_device(value.body, params) or self._is_fixed_device(value.orelse, params)
+        s = string_value(value)
+        if s is not None:
+            return s == "cpu" or is_cuda_string(s)
+        if isinstance(value, cst.Call):
+            q = self.facts.qualify(value.func)
+            return q == "torch.device"
+        if isinstance(value, cst.Name):
+            return value.value in params and any(h in value.value.lower() for h in _DEVICE_NAME_HINTS)
+        return False
+
+    # -- classes -----------------------------------------------------------
+    def _class(self, node: cst.ClassDef) -> None:
+        bases = []
+        for arg in node.bases:
+            if arg.keyword is not None:
+                continue
+            dotted = dotted_name(arg.value)
+            if dotted is None:
+                continue
+            q = self.facts.qualify_dotted(dotted)
+            bases.append(q if q is not None and dotted not in self.facts.classes else dotted)
+        cls = ClassFacts(name=node.name.value, line=0, bases=bases)
+        self.facts.classes[cls.name] = cls
+        self._class_nodes[cls.name] = node
+        method_names = {s.name.value for s in statements(node) if isinstance(s, cst.FunctionDef)}
+        for stmt in statements(node):
+            if isinstance(stmt, cst.FunctionDef):
+                fn = _function_facts(stmt, is_method=True, method_names=method_names, class_name=cls.name)
+                cls.methods[fn.name] = fn
+                if fn.name == "device":
+                    cls.defines_device = True
+            elif isinstance(stmt, LINES):
+                for small in stmt.body:
+                    if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+                        if any(isinstance(t, cst.Name) and t.value == "device" for t in targets):
+                            cls.defines_device = True
+                        if not (isinstance(small, cst.AnnAssign) and small.value is None):
+                            cls.class_attributes.extend(t.value for t in targets if isinstance(t, cst.Name))
+
+
+    def _class_is_module(self, cls: ClassFacts, seen: Set[str]) -> bool:
+        if cls.name in seen:
+            return False
+        seen.add(cls.name)
+        for base in cls.bases:
+            if base in self.facts.classes:
+                if self._class_is_module(self.facts.classes[base], seen):
+                    return True
+            elif _is_torch_module_name(base) or base.rsplit(".", 1)[-1] in KNOWN_MODULE_BASES:
+                return True
+        return False
+
+    def _base_defines_device(self, cls: ClassFacts, seen: Set[str]) -> bool:
+        if cls.name in seen:
+            return False
+        seen.add(cls.name)
+        for base in cls.bases:
+            if base in self.facts.classes:
+                b = self.facts.classes[base]
+                if b.defines_device or self._base_defines_device(b, seen):
+                    return True
+            elif KNOWN_MODULE_BASES.get(base.rsplit(".", 1)[-1]):
+                return True
+            elif not _is_torch_module_name(base) and base not in ("object",):
+                # an unknown base class (imported from elsewhere) may define
+                # ``device``; assume it does rather than cry wolf
+                return True
+        return False
+
+    def _finish_module_class(self, cls: ClassFacts) -> None:
+        # forward reachability
+        reach = _self_call_closure(cls, [m for m in ("forward",) if m in cls.methods], set())
+        cls.forward_reachable = reach
+        # attributes
+        node = self._class_nodes[cls.name]
+        for stmt in statements(node):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value != "forward":
+                self._method_attributes(cls, stmt)
+            elif isinstance(stmt, cst.FunctionDef):
+                params = [p.name.value for p in stmt.params.params]
+                assigned = _SelfAssignments(params[0] if params else "self", params[1:])
+                walk(stmt.body, assigned)
+                for name in assigned.names:
+                    if name not in cls.self_assigned:
+                        cls.self_assigned.append(name)
+                cls.moves_inputs = assigned.moves_inputs
+        registered = self._registered_attrs.get(cls.name, set())
+        for record in cls.assignments:
+            if record.kind == "module_container" and record.name in registered:
+                record.registered_elsewhere = True
+
+    def _finish_inherited_reach(self) -> None:
+        """A method a module class inherits from a module base of this file
+        and runs from ``forward`` (``h = self.init_hidden(b)``, defined by the
+        base) is forward-reachable in the base too."""
+        for cls in list(self.facts.classes.values()):
+            if not cls.is_module or cls.name not in self._class_nodes or not any(b in self.facts.classes for b in cls.bases):
+                continue
+            methods = self._effective_methods(cls, set())
+            todo = [(cls, m) for m in cls.forward_reachable]
+            seen = {(cls.name, m) for m in cls.forward_reachable}
+            while todo:
+                owner, m = todo.pop()
+                for callee in owner.methods[m].self_calls:
+                    target = methods[callee][0] if callee in methods else None
+                    if target is None or (target.name, callee) in seen:
+                        continue
+                    seen.add((target.name, callee))
+                    todo.append((target, callee))
+                    if target is not cls and target.is_module:
+                        if callee not in target.forward_reachable:
+                            target.forward_reachable.append(callee)
+
+    def _effective_methods(self, cls: ClassFacts, seen: Set[str]) -> Dict[str, Tuple[ClassFacts, cst.FunctionDef]]:
+        """Method name -> (defining class, node), local base classes included."""
+        out: Dict[str, Tuple[ClassFacts, cst.FunctionDef]] = {}
+        if cls.name in seen:
+            return out
+        seen = seen | {cls.name}
+        for base in reversed(cls.bases):
+            if base in self.facts.classes and base in self._class_nodes:
+                out.update(self._effective_methods(self.facts.classes[base], seen))
+        for stmt in statements(self._class_nodes[cls.name]):
+            if isinstance(stmt, cst.FunctionDef):
+                out[stmt.name.value] = (cls, stmt)
+        return out
+
+    def _forward_uses(self, cls: ClassFacts) -> Tuple[Set[str], Set[str]]:
+        """(attributes read, attributes written) by the code ``forward`` runs."""
+        methods = self._effective_methods(cls, set())
+        reads: Set[str] = set()
+        writes: Set[str] = set()
+        done: Set[str] = set()
+        todo = ["forward"] if "forward" in methods else []
+        while todo:
+            name = todo.pop()
+            if name in done:
+                continue
+            done.add(name)
+            owner, fn = methods[name]
+            params = [p.name.value for p in fn.params.params]
+            uses = _SelfAttributeUses(params[0] if params else "self")
+            walk(fn.body, uses)
+            reads |= uses.reads
+            writes |= uses.writes
+            facts = owner.methods.get(name)
+            callees = list(facts.self_calls) if facts else []
+            # properties read on self run too
+            callees += [r for r in uses.loaded if r in methods and methods[r][0].methods[r].is_property]
+            todo.extend(c for c in callees if c in methods and c not in done)
+        return reads, writes
+
+    def _finish_forward_uses(self) -> None:
+        modules = [c for c in self.facts.classes.values() if c.is_module and c.name in self._class_nodes]
+        uses = {c.name: self._forward_uses(c) for c in modules}
+        for cls in modules:
+            reads, writes = set(uses[cls.name][0]), set(uses[cls.name][1])
+            # an attribute set up here may be read by a subclass's forward
+            for other in modules:
+                if other is not cls and self._derives_from(other, cls.name, set()):
+                    reads |= uses[other.name][0]
+                    writes |= uses[other.name][1]
+            cls.forward_reads = sorted(reads)
+            cls.forward_writes = sorted(writes)
+
+    def _derives_from(self, cls: ClassFacts, base: str, seen: Set[str]) -> bool:
+        if cls.name in seen:
+            return False
+        seen.add(cls.name)
+        for b in cls.bases:
+            if b == base or (b in self.facts.classes and self._derives_from(self.facts.classes[b], base, seen)):
+                return True
+        return False
+
+    def _finish_anchors(self) -> None:
+        """``anchor_tensor`` of every module class; needs every class's
+        attributes, so it runs after them."""
+        for cls in self.facts.classes.values():
+            if cls.is_module:
+                cls.anchor_tensor = self._anchor_of(cls, depth=0) or ""
+
+    def _anchor_of(self, cls: ClassFacts, depth: int) -> Optional[str]:
+        for name in cls.parameters:
+            return name
+        for name, attr in cls.attributes.items():
+            if attr.kind == "parameter":
+                return name
+        for name in cls.buffers:
+            return name
+        for name, attr in cls.attributes.items():
+            if attr.kind == "module" and attr.module_class.startswith("torch.nn.") and attr.module_class.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
+                return f"{name}.weight"
+        if depth < 3:
+            for name, attr in cls.attributes.items():
+                sub = self.facts.classes.get(attr.module_class) if attr.kind == "module" else None
+                if sub is not None and sub.is_module and sub is not cls:
+                    inner = self._anchor_of(sub, depth + 1)
+                    if inner:
+                        return f"{name}.{inner}"
+        return None
+
+    def _method_attributes(self, cls: ClassFacts, fn: cst.FunctionDef) -> None:
+        params = [p.name.value for p in fn.params.params]
+        self_name = params[0] if params else "self"
+        scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
+        collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
+        collector.sequence_params = {
+            p.name.value for p in fn.params.params + fn.params.kwonly_params
+            if p.default is not None and _is_sequence_value(p.default)
+        }
+        self._self_call_owner = (cls.name, self_name)
+        try:
+            walk(fn.body, collector)
+        finally:
+            self._self_call_owner = None
+        collector.finish()
+
+    def _called_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
+        """The function of this file a call runs: ``make_kernel(...)`` (a
+        module-level ``def``) or ``self._make_kernel(...)`` (a method of the
+        class whose attributes are being collected); None otherwise."""
+        if isinstance(func, cst.Name):
+            return self._module_function_nodes().get(func.value)
+        owner = self._self_call_owner
+        if owner is None or not isinstance(func, cst.Attribute) or not isinstance(func.value, cst.Name):
+            return None
+        if func.value.value != owner[1] or owner[0] not in self._class_nodes:
+            return None
+        for stmt in statements(self._class_nodes[owner[0]]):
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.attr.value:
+                decorators = {dotted_name(d.decorator) for d in stmt.decorators}
+                return None if decorators & {"property", "staticmethod", "classmethod"} else stmt
+        return None
+
+    def returned_module_class(self, func: cst.BaseExpression) -> str:
+        """The module class a helper of this file returns when called through
+        ``func`` (``self._make_stage(w)``, ``make_block(d)``): every ``return``
+        gives a call of a module class, directly or through a local name
+        (``"torch.nn.Module"`` when the classes differ); ``""`` when unknown,
+        or when the helper registers what it builds itself
+        (``self.add_module(...)``, ``setattr(self, ...)``, ``self.x = ...``)."""
+        fn = self._called_function(func)
+        if fn is None:
+            return ""
+        key = id(fn)
+        if key in self._returned_module_cache:
+            return self._returned_module_cache[key]
+        self._returned_module_cache[key] = ""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        result = ""
+        if finder.returns and not finder.yields and not finder.registers:
+            local: Dict[str, str] = {}
+            for target, value in finder.assigns:
+                inner, _, _ = _strip_placement(value)
+                c = self.facts.class_of_call(inner.func) if isinstance(inner, cst.Call) else None
+                local[target] = c if c is not None and self.facts.is_module_class(c) else ""
+            classes = set()
+            for r in finder.returns:
+                inner, _, _ = _strip_placement(r) if r is not None else (None, None, None)
+                c: Optional[str] = None
+                if isinstance(inner, cst.Call):
+                    c = self.facts.class_of_call(inner.func)
+                    if c is not None and not self.facts.is_module_class(c):
+                        c = None
+                elif isinstance(inner, cst.Name):
+                    c = local.get(inner.value) or None
+                if c is None:
+                    classes = set()
+                    break
+                classes.add(c)
+            if classes:
+                result = classes.pop() if len(classes) == 1 else "torch.nn.Module"
+        self._returned_module_cache[key] = result
+        return result
+
+    def _returns_tensor(self, fn: cst.FunctionDef) -> bool:
+        """Every ``return`` of ``fn`` gives one tensor (``_is_tensor_expr``,
+        with the function's own local tensor names): ``self.kernel =
+        self._make_kernel()`` holds a tensor. Not generators."""
+        key = id(fn)
+        if key in self._returns_tensor_cache:
+            return self._returns_tensor_cache[key]
+        self._returns_tensor_cache[key] = False  # recursion: not known to be a tensor
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        local: Set[str] = set()
+        result = False
+        if not finder.yields and finder.returns:
+            for target, value in finder.assigns:
+                if self._is_tensor_expr(value, local):
+                    local.add(target)
+                else:
+                    local.discard(target)
+            result = all(r is not None and self._is_tensor_expr(r, local) for r in finder.returns)
+        self._returns_tensor_cache[key] = result
+        return result
+
+    def classify_value(
+        self, value: cst.BaseExpression, params: Sequence[str], local_tensors: Iterable[str] = ()
+    ) -> Tuple[str, str, str, str]:
+        """(kind, module_class, device, element_class) for an assigned value.
+        ``local_tensors``: local names known to hold tensors."""
+        inner, device, is_cuda = _strip_placement(value)
+        if isinstance(inner, cst.Call):
+            cls_name = self.facts.class_of_call(inner.func)
+            if cls_name is not None:
+                if cls_name == "torch.nn.Parameter":
+                    return "parameter", "", "", ""
+                if cls_name == "torch.nn.Buffer":
+                    return "buffer", "", "", ""
+                if cls_name.rsplit(".", 1)[-1] in MODULE_CONTAINERS and cls_name.startswith("torch.nn."):
+                    elem = self._element_class(inner.args[0].value) if inner.args else ""
+                    dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+                    return "nn_container", cls_name, dev, elem
+                if self.facts.is_module_class(cls_name):
+                    dev = ""
+                    if device is not None:
+                        dev = code_of(device)
+                    elif is_cuda:
+                        dev = "cuda"
+                    return "module", cls_name, dev, ""
+        if self._is_tensor_expr(inner, local_tensors):
+            return "tensor", "", "", ""
+        if self._is_fixed_device(value, params):
+            return "device", "", "", ""
+        if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or is_sequence_call(value) \
+                or is_keyword_dict_call(value):
+            elem = self._element_class(value)
+            if elem:
+                return "module_container", "", "", elem
+            if self._container_of_tensors(value, local_tensors):
+                return "tensor_container", "", "", ""
+        return "other", "", "", ""
+
+    def _is_tensor_expr(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
+        """Whether an expression certainly evaluates to one tensor: a torch
+        factory or legacy constructor (``torch.FloatTensor([d])``), a torch
+        function of tensors (``torch.sqrt(...)``), a tensor method chain,
+        arithmetic, indexing or ``.T`` on a tensor, or a local tensor name."""
+        if isinstance(node, cst.Call):
+            q = self.facts.qualify(node.func)
+            if q in _LEGACY_TENSOR_CONSTRUCTORS:
+                return True
+            name = self.facts.torch_function(node.func)
+            if name is not None and (name in TENSOR_FACTORIES or name in ("from_numpy", "stack", "cat", "load")):
+                return name != "load"
+            if name is not None:
+                if name in _NOT_ONE_TENSOR or not name[:1].islower():
+                    return False
+                return any(
+                    self._is_tensor_expr(a.value, local_tensors) or self._container_of_tensors(a.value, local_tensors)
+                    for a in node.args
+                    if a.star == ""
+                )
+            # a helper of this file that returns a tensor: make_kernel(5), self._make_kernel()
+            called = self._called_function(node.func)
+            if called is not None:
+                owner = self._self_call_owner if isinstance(node.func, cst.Attribute) else None
+                saved, self._self_call_owner = self._self_call_owner, owner
+                try:
+                    return self._returns_tensor(called)
+                finally:
+                    self._self_call_owner = saved
+            # a tensor method chained on a tensor: torch.arange(n).float()
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _NOT_TENSOR_METHODS:
+                return self._is_tensor_expr(node.func.value, local_tensors)
+            return False
+        if isinstance(node, cst.BinaryOperation):
+            return self._is_tensor_expr(node.left, local_tensors) or self._is_tensor_expr(node.right, local_tensors)
+        if isinstance(node, cst.UnaryOperation) and not isinstance(node.operator, cst.Not):
+            return self._is_tensor_expr(node.expression, local_tensors)
+        if isinstance(node, cst.Subscript):
+            return self._is_tensor_expr(node.value, local_tensors)
+        if isinstance(node, cst.Attribute) and node.attr.value in ("T", "mT", "H", "data"):
+            return self._is_tensor_expr(node.value, local_tensors)
+        if isinstance(node, cst.Name):
+            return node.value in local_tensors
+        if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and local_tensors:
+            return f"{node.value.value}.{node.attr.value}" in local_tensors  # self.betas, assigned a tensor above
+        return False
+
+    def is_scalar_tensor(self, node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
+        """A 0-dim tensor: ``torch.tensor(<number>)`` (``scalar_names``: local
+        names known to hold Python numbers), elementwise functions and
+        arithmetic of those. PyTorch lets a 0-dim CPU tensor mix with CUDA
+        tensors, so it cannot cause a device mismatch."""
+        node, _, _ = _strip_placement(node)
+        if isinstance(node, cst.Call):
+            name = self.facts.torch_function(node.func)
+            if name in ("tensor", "as_tensor", "scalar_tensor"):
+                args = positional_args(node)
+                return bool(args) and _is_python_number(args[0].value, scalar_names)
+            if name in _ELEMENTWISE and node.args:
+                return self.is_scalar_tensor(node.args[0].value, scalar_names)
+            if name is None and isinstance(node.func, cst.Attribute) and node.func.attr.value in _ELEMENTWISE:
+                return self.is_scalar_tensor(node.func.value, scalar_names)
+            return False
+        if isinstance(node, cst.BinaryOperation):
+            sides = (node.left, node.right)
+            return all(self.is_scalar_tensor(x, scalar_names) or _is_python_number(x, scalar_names) for x in sides) and any(
+                self.is_scalar_tensor(x, scalar_names) for x in sides
+            )
+        if isinstance(node, cst.UnaryOperation):
+            return self.is_scalar_tensor(node.expression, scalar_names)
+        return False
+
+    def _element_class(self, node: cst.BaseExpression) -> str:
+        elements: List[cst.BaseExpression] = []
+        if isinstance(node, (cst.List, cst.Tuple)):
+            elements = [e.value for e in node.elements if isinstance(e, (cst.Element,))]
+        elif isinstance(node, (cst.ListComp, cst.GeneratorExp)):
+            elements = [node.elt]
+        elif isinstance(node, cst.Dict):
+            elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(node, cst.DictComp):
+            elements = [node.value]
+        elif is_keyword_dict_call(node):
+            elements = [a.value for a in node.args]  # dict(rgb=Branch(), depth=Branch())
+        elif isinstance(node, cst.Call) and dotted_name(node.func) in ("list", "tuple", "dict"):
+            return self._element_class(node.args[0].value) if node.args else ""
+        classes = set()
+        for e in elements:
+            inner, _, _ = _strip_placement(e)
+            if not isinstance(inner, cst.Call):
+                return ""
+            c = self.facts.class_of_call(inner.func)
+            if c is None or not self.facts.is_module_class(c):
+                c = self.returned_module_class(inner.func)  # [self._make_stage(w) for w in widths]
+                if not c:
+                    return ""
+            classes.add(c)
+        if len(classes) == 1:
+            return classes.pop()
+        return "torch.nn.Module" if classes else ""
+
+    def stateless_elements(self, node: cst.BaseExpression) -> bool:
+        """A list/tuple/dict literal whose every element is a stateless
+        ``torch.nn`` module (``AttributeFacts.stateless_elements``)."""
+        if isinstance(node, (cst.List, cst.Tuple)):
+            elements = [e.value for e in node.elements if isinstance(e, cst.Element)]
+            if len(elements) != len(node.elements):
+                return False
+        elif isinstance(node, cst.Dict):
+            elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
+            if len(elements) != len(node.elements):
+                return False
+        elif is_keyword_dict_call(node):
+            elements = [a.value for a in node.args]
+        else:
+            return False
+        for e in elements:
+            if not isinstance(e, cst.Call):
+                return False
+            q = self.facts.class_of_call(e.func) or ""
+            short = q.rsplit(".", 1)[-1]
+            if not q.startswith("torch.nn.") or short not in STATELESS_MODULES:
+                return False
+            if any(a.star for a in e.args):
+                return False
+            if short in _WEIGHTED_LOSSES:
+                # the first positional argument (or weight=/pos_weight=) is a buffer
+                if any(a.keyword is None for a in e.args[:1]) or any(
+                    a.keyword is not None and a.keyword.value in ("weight", "pos_weight") for a in e.args
+                ):
+                    return False
+        return bool(elements)
+
+    def _container_of_tensors(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
+        elements: List[cst.BaseExpression] = []
+        if isinstance(node, (cst.List, cst.Tuple)):
+            elements = [e.value for e in node.elements if isinstance(e, cst.Element)]
+        elif isinstance(node, cst.ListComp):
+            elements = [node.elt]
+        elif isinstance(node, cst.Dict):
+            elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
+        elif isinstance(node, cst.DictComp):
+            elements = [node.value]
+        return bool(elements) and all(self._is_tensor_expr(e, local_tensors) for e in elements)
+
+
+class _ReturnsAndAssigns(cst.CSTVisitor):
+    """The ``return`` values (None for a bare ``return``) and the plain
+    ``name = value`` assignments, in source order, of one function body,
+    nested functions, classes and lambdas left out; and whether it yields."""
+
+    def __init__(self) -> None:
+        self.returns: List[Optional[cst.BaseExpression]] = []
+        self.assigns: List[Tuple[str, cst.BaseExpression]] = []
+        self.yields = False
+        #: it registers modules itself: ``x.add_module(...)``,
+        #: ``x.register_module(...)``, ``setattr(...)`` or an attribute store
+        self.registers = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module")) or (
+            isinstance(func, cst.Name) and func.value == "setattr"
+        ):
+            self.registers = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node.value)
+
+    def visit_Yield(self, node: cst.Yield) -> None:
+        self.yields = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.assigns.append((t.target.value, node.value))
+            elif isinstance(t.target, cst.Attribute):
+                self.registers = True
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self.assigns.append((node.target.value, node.value))
+        elif isinstance(node.target, cst.Attribute):
+            self.registers = True
+
+
+@dataclass
+class _LocalContainer:
+    """A local list/dict being filled with modules inside one method."""
+
+    container: str
+    element_class: str = ""
+    str_keys: bool = True
+    registered: bool = False
+    #: local module names appended to it
+    element_locals: Set[str] = field(default_factory=set)
+
+
+_EMPTY_CONTAINER_CALLS = {"list": "list", "dict": "dict", "tuple": "tuple", "collections.OrderedDict": "dict", "OrderedDict": "dict"}
+
+
+def _container_type(node: cst.BaseExpression) -> str:
+    """``list``/``tuple``/``dict`` for a container display, comprehension or
+    ``list(...)``/``dict(...)`` call, else ``""``."""
+    if isinstance(node, (cst.List, cst.ListComp)):
+        return "list"
+    if isinstance(node, cst.Tuple):
+        return "tuple"
+    if isinstance(node, (cst.Dict, cst.DictComp)):
+        return "dict"
+    if isinstance(node, cst.Call):
+        return _EMPTY_CONTAINER_CALLS.get(dotted_name(node.func) or "", "")
+    return ""
+
+
+def _is_empty_container(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.List, cst.Tuple, cst.Dict)):
+        return not node.elements
+    return isinstance(node, cst.Call) and not node.args and _container_type(node) != ""
+
+
+def _is_argument_device(value: cst.BaseExpression, params: Sequence[str]) -> bool:
+    """``config.device`` / ``args.device`` / ``opt.gpu_device``: a device
+    attribute of a parameter."""
+    if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value in params):
+        return False
+    return _is_device_name(value.attr.value.lower())
+
+
+def _self_call_closure(cls: ClassFacts, start: List[str], exclude: Set[str]) -> List[str]:
+    """``start`` and every method of ``cls`` they reach through ``self.m(...)``
+    calls, leaving out ``exclude``."""
+    reach: List[str] = []
+    todo = list(start)
+    while todo:
+        m = todo.pop()
+        if m in reach:
+            continue
+        reach.append(m)
+        todo.extend(c for c in cls.methods[m].self_calls if c in cls.methods and c not in reach and c not in exclude)
+    return reach
+
+
+def is_sequence_call(node: cst.BaseExpression) -> bool:
+    """``list(<one iterable>)`` / ``tuple(<one iterable>)``: ``list(Block() for _ in range(n))``."""
+    return (
+        isinstance(node, cst.Call)
+        and dotted_name(node.func) in ("list", "tuple")
+        and len(node.args) == 1
+        and node.args[0].keyword is None
+        and not node.args[0].star
+    )
+
+
+def _is_sequence_value(node: cst.BaseExpression) -> bool:
+    """A non-empty list/tuple display, a list comprehension, or
+    ``list(...)``/``tuple(...)`` of one iterable."""
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return bool(node.elements)
+    return isinstance(node, cst.ListComp) or is_sequence_call(node)
+
+
+def is_keyword_dict_call(node: cst.BaseExpression) -> bool:
+    """``dict(rgb=a, depth=b)``: a dict display spelled as a call, every
+    argument a keyword (its name is the key)."""
+    return (
+        isinstance(node, cst.Call)
+        and dotted_name(node.func) == "dict"
+        and bool(node.args)
+        and all(a.keyword is not None and not a.star for a in node.args)
+    )
+
+
+def _is_empty_nn_container(node: cst.BaseExpression) -> bool:
+    """``nn.ModuleList()``, ``nn.ModuleDict({})``, ``nn.ModuleList([])``
+    (placement stripped): a torch.nn container created with no modules."""
+    inner, _, _ = _strip_placement(node)
+    if not isinstance(inner, cst.Call):
+        return False
+    if not inner.args:
+        return True
+    if len(inner.args) != 1 or inner.args[0].keyword is not None or inner.args[0].star:
+        return False
+    arg = inner.args[0].value
+    return isinstance(arg, (cst.List, cst.Tuple, cst.Dict)) and not arg.elements
+
+
+def _is_string_key(node: cst.BaseExpression) -> bool:
+    if string_value(node) is not None or isinstance(node, cst.FormattedString):
+        return True
+    return isinstance(node, cst.Call) and dotted_name(node.func) == "str"
+
+
+def _dict_has_str_keys(node: cst.BaseExpression) -> bool:
+    if is_keyword_dict_call(node):
+        return True  # dict(rgb=..., depth=...): the keys are the argument names
+    if isinstance(node, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _is_string_key(e.key) for e in node.elements)
+    if isinstance(node, cst.DictComp):
+        return _is_string_key(node.key)
+    return isinstance(node, cst.Call) and not node.args
+
+
+class _AttributeCollector(cst.CSTVisitor):
+    """``self.x = ...``, ``self.register_buffer(...)`` and post-construction
+    placement (``self.blocks[i].to(dev)``, ``for b in self.blocks: b.to(dev)``)
+    in one method of a module class; and, for module containers, whether the
+    modules are registered another way (``nn.Sequential(*layers)``,
+    ``self.add_module(name, m)``)."""
+
+    def __init__(
+        self,
+        builder: _FactsBuilder,
+        cls: ClassFacts,
+        method: str,
+        self_name: str,
+        params: Sequence[str],
+        scalar_names: Iterable[str] = (),
+    ) -> None:
+        self.b = builder
+        self.cls = cls
+        self.method = method
+        self.self_name = self_name
+        self.params = params
+        # loop variable -> attribute it iterates (``for blk in self.blocks``)
+        self.loop_vars: Dict[str, str] = {}
+        # local names known to hold Python numbers, tensors, modules, module lists
+        self.scalar_names: Set[str] = set(scalar_names)
+        self.local_tensors: Set[str] = set()
+        self.local_modules: Dict[str, str] = {}
+        self.local_lists: Dict[str, _LocalContainer] = {}
+        # loop variable -> local list it iterates
+        self.list_loop_vars: Dict[str, str] = {}
+        # local module names registered (``self.add_module(k, m)``, ``self.m = m``)
+        self.registered_locals: Set[str] = set()
+        # records assigned from a local list, settled when the method ends
+        self.pending: List[Tuple[AttributeFacts, _LocalContainer]] = []
+        # attribute -> local module names appended to it
+        self.attr_element_locals: Dict[str, Set[str]] = {}
+        # loop variable -> the index variable beside it (``for i, blk in enumerate(...)``)
+        self.loop_index: Dict[str, str] = {}
+        # parameters whose default is a list or tuple display
+        self.sequence_params: Set[str] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_For(self, node: cst.For) -> None:
+        it = node.iter
+        var: Optional[cst.BaseExpression] = node.target
+        index: Optional[cst.BaseExpression] = None
+        # for i, b in enumerate(self.blocks)
+        if isinstance(it, cst.Call) and dotted_name(it.func) == "enumerate" and it.args:
+            it = it.args[0].value
+            pair = isinstance(node.target, cst.Tuple) and len(node.target.elements) == 2
+            var = node.target.elements[1].value if pair else None
+            index = node.target.elements[0].value if pair else None
+        if not isinstance(var, cst.Name):
+            return
+        attr = self_attribute(it, self.self_name)
+        if attr:
+            self.loop_vars[var.value] = attr
+            if isinstance(index, cst.Name):
+                self.loop_index[var.value] = index.value
+        elif isinstance(it, cst.Name) and it.value in self.local_lists:
+            self.list_loop_vars[var.value] = it.value
+
+    def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode,
+                name: Optional[str] = None) -> None:
+        name = name or self_attribute(target, self.self_name)
+        if name is None:
+            if isinstance(target, cst.Name):
+                self._bind_local(target.value, value)
+            elif isinstance(target, cst.Subscript):
+                self._subscript_store(target, value)
+            return
+        if name not in self.cls.self_assigned:
+            self.cls.self_assigned.append(name)
+        if isinstance(value, cst.Name) and value.value in self.local_modules:
+            self.registered_locals.add(value.value)
+        kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        if kind == "other" and self.method == "__init__" and _is_argument_device(value, self.params):
+            kind = "device"  # self.device = config.device: read from an argument at construction
+        if kind in ("nn_container", "module_container"):
+            self._element_placements(name, value)
+        empty = self.b._empty_nn_containers.setdefault(self.cls.name, set())
+        if kind == "nn_container" and _is_empty_nn_container(value):
+            empty.add(name)
+        else:
+            empty.discard(name)
+        record = AttributeFacts(
+            name=name, kind=kind, method=self.method, line=0, value=code_of(value),
+            module_class=mclass, device=device, element_class=elem,
+        )
+        if kind == "tensor":
+            record.scalar = self.b.is_scalar_tensor(value, self.scalar_names)
+        if kind == "module_container":
+            record.stateless_elements = self.b.stateless_elements(value)
+        record.sequence = _is_sequence_value(value) or (
+            isinstance(value, cst.Name) and value.value in self.sequence_params
+        )
+        record.container = _container_type(value)
+        if record.container == "dict":
+            record.str_keys = _dict_has_str_keys(value)
+        if isinstance(value, cst.Name) and value.value in self.local_lists:
+            local = self.local_lists[value.value]
+            record.container = local.container
+            self.pending.append((record, local))
+        self.cls.assignments.append(record)
+        # later code of the method reads self.<name> as the tensor it holds
+        # (alphas = 1.0 - self.betas): followed like a local tensor name (not
+        # a parameter: self.w2 = self.w stores the Parameter, which registers)
+        if kind in ("tensor", "buffer"):
+            self.local_tensors.add(f"{self.self_name}.{name}")
+        else:
+            self.local_tensors.discard(f"{self.self_name}.{name}")
+        if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
+            return  # __init__ says what the attribute is
+        self.cls.attributes[name] = record
+
+    def _bind_local(self, name: str, value: cst.BaseExpression) -> None:
+        # a re-bound name forgets what it held
+        self.local_tensors.discard(name)
+        self.scalar_names.discard(name)
+        self.local_modules.pop(name, None)
+        self.local_lists.pop(name, None)
+        if _is_python_number(value, self.scalar_names):
+            self.scalar_names.add(name)
+        elif self.b._is_tensor_expr(value, self.local_tensors):
+            self.local_tensors.add(name)
+        elif isinstance(value, cst.Call):
+            inner, _, _ = _strip_placement(value)
+            c = self.b.facts.class_of_call(inner.func) if isinstance(inner, cst.Call) else None
+            if c is not None and self.b.facts.is_module_class(c) and c.rsplit(".", 1)[-1] not in MODULE_CONTAINERS:
+                self.local_modules[name] = c
+            elif _is_empty_container(value) and _container_type(value) in ("list", "dict"):
+                self.local_lists[name] = _LocalContainer(_container_type(value))
+        if _container_type(value) and name not in self.local_lists and not isinstance(value, cst.Call):
+            elem = self.b._element_class(value)
+            if elem or _is_empty_container(value):
+                kind = _container_type(value)
+                self.local_lists[name] = _LocalContainer(
+                    kind, elem, str_keys=kind != "dict" or _dict_has_str_keys(value)
+                )
+
+    def _element_of(self, node: cst.BaseExpression) -> Tuple[str, Optional[str]]:
+        """(module class, local name) of an element added to a container."""
+        if isinstance(node, cst.Name) and node.value in self.local_modules:
+            return self.local_modules[node.value], node.value
+        inner, _, _ = _strip_placement(node)
+        if isinstance(inner, cst.Call):
+            c = self.b.facts.class_of_call(inner.func)
+            if c is not None and self.b.facts.is_module_class(c):
+                return c, None
+            c = self.b.returned_module_class(inner.func)  # self.layers.append(self._make_layer(i))
+            if c:
+                return c, None
+        return "", None
+
+    def _add_elements(self, owner: cst.BaseExpression, elem: str, local: Optional[str], key: Optional[cst.BaseExpression] = None) -> None:
+        if not elem:
+            return
+        attr = self_attribute(owner, self.self_name)
+        if attr is not None:
+            record = self.cls.attributes.get(attr)
+            if record is not None and record.kind == "nn_container":
+                # ``self.blocks = nn.ModuleList()`` then ``self.blocks.append(Block())``:
+                # the appended modules are its elements (a container built
+                # from something else keeps its element class unknown)
+                if attr in self.b._empty_nn_containers.get(self.cls.name, ()):
+                    record.element_class = _merge_class(record.element_class, elem)
+                return
+            if record is None or record.kind not in ("other", "module_container") or not record.container:
+                return
+            record.kind = "module_container"
+            record.element_class = _merge_class(record.element_class, elem)
+            if key is not None and not _is_string_key(key):
+                record.str_keys = False
+            if local:
+                self.attr_element_locals.setdefault(attr, set()).add(local)
+        elif isinstance(owner, cst.Name) and owner.value in self.local_lists:
+            lc = self.local_lists[owner.value]
+            lc.element_class = _merge_class(lc.element_class, elem)
+            if key is not None and not _is_string_key(key):
+                lc.str_keys = False
+            if local:
+                lc.element_locals.add(local)
+
+    def _subscript_store(self, target: cst.Subscript, value: cst.BaseExpression) -> None:
+        # self.heads[name] = nn.Linear(...) / heads[name] = nn.Linear(...)
+        if len(target.slice) != 1 or not isinstance(target.slice[0].slice, cst.Index):
+            return
+        elem, local = self._element_of(value)
+        self._add_elements(target.value, elem, local, key=target.slice[0].slice.value)
+
+    def _mark_registered(self, node: cst.BaseExpression) -> None:
+        attr = self_attribute(node, self.self_name)
+        if attr is not None:
+            self.b._registered_attrs.setdefault(self.cls.name, set()).add(attr)
+        elif isinstance(node, cst.Name):
+            name = node.value
+            if name in self.local_lists:
+                self.local_lists[name].registered = True
+            elif name in self.list_loop_vars and self.list_loop_vars[name] in self.local_lists:
+                self.local_lists[self.list_loop_vars[name]].registered = True
+            elif name in self.loop_vars:
+                self.b._registered_attrs.setdefault(self.cls.name, set()).add(self.loop_vars[name])
+            elif name in self.local_modules:
+                self.registered_locals.add(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)):
+                for te, ve in zip(t.target.elements, node.value.elements):
+                    self._record(te.value, ve.value, node)
+            else:
+                self._record(t.target, node.value, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._record(node.target, node.value, node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        # modules handed to a module constructor are registered by it:
+        # nn.Sequential(*layers), nn.ModuleList(self.blocks), Wrapper(blocks)
+        cls_name = self.b.facts.class_of_call(func)
+        if cls_name is not None and self.b.facts.is_module_class(cls_name):
+            for a in node.args:
+                self._mark_registered(a.value)
+        if dotted_name(func) == "setattr" and len(node.args) == 3 and dotted_name(node.args[0].value) == self.self_name:
+            self._mark_registered(node.args[2].value)
+            # setattr(self, f"scale_{i}", torch.ones(c)): an attribute like self.x = ...
+            name = dynamic_self_attribute(node, self.self_name)
+            if name is not None:
+                self._record(node, node.args[2].value, node, name=name)
+            return
+        if not isinstance(func, cst.Attribute):
+            return
+        attr = func.attr.value
+        owner = func.value
+        if attr in ("add_module", "register_module") and dotted_name(owner) == self.self_name and len(node.args) >= 2:
+            self._mark_registered(node.args[1].value)
+            return
+        if attr in ("append", "insert") and node.args:
+            elem, local = self._element_of(node.args[-1].value)
+            self._add_elements(owner, elem, local)
+            return
+        if attr == "extend" and node.args:
+            arg = node.args[0].value
+            elem = self.b._element_class(arg)
+            self._add_elements(owner, elem, None)
+            return
+        if attr in ("register_buffer", "register_parameter") and isinstance(owner, cst.Name) and owner.value == self.self_name:
+            if node.args:
+                name = string_value(node.args[0].value)
+                if name:
+                    (self.cls.buffers if attr == "register_buffer" else self.cls.parameters).append(name)
+            return
+        if attr in ("to", "cuda"):
+            _, device, is_cuda = _strip_placement(node)
+            dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+            if not dev:
+                return
+            target = owner
+            index: Optional[str] = None
+            element = False
+            if isinstance(target, cst.Subscript):
+                element = True
+                sub = target.slice[0].slice if len(target.slice) == 1 else None
+                if isinstance(sub, cst.Index) and isinstance(sub.value, cst.Name):
+                    index = sub.value.value
+                target = target.value
+            name = self_attribute(target, self.self_name)
+            if name is None and isinstance(target, cst.Name):
+                name = self.loop_vars.get(target.value)
+                if name is not None:
+                    element = True
+                    index = self.loop_index.get(target.value)
+            if name is not None:
+                self.cls.placed_attributes[name] = dev
+                if element:
+                    self._add_element_placement(name, device, dev, index)
+
+    def _add_element_placement(self, name: str, device: Optional[cst.BaseExpression], dev: str, index: Optional[str]) -> None:
+        self.cls.element_placements.setdefault(name, []).append(dev)
+        self.cls.placed_attributes.setdefault(name, dev)
+        if index and device is not None and _uses_name(device, index):
+            self.cls.element_index[name] = index
+
+    def _element_placements(self, name: str, value: cst.BaseExpression) -> None:
+        """Placements written inside a container's constructor:
+        ``nn.ModuleList([B().to(devices[i]) for i in ...])``, ``[A().to(d0), B().to(d1)]``."""
+        inner, _, _ = _strip_placement(value)
+        if isinstance(inner, cst.Call):
+            if len(inner.args) == 1 and inner.args[0].star == "" and not isinstance(inner.args[0].value, cst.Call):
+                inner = inner.args[0].value
+            elif all(a.keyword is None and a.star == "" for a in inner.args):
+                # nn.Sequential(A().to(d0), B().to(d1))
+                for a in inner.args:
+                    self._element_placement_of(name, a.value, None)
+                return
+            elif len(inner.args) == 1 and inner.args[0].star == "*":
+                inner = inner.args[0].value
+        if isinstance(inner, (cst.List, cst.Tuple)):
+            for e in inner.elements:
+                if isinstance(e, cst.Element):
+                    self._element_placement_of(name, e.value, None)
+        elif isinstance(inner, cst.ListComp):
+            target = inner.for_in.target
+            self._element_placement_of(name, inner.elt, target.value if isinstance(target, cst.Name) else None)
+
+    def _element_placement_of(self, name: str, element: cst.BaseExpression, index: Optional[str]) -> None:
+        _, device, is_cuda = _strip_placement(element)
+        dev = code_of(device) if device is not None else ("cuda" if is_cuda else "")
+        if dev:
+            self._add_element_placement(name, device, dev, index)
+
+    def finish(self) -> None:
+        """Settle what is only known at the end of the method."""
+        for record, local in self.pending:
+            if local.element_class:
+                record.kind = "module_container"
+                record.element_class = local.element_class
+                record.str_keys = local.str_keys
+            if local.registered or local.element_locals & self.registered_locals:
+                record.registered_elsewhere = True
+        for attr, locals_ in self.attr_element_locals.items():
+            if locals_ & self.registered_locals:
+                self.b._registered_attrs.setdefault(self.cls.name, set()).add(attr)
+
+
+def _merge_class(old: str, new: str) -> str:
+    if not old or old == new:
+        return new
+    return "torch.nn.Module"
+
+
+def _is_number_param(param: cst.Param) -> bool:
+    """A parameter that holds a Python number: numeric default or int/float annotation."""
+    ann = _annotation_code(param)
+    if ann is not None:
+        return ann in ("int", "float")
+    return param.default is not None and is_number_literal(param.default)
+
+
+#: attribute accesses that only inspect a tensor (no device involved)
+_INSPECT_ATTRS = frozenset({"shape", "size", "dtype", "ndim", "dim", "numel", "is_cuda", "requires_grad", "nelement"})
+
+
+#: tensor methods that, called without arguments, involve no other tensor
+_SELF_CONTAINED_METHODS = frozenset({"zero_", "detach_", "requires_grad_", "numel", "dim", "size", "item", "tolist"})
+
+
+#: calls that place their receiver on the computation's device
+_MOVE_METHODS = frozenset({"to", "cuda", "type_as"})
+
+
+_MOVE_CHAIN = frozenset(
+    {"unsqueeze", "squeeze", "view", "reshape", "expand", "expand_as", "repeat", "float", "long", "int", "half",
+     "double", "bool", "t", "transpose", "permute", "flatten", "contiguous", "clone", "detach", "unfold", "flip"}
+)
+
+
+def self_attribute_loads(fn: cst.FunctionDef) -> Set[str]:
+    """Every ``self.<x>`` a method reads (``self``: its first parameter);
+    targets of assignments are not reads."""
+    params = fn.params.params
+    uses = _SelfAttributeUses(params[0].name.value if params else "self")
+    walk(fn.body, uses)
+    return uses.loaded
+
+
+class _SelfAttributeUses(cst.CSTVisitor):
+    """``self.<x>`` reads and writes in one method body. ``reads`` leaves out
+    reads where the device does not matter (see ``ClassFacts.forward_reads``);
+    ``loaded`` has every read."""
+
+    def __init__(self, self_name: str) -> None:
+        self.self_name = self_name
+        self.reads: Set[str] = set()
+        self.loaded: Set[str] = set()
+        self.writes: Set[str] = set()
+        self._quiet: Set[int] = set()
+        self._stores: Set[int] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def _store(self, target: cst.BaseExpression) -> None:
+        name = self_attribute(target, self.self_name)
+        if name is not None:
+            self.writes.add(name)
+            self._stores.add(id(target))
+        elif isinstance(target, cst.Subscript) and self_attribute(target.value, self.self_name) is not None:
+            # self.grid[i] = ...: forward keeps that container up to date itself
+            self.writes.add(self_attribute(target.value, self.self_name) or "")
+            self._stores.add(id(target.value))
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._store(e.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._store(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._store(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._store(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._store(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._store(node.asname.name)
+
+    def _quiet_chain(self, node: cst.BaseExpression) -> None:
+        # self.pe[:, :n].float().to(x.device): the read of self.pe is moved
+        while True:
+            if self_attribute(node, self.self_name) is not None or dynamic_self_attribute(node, self.self_name):
+                self._quiet.add(id(node))
+                return
+            if isinstance(node, cst.Subscript):
+                node = node.value
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVE_CHAIN:
+                node = node.func.value
+            else:
+                return
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Name) and func.value == "getattr":
+            # getattr(self, f"scale_{i}"): a read of the attributes setattr made
+            name = dynamic_self_attribute(node, self.self_name)
+            if name is not None:
+                self.loaded.add(name)
+                if id(node) not in self._quiet:
+                    self.reads.add(name)
+        if isinstance(func, cst.Attribute):
+            attr = func.attr.value
+            if attr in _MOVE_METHODS and not _is_dtype_only(node):
+                self._quiet_chain(func.value)
+            if attr == "new_tensor":
+                for a in node.args:
+                    self._quiet_chain(a.value)
+            if attr in _SELF_CONTAINED_METHODS and not node.args and self_attribute(func.value, self.self_name):
+                # self.buf.zero_(): touches no other tensor
+                self._quiet.add(id(func.value))
+        if dotted_name(func) in _VALUE_ONLY_CALLS or keyword_arg(node, "device") is not None:
+            for a in node.args:
+                self._quiet_chain(a.value)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        # f"{self.table}": formatting reads values, it meets no other device
+        self._quiet_chain(node.expression)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # ``self.buf is None``: no tensor operation
+        if all(isinstance(c.operator, (cst.Is, cst.IsNot)) for c in node.comparisons):
+            self._quiet_chain(node.left)
+            for c in node.comparisons:
+                self._quiet_chain(c.comparator)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        # y[:, self.perm]: indexing accepts a CPU index tensor on any device,
+        # also one computed from held indices and numbers (y[:, self.m + self.l])
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                value = element.slice.value
+                leaves = _index_arithmetic_leaves(value)
+                if leaves == [value] or all(self_attribute(leaf, self.self_name) for leaf in leaves):
+                    for leaf in leaves:
+                        self._quiet_chain(leaf)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in _INSPECT_ATTRS and self_attribute(node.value, self.self_name) is not None:
+            self._quiet.add(id(node.value))
+        name = self_attribute(node, self.self_name)
+        if name is None or id(node) in self._stores:
+            return
+        self.loaded.add(name)
+        if id(node) not in self._quiet:
+            self.reads.add(name)
+
+
+#: calls that only read a value: its device meets nothing
+_VALUE_ONLY_CALLS = frozenset({"len", "isinstance", "str", "repr", "print", "format"})
+
+
+def _index_arithmetic_leaves(node: cst.BaseExpression) -> List[cst.BaseExpression]:
+    """The operands of an index expression built by arithmetic from held
+    values and numbers only (``self.midx + self.lmax``, ``-self.perm``), or
+    the expression itself: an operand from elsewhere (a local that may be on
+    the GPU) makes the arithmetic itself a device meeting, so then nothing."""
+    if isinstance(node, cst.UnaryOperation):
+        return _index_arithmetic_leaves(node.expression)
+    if not isinstance(node, cst.BinaryOperation):
+        return [node]
+    leaves: List[cst.BaseExpression] = []
+    for side in (node.left, node.right):
+        if isinstance(side, (cst.BinaryOperation, cst.UnaryOperation)):
+            sub = _index_arithmetic_leaves(side)
+            if not sub:
+                return []
+            leaves += sub
+        elif is_number_literal(side):
+            continue
+        elif isinstance(side, (cst.Attribute, cst.Subscript)):
+            leaves.append(side)
+        else:
+            return []
+    return leaves
+
+
+def _is_dtype_only(call: cst.Call) -> bool:
+    """``t.to(torch.float16)``, ``t.to(x.dtype)``, ``t.to(dtype=...)``: no device change."""
+    if not call.args:
+        return False
+    first = call.args[0]
+    if first.keyword is not None:
+        return all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy", "memory_format") for a in call.args)
+    d = dotted_name(first.value) or ""
+    last = d.rsplit(".", 1)[-1]
+    return last == "dtype" or (d.startswith("torch.") and last in _DTYPE_NAMES)
+
+
+def is_dtype_expr(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """A dtype, not a device: ``torch.float16``, ``x.dtype``, ``self.dtype``,
+    ``torch.get_default_dtype()``."""
+    if isinstance(node, cst.Call) and not node.args:
+        return facts.qualify(node.func) == "torch.get_default_dtype"
+    return _is_dtype_expr(facts, node)
+
+
+def is_dtype_cast(facts: FileFacts, call: cst.Call) -> bool:
+    """``t.to(x.dtype)``, ``t.to(torch.float16)``, ``t.to(dtype=...)``: a cast
+    that keeps the tensor on its device, not a transfer."""
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "to") or not call.args:
+        return False
+    if any(a.star for a in call.args):
+        return False
+    first = call.args[0]
+    if first.keyword is not None:
+        return all(a.keyword is not None and a.keyword.value in ("dtype", "non_blocking", "copy", "memory_format") for a in call.args)
+    if not is_dtype_expr(facts, first.value):
+        return False
+    return all(a.keyword is None or a.keyword.value != "device" for a in call.args)
+
+
+class _SelfAssignments(cst.CSTVisitor):
+    """Names of ``self.<name> = ...`` targets in one method body, and whether
+    the method moves one of its own parameters (``x.to(...)``)."""
+
+    def __init__(self, self_name: str, params: Sequence[str] = ()) -> None:
+        self.self_name = self_name
+        self.params = set(params)
+        self.names: List[str] = []
+        self.moves_inputs = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if (
+            isinstance(func, cst.Attribute)
+            and func.attr.value in ("to", "cuda")
+            and isinstance(func.value, cst.Name)
+            and func.value.value in self.params
+        ):
+            self.moves_inputs = True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def _target(self, node: cst.BaseExpression) -> None:
+        if isinstance(node, (cst.Tuple, cst.List)):
+            for e in node.elements:
+                self._target(e.value)
+            return
+        name = self_attribute(node, self.self_name)
+        if name is not None and name not in self.names:
+            self.names.append(name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._target(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
+
+
+def build_facts(module: cst.Module) -> FileFacts:
+    """Compute the shared facts of one parsed file."""
+    return _FactsBuilder(module).build()
+
+
+class Classes(Provider):
+    """:class:`FileFacts`: the import aliases, module-level devices, and every
+    class with its bases, methods, attributes and forward reach."""
+
+    @classmethod
+    def build(cls, store: FactStore) -> FileFacts:
+        return build_facts(store.module)
+
+
+def _is_dtype_expr(facts: FileFacts, node: cst.BaseExpression) -> bool:
+    """``.to(torch.float16)``/``.to(dtype)``/``.to(other_tensor)`` are no device moves."""
+    dotted = dotted_name(node)
+    if dotted is None:
+        return False
+    if "dtype" in dotted.rsplit(".", 1)[-1].lower():
+        return True
+    q = facts.qualify_dotted(dotted)
+    return q is not None and q.startswith("torch.") and q != "torch.device"

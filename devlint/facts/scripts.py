@@ -1,0 +1,893 @@
+"""The ``Scripts`` provider: how models are built, wrapped and placed in
+each function of a file (:class:`ScopeFacts`: wrap, placement and binding
+events in order, with the branch each sits in), the helpers that wrap their
+argument (:class:`WrapHelper`), the functions ``mp.spawn`` starts, and which
+module classes hold a DataParallel/DDP wrapper as a submodule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Container, Dict, List, Optional, Sequence, Set, Tuple, Union
+
+import libcst as cst
+
+from devlint.facts.classes import ClassFacts, Classes, FileFacts
+from devlint.facts.store import FactStore, Provider
+from devlint.facts.training import _RANK_NAMES
+from devlint.syntax import (
+    _arg_names,
+    _env_read,
+    _is_device_name,
+    _is_main_guard,
+    _is_off,
+    _target_names,
+    code_of,
+    dotted_name,
+    free_names,
+    is_number_literal,
+    keyword_arg,
+    placement_call,
+    positional_args,
+    string_value,
+    strip_placements,
+)
+from devlint.torch_api import WRAPPERS, _SPREADING_DEVICE_MAPS, canonical
+from devlint.walk import walk
+
+
+@dataclass
+class WrapEvent:
+    """``DataParallel(...)`` / ``DistributedDataParallel(...)`` called."""
+
+    index: int
+    order: int
+    wrapper: str
+    #: dotted name the result is bound to (``model``, ``self.net``), else ""
+    target: str = ""
+    #: dotted target of the statement the call sits in, at any depth
+    statement_target: str = ""
+    #: source of the wrapped expression (first argument)
+    wrapped: str = ""
+    #: dotted name under the wrapped expression, placements stripped
+    wrapped_name: str = ""
+    #: class constructed when the wrapped expression is a constructor call
+    wrapped_class: str = ""
+    #: dotted names passed to that constructor (``Seq2Seq(enc, dec)``)
+    wrapped_args: List[str] = field(default_factory=list)
+    #: the wrapped expression is itself a wrapper call (``DP(DP(m))``)
+    wrapped_is_wrap: bool = False
+    #: ``device_map=`` of a call wrapped directly (``DP(from_pretrained(..., device_map="auto"))``)
+    wrapped_device_map: str = ""
+    #: device of a placement inside: ``DP(m.to(dev))`` ("" none; ``.cuda()``: "cuda")
+    placed_inside: str = ""
+    #: device of a placement chained on the result: ``DP(m).to(dev)``
+    placed_after: str = ""
+    device_ids: str = ""
+    output_device: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+    #: for a call of a wrap helper (``ScopeFacts.helper_wraps``): the callee
+    #: as written (``maybe_parallel``, ``self.wrap``) and which call of that
+    #: callee in the scope it is (0-based, in the order calls are left)
+    helper: str = ""
+    helper_call: int = -1
+
+
+@dataclass
+class WrapHelper:
+    """A function that returns its parameter ``param`` (``param_name``)
+    wrapped in ``wrapper``, on every path or only under a condition
+    (``if torch.cuda.device_count() > 1: model = nn.DataParallel(model)`` /
+    ``return model``). Functions that test whether the parameter is already
+    wrapped (``isinstance``, ``hasattr``, ``.module``) are not helpers:
+    calling them twice wraps once."""
+
+    param: int
+    param_name: str
+    wrapper: str
+    conditional: bool = False
+    #: (index, name) of the other parameters the wrap's condition reads: a
+    #: call passing ``False``/``None``/``0`` for one of them does not wrap
+    condition_params: List[Tuple[int, str]] = field(default_factory=list)
+
+
+@dataclass
+class PlaceEvent:
+    """``X.to(...)`` / ``X.cuda(...)`` called (on anything: models, tensors)."""
+
+    index: int
+    order: int
+    method: str
+    #: dotted name placed, or "" when it is not a plain name
+    target: str = ""
+    #: index of the wrap event when placed directly on a wrapper call
+    on_wrap: int = -1
+    #: source of the device argument ("" for ``.cuda()`` / ``.to(dtype=...)``)
+    device: str = ""
+    #: ``expr``: the whole statement is the call; ``assign``: ``X = <call>``
+    #: rebinding the placed name; else ""
+    statement: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class BindEvent:
+    """A name (or ``self.x``) bound in the scope.
+
+    kind: ``param``, ``wrap`` (to a wrapper call, ``wrap_index``), ``place``
+    (to ``source.to(...)``), ``unwrap`` (``source.module``), ``construct``
+    (an nn.Module constructor, ``value_class``), ``call`` (another call,
+    ``call``), ``alias`` (``= source``), ``other``.
+    """
+
+    order: int
+    target: str
+    kind: str
+    source: str = ""
+    wrap_index: int = -1
+    value_class: str = ""
+    call: str = ""
+    #: dotted names passed to the constructor or call
+    args: List[str] = field(default_factory=list)
+    #: device the value was placed on (``Encoder().to("cuda:1")``)
+    placed: str = ""
+    #: ``device_map=`` given to the call (``from_pretrained(..., device_map="auto")``)
+    device_map: str = ""
+    #: source of a ``torch.device(...)`` or string value (``device = torch.device("cuda:1")``)
+    value: str = ""
+    branch: List[str] = field(default_factory=list)
+    in_loop: bool = False
+
+
+@dataclass
+class ScopeFacts:
+    index: int
+    #: qualified name: ``<module>``, ``main``, ``Trainer.setup``
+    name: str
+    #: the class when the scope is a method, else ""
+    class_name: str = ""
+    params: List[str] = field(default_factory=list)
+    wraps: List[WrapEvent] = field(default_factory=list)
+    placements: List[PlaceEvent] = field(default_factory=list)
+    binds: List[BindEvent] = field(default_factory=list)
+    #: expressions holding this process's rank usable as a CUDA index, best
+    #: first (``local_rank``, ``args.local_rank``, a ``rank`` parameter, ...)
+    rank_names: List[str] = field(default_factory=list)
+    #: the function returns a wrapper around this parameter (index), else -1
+    wraps_param: int = -1
+    #: wrapper the function returns around its parameter
+    wraps_param_with: str = ""
+    #: the function calls ``torch.cuda.set_device``
+    sets_cuda_device: bool = False
+    #: the function (may) return a model it wrapped (wrapper qualified name)
+    returns_wrapper: str = ""
+    #: calls of this file's wrap helpers (``FileFacts.wrap_helpers``), as
+    #: wrap events of the argument the helper wraps (``index`` counts these)
+    helper_wraps: List[WrapEvent] = field(default_factory=list)
+
+    def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
+        """The latest binding of ``name`` before order ``before`` on a path
+        that can reach an event on ``branch``; placements that rebind a name
+        to itself (``model = model.to(dev)``) are skipped."""
+        for b in reversed(self.binds):
+            if b.order >= before or b.target != name:
+                continue
+            if not branches_compatible(b.branch, branch):
+                continue
+            if b.kind == "place" and b.source == name:
+                continue
+            return b
+        return None
+
+    def binds_between(self, name: str, start: int, end: int) -> List[BindEvent]:
+        return [b for b in self.binds if b.target == name and start < b.order < end]
+
+
+def branches_compatible(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Can one run pass through both branch positions?"""
+    arms = {}
+    for item in a:
+        point, _, arm = item.partition(":")
+        arms[point] = arm
+    for item in b:
+        point, _, arm = item.partition(":")
+        if point in arms and arms[point] != arm:
+            return False
+    return True
+
+
+def always_before(first: Sequence[str], then: Sequence[str]) -> bool:
+    """Does every path through ``then`` pass through ``first`` (given
+    ``first`` comes earlier)?"""
+    return set(first) <= set(then)
+
+
+_RANK_ATTRS = ("local_rank", "LOCAL_RANK")
+
+
+class _ScriptCollector(cst.CSTVisitor):
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.out = ScriptFacts(facts)
+        self.scopes: List[ScopeFacts] = []
+        self.stack: List[ScopeFacts] = []
+        self.names: List[str] = []
+        self.class_names: List[Optional[str]] = []
+        # per-scope walking state, saved on entering a nested def
+        self.branch: List[str] = []
+        self.loops = 0
+        self.points = 0
+        self.order = 0
+        self.saved: List[Tuple[List[str], int, int, int]] = []
+        self.try_ids: List[int] = []
+        self.assign_target: Dict[int, str] = {}
+        self.statement_targets: List[str] = []
+        self.pending_after: Dict[int, str] = {}
+        self.wrap_index_of: Dict[int, int] = {}
+        self.statement_kind: Dict[int, str] = {}
+        # for wrap helpers (filled into facts by ``_finish_wrap_helpers``):
+        # returns (scope, returned name, order, branch, wrap index or -1),
+        # ``if`` tests by (scope, branch point), scopes that test whether a
+        # parameter is already wrapped, calls that may be helper calls
+        self.returns: List[Tuple[int, str, int, List[str], int]] = []
+        self.if_tests: Dict[Tuple[int, int], cst.BaseExpression] = {}
+        self.guarded: Set[int] = set()
+        self.call_counts: Dict[Tuple[int, str], int] = {}
+        self.maybe_helper_calls: List[Tuple[int, str, int, cst.Call, WrapEvent]] = []
+
+    # -- scopes ------------------------------------------------------------
+    def _open(self, name: str, class_name: str, params: List[str]) -> ScopeFacts:
+        scope = ScopeFacts(index=len(self.scopes), name=name, class_name=class_name, params=params)
+        self.scopes.append(scope)
+        self.stack.append(scope)
+        self.saved.append((self.branch, self.loops, self.points, self.order))
+        self.branch, self.loops, self.points, self.order = [], 0, 0, 0
+        return scope
+
+    def _close(self) -> None:
+        self.stack.pop()
+        self.branch, self.loops, self.points, self.order = self.saved.pop()
+
+    @property
+    def scope(self) -> ScopeFacts:
+        return self.stack[-1]
+
+    def _next(self) -> int:
+        self.order += 1
+        return self.order
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._open("<module>", "", [])
+
+    def leave_Module(self, node: cst.Module) -> None:
+        self._close()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.append(node.name.value)
+        self.class_names.append(node.name.value)
+
+    def leave_ClassDef(self, node: cst.ClassDef) -> None:
+        self.names.pop()
+        self.class_names.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        # a method: the def sits directly in a class body
+        class_name = self.class_names[-1] if self.class_names and self.class_names[-1] is not None else ""
+        self.names.append(node.name.value)
+        params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
+        scope = self._open(".".join(self.names), class_name, params)
+        self.class_names.append(None)
+        for p in params:
+            scope.binds.append(BindEvent(order=self._next(), target=p, kind="param"))
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.names.pop()
+        self.class_names.pop()
+        self._close()
+
+    # -- branches ----------------------------------------------------------
+    def _branch(self) -> List[str]:
+        return [b for b in self.branch if b]
+
+    def _point(self) -> int:
+        self.points += 1
+        return self.points
+
+    def visit_If(self, node: cst.If) -> None:
+        self.try_ids.append(self._point())
+        self.if_tests[(self.scope.index, self.try_ids[-1])] = node.test
+
+    def leave_If(self, node: cst.If) -> None:
+        self.try_ids.pop()
+
+    def visit_If_body(self, node: cst.If) -> None:
+        # ``if __name__ == "__main__":`` always runs when the script runs
+        self.branch.append("" if _is_main_guard(node.test) else f"{self.try_ids[-1]}:0")
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self.branch.pop()
+
+    def visit_If_orelse(self, node: cst.If) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:1")
+
+    def leave_If_orelse(self, node: cst.If) -> None:
+        self.branch.pop()
+
+    def visit_Try(self, node: cst.Try) -> None:
+        self.try_ids.append(self._point())
+
+    def leave_Try(self, node: cst.Try) -> None:
+        self.try_ids.pop()
+
+    def visit_Try_body(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_Try_body(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def visit_Try_orelse(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:0")
+
+    def leave_Try_orelse(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def visit_Try_handlers(self, node: cst.Try) -> None:
+        self.branch.append(f"{self.try_ids[-1]}:1")
+
+    def leave_Try_handlers(self, node: cst.Try) -> None:
+        self.branch.pop()
+
+    def _loop_body(self, node: Union[cst.For, cst.While]) -> None:
+        self.try_ids.append(self._point())
+        self.branch.append(f"{self.try_ids[-1]}:0")
+        self.loops += 1
+
+    def _loop_body_end(self) -> None:
+        self.loops -= 1
+        self.branch.pop()
+        self.try_ids.pop()
+
+    def visit_For_body(self, node: cst.For) -> None:
+        self._loop_body(node)
+
+    def leave_For_body(self, node: cst.For) -> None:
+        self._loop_body_end()
+
+    def visit_While_body(self, node: cst.While) -> None:
+        self._loop_body(node)
+
+    def leave_While_body(self, node: cst.While) -> None:
+        self._loop_body_end()
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _target_names(node.target):
+            self.scope.binds.append(self._bind(name, "other"))
+
+    # -- statements --------------------------------------------------------
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) != 1:
+            return
+        small = node.body[0]
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+            self.statement_kind[id(small.value)] = "expr"
+        elif isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call):
+            target = dotted_name(small.targets[0].target)
+            p = placement_call(small.value)
+            if target is not None and p is not None and dotted_name(p[0]) == target:
+                self.statement_kind[id(small.value)] = "assign"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if _env_read(t.target) == "CUDA_VISIBLE_DEVICES" and not (
+                string_value(node.value) is not None or isinstance(node.value, cst.Integer)
+            ):
+                # ``= str(rank)``: each process sees its own GPU as cuda:0; a
+                # constant (``= "0,1,2,3"``) gives every process the same GPUs
+                self.out.sets_visible_devices = True
+        target = dotted_name(node.targets[0].target) if len(node.targets) == 1 else None
+        self.statement_targets.append(target or "")
+        if target is not None:
+            self._mark_value(node.value, target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        target = dotted_name(node.target)
+        self.statement_targets.append(target or "")
+        if target is not None and node.value is not None:
+            self._mark_value(node.value, target)
+
+    def _mark_value(self, value: cst.BaseExpression, target: str) -> None:
+        node = value
+        self.assign_target[id(node)] = target
+        while isinstance(node, cst.Call) and placement_call(node) is not None:
+            node = node.func.value  # type: ignore[attr-defined]
+            self.assign_target[id(node)] = target
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self.statement_targets.pop()
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)):
+                for name in _target_names(t.target):
+                    self.scope.binds.append(self._bind(name, "other"))
+                continue
+            target = dotted_name(t.target)
+            if target is not None:
+                self.scope.binds.append(self._bind_value(target, node.value))
+
+    def leave_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.statement_targets.pop()
+        target = dotted_name(node.target)
+        if target is not None and node.value is not None:
+            self.scope.binds.append(self._bind_value(target, node.value))
+
+    def leave_AugAssign(self, node: cst.AugAssign) -> None:
+        target = dotted_name(node.target)
+        if target is not None:
+            self.scope.binds.append(self._bind(target, "other"))
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            for name in _target_names(node.asname.name):
+                self.scope.binds.append(self._bind(name, "other"))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if node.value is None or len(self.stack) < 2:
+            return
+        inner, _ = strip_placements(node.value)
+        name = dotted_name(inner)
+        if name is not None:
+            for b in reversed(self.scope.binds):
+                if b.target == name and not (b.kind == "place" and b.source == name):
+                    if b.kind == "wrap":
+                        self.scope.returns_wrapper = self.scope.wraps[b.wrap_index].wrapper
+                    break
+        if isinstance(inner, cst.Call):
+            wrapper = self.facts.is_wrapper(inner.func)
+            args = positional_args(inner)
+            if wrapper:
+                self.scope.returns_wrapper = wrapper
+            if wrapper and args:
+                wrapped, _ = strip_placements(args[0].value)
+                name = dotted_name(wrapped)
+                if name in self.scope.params:
+                    self.scope.wraps_param = self.scope.params.index(name)
+                    self.scope.wraps_param_with = wrapper
+
+    def leave_Return(self, original_node: cst.Return) -> None:
+        if original_node.value is None or len(self.stack) < 2:
+            return
+        inner, _ = strip_placements(original_node.value)
+        if isinstance(inner, cst.IfExp):
+            # ``return DataParallel(m) if multi_gpu else m``: each arm is a
+            # return under the expression's test
+            point = self._point()
+            self.if_tests[(self.scope.index, point)] = inner.test
+            for arm, value in ((0, inner.body), (1, inner.orelse)):
+                self._note_return(value, self._branch() + [f"{point}:{arm}"])
+            return
+        self._note_return(inner, self._branch())
+
+    def _note_return(self, value: cst.BaseExpression, branch: List[str]) -> None:
+        inner, _ = strip_placements(value)
+        wrap_index = self.wrap_index_of.get(id(inner), -1)
+        name = dotted_name(inner) if wrap_index < 0 else ""
+        if wrap_index >= 0 or name:
+            self.returns.append((self.scope.index, name or "", self.order, branch, wrap_index))
+
+    def _bind(self, target: str, kind: str, **kw) -> BindEvent:
+        return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
+
+    def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
+        inner, placed = strip_placements(value)
+        rank = self._rank_value(value)
+        if rank is None and "." not in target and "rank" in target.lower() and not is_number_literal(value):
+            rank = 0 if "local" in target.lower() else 1
+        if rank is not None and "." not in target:
+            self._add_rank(target, rank)
+        if isinstance(inner, cst.Call):
+            if id(inner) in self.wrap_index_of:
+                return self._bind(target, "wrap", wrap_index=self.wrap_index_of[id(inner)], placed=placed)
+            args = _arg_names(inner)
+            device_map = _device_map(inner)
+            cls = self.facts.class_of_call(inner.func)
+            if cls is not None and self.facts.is_module_class(cls):
+                return self._bind(target, "construct", value_class=cls, args=args, placed=placed, device_map=device_map)
+            value = code_of(inner) if cls == "torch.device" and not placed else ""
+            return self._bind(target, "call", call=dotted_name(inner.func) or "", args=args, placed=placed, device_map=device_map, value=value)
+        if string_value(value) is not None:
+            return self._bind(target, "other", value=code_of(value))
+        name = dotted_name(inner)
+        if placed and name is not None:
+            return self._bind(target, "place", source=name, placed=placed)
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "module":
+            src = dotted_name(inner.value)
+            if src is not None:
+                return self._bind(target, "unwrap", source=src)
+        if name is not None:
+            return self._bind(target, "alias", source=name)
+        return self._bind(target, "other")
+
+    # -- calls -------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        p = placement_call(node)
+        if p is not None and isinstance(p[0], cst.Call):
+            dev = p[2]
+            self.pending_after[id(p[0])] = code_of(dev) if dev is not None else ("cuda" if p[1] == "cuda" else "")
+        if self.facts.qualify(node.func) == "torch.cuda.set_device":
+            self.scope.sets_cuda_device = True
+        if len(self.stack) > 1 and isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "hasattr") and node.args:
+            if dotted_name(node.args[0].value) in self.scope.params:
+                self.guarded.add(self.scope.index)
+        if self.facts.qualify(node.func) in ("torch.multiprocessing.spawn", "torch.multiprocessing.start_processes"):
+            args = positional_args(node)
+            name = dotted_name(args[0].value) if args else None
+            if name and name not in self.out.spawn_targets:
+                self.out.spawn_targets.append(name)
+
+    def leave_Call(self, node: cst.Call) -> None:
+        scope = self.scope
+        wrapper = self.facts.is_wrapper(node.func)
+        if wrapper:
+            ev = WrapEvent(
+                index=len(scope.wraps), order=self._next(), wrapper=wrapper,
+                target=self.assign_target.get(id(node), ""),
+                statement_target=self.statement_targets[-1] if self.statement_targets else "",
+                branch=self._branch(), in_loop=self.loops > 0,
+                placed_after=self.pending_after.pop(id(node), ""),
+            )
+            args = positional_args(node)
+            first = args[0].value if args else (keyword_arg(node, "module").value if keyword_arg(node, "module") else None)
+            if first is not None:
+                ev.wrapped = code_of(first)
+                inner, ev.placed_inside = strip_placements(first)
+                ev.wrapped_name = dotted_name(inner) or ""
+                if isinstance(inner, cst.Call):
+                    if self.facts.is_wrapper(inner.func):
+                        ev.wrapped_is_wrap = True
+                    else:
+                        cls = self.facts.class_of_call(inner.func)
+                        if cls is not None and self.facts.is_module_class(cls):
+                            ev.wrapped_class = cls
+                            ev.wrapped_args = _arg_names(inner)
+                        ev.wrapped_device_map = _device_map(inner)
+            ids = keyword_arg(node, "device_ids")
+            if ids is None and len(args) > 1:
+                ids = args[1]
+            ev.device_ids = code_of(ids.value) if ids is not None else ""
+            out = keyword_arg(node, "output_device")
+            if out is None and len(args) > 2:
+                out = args[2]
+            ev.output_device = code_of(out.value) if out is not None else ""
+            self.wrap_index_of[id(node)] = ev.index
+            scope.wraps.append(ev)
+            return
+        self._count_call(node)
+        p = placement_call(node)
+        if p is not None:
+            owner, method, dev = p
+            ev2 = PlaceEvent(
+                index=len(scope.placements), order=self._next(), method=method,
+                target=dotted_name(owner) or "",
+                on_wrap=self.wrap_index_of.get(id(owner), -1),
+                device=code_of(dev) if dev is not None else "",
+                statement=self.statement_kind.get(id(node), ""),
+                branch=self._branch(), in_loop=self.loops > 0,
+            )
+            scope.placements.append(ev2)
+
+    def _count_call(self, node: cst.Call) -> None:
+        """Count the call per (scope, callee) as ``ScriptRule.calls_by_name``
+        does, and keep a call that may be one of a wrap helper (a plain
+        function, or a method through ``self``) for ``_finish_wrap_helpers``."""
+        callee = dotted_name(node.func)
+        if callee is None:
+            return
+        scope = self.scope
+        k = self.call_counts.get((scope.index, callee), 0)
+        self.call_counts[(scope.index, callee)] = k + 1
+        head, dot, rest = callee.partition(".")
+        if not node.args or (dot and ("." in rest or not (scope.class_name and scope.params and head == scope.params[0]))):
+            return
+        ev = WrapEvent(
+            index=-1, order=self._next(), wrapper="",
+            target=self.assign_target.get(id(node), ""),
+            statement_target=self.statement_targets[-1] if self.statement_targets else "",
+            branch=self._branch(), in_loop=self.loops > 0, helper=callee, helper_call=k,
+        )
+        self.maybe_helper_calls.append((scope.index, callee, k, node, ev))
+
+    def _param_wrapped(self, scope: ScopeFacts, ev: WrapEvent) -> int:
+        """Index of the parameter whose value ``ev`` wraps (through aliases
+        and placements), else -1."""
+        name, order, branch = ev.wrapped_name, ev.order, ev.branch
+        for _ in range(8):
+            if not name:
+                return -1
+            b = scope.last_binding(name, order, branch)
+            if b is None:
+                return -1
+            if b.kind == "param":
+                index = scope.params.index(b.target)
+                return -1 if index == 0 and scope.class_name else index
+            if b.kind not in ("alias", "place") or not b.source:
+                return -1
+            name, order, branch = b.source, b.order, b.branch
+        return -1
+
+    def _condition_params(self, scope: ScopeFacts, branch: Sequence[str], keep: str) -> List[Tuple[int, str]]:
+        names: Set[str] = set()
+        for item in branch:
+            test = self.if_tests.get((scope.index, int(item.partition(":")[0])))
+            if test is not None:
+                names.update(free_names(test))
+        first = 1 if scope.class_name else 0  # ``self.multi_gpu`` is no switch of the caller's
+        return [(i, p) for i, p in enumerate(scope.params) if i >= first and p != keep and p in names]
+
+    def _finish_wrap_helpers(self) -> None:
+        """Fill ``facts.wrap_helpers`` and every scope's ``helper_wraps``."""
+        helpers = self.out.wrap_helpers
+        for si, name, order, branch, wrap_index in self.returns:
+            scope = self.scopes[si]
+            if si in self.guarded or not scope.params:
+                continue
+            if wrap_index < 0:
+                b = scope.last_binding(name, order + 1, branch)
+                for _ in range(8):
+                    if b is None or b.kind != "alias" or not b.source:
+                        break
+                    b = scope.last_binding(b.source, b.order, b.branch)
+                if b is None or b.kind != "wrap":
+                    continue
+                wrap_index = b.wrap_index
+            ev = scope.wraps[wrap_index]
+            param = self._param_wrapped(scope, ev)
+            if param < 0:
+                continue
+            conditional = bool(ev.branch or branch)
+            old = helpers.get(scope.name)
+            if old is None or (old.conditional and not conditional):
+                cond = self._condition_params(scope, list(ev.branch) + list(branch), scope.params[param])
+                helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond)
+        if not helpers:
+            return
+        for si, callee, _k, node, ev in self.maybe_helper_calls:
+            scope = self.scopes[si]
+            shift = 1 if "." in callee else 0  # ``self.wrap(m)``: ``self`` is the first parameter
+            helper = helpers.get(callee_name(scope, callee, helpers))
+            if helper is None or any(a.star for a in node.args):
+                continue
+            args = positional_args(node)
+            index = helper.param - shift
+            arg = args[index] if 0 <= index < len(args) else keyword_arg(node, helper.param_name)
+            if arg is None:
+                continue
+            switches = [
+                args[i - shift] if 0 <= i - shift < len(args) else keyword_arg(node, p)
+                for i, p in helper.condition_params
+            ]
+            if any(a is not None and _is_off(a.value) for a in switches):
+                continue  # ``maybe_wrap(m, parallel=False)``
+            ev.index = len(scope.helper_wraps)
+            ev.wrapper = helper.wrapper
+            ev.wrapped = code_of(arg.value)
+            inner, ev.placed_inside = strip_placements(arg.value)
+            ev.wrapped_name = dotted_name(inner) or ""
+            if isinstance(inner, cst.Call) and not self.facts.is_wrapper(inner.func):
+                cls = self.facts.class_of_call(inner.func)
+                if cls is not None and self.facts.is_module_class(cls):
+                    ev.wrapped_class = cls
+                    ev.wrapped_args = _arg_names(inner)
+                ev.wrapped_device_map = _device_map(inner)
+            scope.helper_wraps.append(ev)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "module" and len(self.stack) > 1 and dotted_name(node.value) in self.scope.params:
+            self.guarded.add(self.scope.index)
+        # ``args.local_rank`` read in the scope: usable as the rank
+        if node.attr.value in _RANK_ATTRS and dotted_name(node.value) is not None:
+            self._add_rank(code_of(node), 0)
+
+    # -- ranks -------------------------------------------------------------
+    def _rank_value(self, value: cst.BaseExpression) -> Optional[int]:
+        """0: a local rank; 2: a global rank; None: not a rank."""
+        if isinstance(value, cst.Call):
+            q = self.facts.qualify(value.func)
+            if q in ("torch.distributed.get_node_local_rank",):
+                return 0
+            if q in ("torch.distributed.get_rank",):
+                return 2
+            if dotted_name(value.func) == "int" and value.args:
+                env = _env_read(value.args[0].value)
+                if env == "LOCAL_RANK":
+                    return 0
+                if env == "RANK":
+                    return 2
+        if isinstance(value, cst.Attribute) and value.attr.value in _RANK_ATTRS:
+            return 0
+        return None
+
+    def _add_rank(self, name: str, priority: int) -> None:
+        ranks = self.scope.rank_names
+        if name not in ranks:
+            ranks.append(name)
+            self._rank_priority[(self.scope.index, name)] = priority
+
+    _rank_priority: Dict[Tuple[int, str], float]
+
+    def finish(self) -> None:
+        for scope in self.scopes:
+            for p in scope.params:
+                if "local_rank" in p.lower():
+                    self._rank_priority[(scope.index, p)] = 0
+                elif "rank" in p.lower():
+                    self._rank_priority[(scope.index, p)] = 1
+                else:
+                    continue
+                if p not in scope.rank_names:
+                    scope.rank_names.append(p)
+            if scope.name in self.out.spawn_targets and scope.params and scope.params[0] not in scope.rank_names:
+                scope.rank_names.append(scope.params[0])
+            if scope.name in self.out.spawn_targets and scope.params:
+                # mp.spawn passes the process index on this node: a local rank
+                self._rank_priority[(scope.index, scope.params[0])] = 0
+        # ``self.local_rank = ...`` in one method is the rank in the others
+        class_ranks: Dict[str, List[Tuple[str, int]]] = {}
+        for scope in self.scopes:
+            if not scope.class_name or not scope.params:
+                continue
+            me = scope.params[0] + "."
+            for b in scope.binds:
+                attr = b.target[len(me):] if b.target.startswith(me) else ""
+                if attr and "." not in attr and "rank" in attr.lower() and b.kind != "param":
+                    entry = (attr, 0 if "local" in attr.lower() else 1)
+                    if entry not in class_ranks.setdefault(scope.class_name, []):
+                        class_ranks[scope.class_name].append(entry)
+        for scope in self.scopes:
+            for attr, priority in class_ranks.get(scope.class_name, []) if scope.params else []:
+                name = f"{scope.params[0]}.{attr}"
+                if name not in scope.rank_names:
+                    scope.rank_names.append(name)
+                    self._rank_priority[(scope.index, name)] = priority + 0.5
+            scope.rank_names.sort(key=lambda n: self._rank_priority.get((scope.index, n), 3))
+        self._finish_wrap_helpers()
+        # which module classes hold wrappers (set in a method or a helper)
+        for scope in self.scopes:
+            cls = self.facts.classes.get(scope.class_name)
+            if cls is None or not cls.is_module or not scope.params:
+                continue
+            me = scope.params[0] + "."
+            for w in scope.wraps:
+                t = w.statement_target
+                if t.startswith(me) and "." not in t[len(me):]:
+                    self.out.inner_wrappers.setdefault(cls.name, {}).setdefault(t[len(me):], w.wrapper)
+            for b in scope.binds:
+                if b.kind == "call" and b.call.startswith(me) and b.target.startswith(me):
+                    helper = self.out.scope_named(f"{scope.class_name}.{b.call[len(me):]}")
+                    if helper is not None and helper.wraps_param >= 0:
+                        self.out.inner_wrappers.setdefault(cls.name, {}).setdefault(b.target[len(me):], helper.wraps_param_with)
+            # ``self.x = wrap(X())`` through a wrap helper of the file
+            for ev in scope.helper_wraps:
+                t = ev.statement_target
+                if t.startswith(me) and "." not in t[len(me):]:
+                    self.out.inner_wrappers.setdefault(cls.name, {}).setdefault(t[len(me):], ev.wrapper)
+
+
+def callee_name(scope: "ScopeFacts", call: str, defined: Container[str]) -> str:
+    """The scope name of the function a call in ``scope`` runs: a method
+    through the instance (``self.wrap(...)`` in ``Trainer.fit``:
+    ``Trainer.wrap``), a function defined inside the calling one (``wrap(m)``
+    in ``main``, with ``main.wrap`` in ``defined``), else the callee as
+    written."""
+    if "." in call:
+        if scope.class_name and scope.params and call.startswith(scope.params[0] + "."):
+            return f"{scope.class_name}.{call.split('.', 1)[1]}"
+        return call
+    if scope.name != "<module>" and f"{scope.name}.{call}" in defined:
+        return f"{scope.name}.{call}"
+    return call
+
+
+def _device_map(call: cst.Call) -> str:
+    """The ``device_map=`` of a call when it may split the model over
+    devices, else "". A map onto one device (``"cuda:0"``, ``0``,
+    ``torch.device(...)``, ``{"": local_rank}``, a dict whose values are all
+    the same, a ``device``/``local_rank`` variable) places the whole model
+    like ``.to()``: the QLoRA-under-DDP recipe
+    (``device_map={"": PartialState().process_index}``) is one process, one GPU."""
+    dm = keyword_arg(call, "device_map")
+    if dm is None or (isinstance(dm.value, cst.Name) and dm.value.value == "None"):
+        return ""
+    value = dm.value
+    text = string_value(value)
+    if text is not None:
+        return code_of(value) if text in _SPREADING_DEVICE_MAPS else ""
+    if isinstance(value, cst.Integer) or (isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device")):
+        return ""
+    if isinstance(value, cst.FormattedString):
+        head = value.parts[0] if value.parts else None
+        text = head.value if isinstance(head, cst.FormattedStringText) else ""
+        return "" if text.startswith(("cuda", "cpu", "mps", "xpu", "npu")) else code_of(value)
+    if isinstance(value, cst.Dict):
+        targets = {code_of(e.value) for e in value.elements if isinstance(e, cst.DictElement)}
+        keys = [string_value(e.key) for e in value.elements if isinstance(e, cst.DictElement)]
+        if len(targets) == 1 and len(keys) == len(value.elements) and (keys == [""] or None not in keys):
+            return ""
+        return code_of(value)
+    last = (dotted_name(value) or "").rsplit(".", 1)[-1].lower()
+    if last and (_is_device_name(last) or last in _RANK_NAMES or last in ("process_index", "local_process_index")):
+        return ""
+    return code_of(value)
+
+
+def collect_script_facts(module: cst.Module, facts: FileFacts) -> "ScriptFacts":
+    """The script facts of one file (see :class:`ScriptFacts`)."""
+    collector = _ScriptCollector(facts)
+    collector._rank_priority = {}
+    walk(module, collector)
+    collector.out.scopes = collector.scopes
+    collector.finish()
+    return collector.out
+
+
+@dataclass
+class ScriptFacts:
+    """How models are built, wrapped and placed in each function of a file."""
+
+    facts: FileFacts
+    #: script facts per function scope (index 0: module level), in the order
+    #: a pre-order walk meets the ``def`` statements (see :class:`ScopeFacts`)
+    scopes: List[ScopeFacts] = field(default_factory=list)
+    #: functions started once per process by ``mp.spawn(fn, ...)`` (their
+    #: first parameter is the process index)
+    spawn_targets: List[str] = field(default_factory=list)
+    #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]`` a value that is
+    #: not a constant (``str(rank)``: each process its own GPU)
+    sets_visible_devices: bool = False
+    #: functions of this file that return one of their parameters wrapped in
+    #: DataParallel/DDP, possibly under a condition (scope name, e.g.
+    #: ``maybe_parallel`` or ``Trainer.wrap`` -> :class:`WrapHelper`)
+    wrap_helpers: Dict[str, WrapHelper] = field(default_factory=dict)
+    #: module class -> its submodule attributes that hold a DataParallel/DDP
+    #: wrapper, set in ``__init__`` or a helper method (attribute -> wrapper)
+    inner_wrappers: Dict[str, Dict[str, str]] = field(default_factory=dict)
+
+    def scope_named(self, name: str) -> Optional[ScopeFacts]:
+        for scope in self.scopes:
+            if scope.name == name:
+                return scope
+        return None
+
+    def callee_scope(self, scope: ScopeFacts, call: str) -> Optional[ScopeFacts]:
+        """The function of this file that ``call`` (a callee as written) runs
+        when called from ``scope``, or None: see :func:`callee_name`."""
+        return self.scope_named(callee_name(scope, call, {s.name for s in self.scopes}))
+
+    def never_replicated(self, cls: ClassFacts) -> bool:
+        """Whether ``cls``'s own ``forward`` can never run inside a
+        DataParallel replica, where ``parameters()`` is empty and a device
+        fixed outside the call is not the replica's: it pins its parts to
+        devices (model parallelism: wrapping it is DL004's bug), it is a
+        DataParallel/DDP subclass (its ``forward`` scatters and gathers on the
+        main device), or it holds a DataParallel/DDP wrapper as a submodule
+        (it is the outer model: replicating it would nest wrappers, DL003)."""
+        if cls.pinned_devices():
+            return True
+        facts = self.facts
+        if any(n not in facts.classes and canonical(n) in WRAPPERS for n in facts.lineage(cls.name)):
+            return True
+        return bool(self.inner_wrappers.get(cls.name))
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "facts"}
+
+
+class Scripts(Provider):
+    """:class:`ScriptFacts`: one walk of the whole file."""
+
+    requires = (Classes,)
+
+    @classmethod
+    def build(cls, store: FactStore) -> ScriptFacts:
+        return collect_script_facts(store.module, store[Classes])

@@ -1,0 +1,217 @@
+"""PyTorch's vocabulary, each set defined once: the names devlint knows
+(factories, wrappers, layers with weights, containers, loaders, losses that
+take CPU targets) and the spellings that name the same object.
+
+Every fact provider and rule reads these sets from here; a name PyTorch adds
+or renames is changed in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+
+# Spellings that name the same object; resolved names are normalised to the
+# value so rules compare against one spelling.
+CANONICAL_NAMES: Dict[str, str] = {
+    "torch.nn.parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.data_parallel.DataParallel": "torch.nn.DataParallel",
+    "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "torch.nn.modules.module.Module": "torch.nn.Module",
+    "torch.nn.modules.Module": "torch.nn.Module",
+    "torch.nn.modules.container.ModuleList": "torch.nn.ModuleList",
+    "torch.nn.modules.container.ModuleDict": "torch.nn.ModuleDict",
+    "torch.nn.modules.container.Sequential": "torch.nn.Sequential",
+    "torch.nn.parameter.Parameter": "torch.nn.Parameter",
+    "torch.nn.parameter.Buffer": "torch.nn.Buffer",
+}
+
+
+DATA_PARALLEL = "torch.nn.DataParallel"
+
+
+DISTRIBUTED_DATA_PARALLEL = "torch.nn.parallel.DistributedDataParallel"
+
+
+WRAPPERS = frozenset({DATA_PARALLEL, DISTRIBUTED_DATA_PARALLEL})
+
+
+#: torch functions that create a tensor and take ``device=``.
+TENSOR_FACTORIES = frozenset(
+    {
+        "arange", "range", "zeros", "ones", "empty", "full", "rand", "randn",
+        "randint", "randperm", "eye", "linspace", "logspace", "tensor",
+        "as_tensor", "tril_indices", "triu_indices", "empty_strided",
+        "normal", "bartlett_window", "blackman_window", "hamming_window",
+        "hann_window", "kaiser_window", "scalar_tensor", "sparse_coo_tensor",
+        "complex", "polar",
+    }
+)
+
+
+#: factories whose device is not given by ``device=`` but by their input.
+_NOT_FACTORIES = frozenset({"complex", "polar", "normal"})
+
+
+#: the factories :meth:`FileFacts.is_factory` recognises.
+DEVICE_FACTORIES = TENSOR_FACTORIES - _NOT_FACTORIES
+
+
+# Classes from outside torch.nn that are nn.Modules; the value says whether
+# the class provides a ``device`` attribute (transformers' PreTrainedModel,
+# Lightning's LightningModule and diffusers' ModelMixin all do). Matched on
+# the last component so relative imports inside those projects count too.
+KNOWN_MODULE_BASES: Dict[str, bool] = {
+    "PreTrainedModel": True,
+    "LightningModule": True,
+    "ModelMixin": True,
+}
+
+
+#: torch.nn layers that hold a ``weight`` parameter by default, usable as a
+#: device anchor (``self.embed.weight.device``).
+WEIGHTED_LAYERS = frozenset(
+    {
+        "Linear", "Bilinear", "Embedding", "EmbeddingBag", "Conv1d", "Conv2d",
+        "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+        "LayerNorm", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
+        "PReLU", "RMSNorm", "LazyLinear",
+    }
+)
+
+
+#: torch.nn containers of submodules.
+MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
+
+
+#: pre-factory tensor constructors (``torch.FloatTensor([d])``)
+_LEGACY_TENSOR_CONSTRUCTORS = frozenset(
+    f"torch.{p}{t}Tensor"
+    for p in ("", "cuda.")
+    for t in ("", "Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+) - {"torch.cuda.Tensor"}
+
+
+LEGACY_TENSOR_CONSTRUCTORS = _LEGACY_TENSOR_CONSTRUCTORS
+
+
+#: torch functions that take tensors but do not return one tensor
+_NOT_ONE_TENSOR = frozenset(
+    {
+        "is_tensor", "is_storage", "is_floating_point", "is_complex", "is_nonzero", "numel", "equal",
+        "allclose", "typename", "get_default_dtype", "split", "chunk", "unbind", "tensor_split",
+        "hsplit", "vsplit", "dsplit", "meshgrid", "broadcast_tensors", "topk", "sort", "max", "min",
+        "median", "nanmedian", "mode", "kthvalue", "var_mean", "std_mean", "unique", "unique_consecutive",
+        "histogram", "frexp", "aminmax", "svd", "qr", "lu", "slogdet", "save", "load", "manual_seed",
+        "device", "dtype", "Size", "no_grad", "set_grad_enabled", "where", "nonzero", "broadcast_shapes",
+    }
+)
+
+
+#: tensor methods that do not return a tensor
+_NOT_TENSOR_METHODS = frozenset(
+    {
+        "tolist", "item", "numpy", "size", "dim", "ndimension", "numel", "nelement", "element_size",
+        "data_ptr", "storage", "untyped_storage", "is_contiguous", "is_floating_point", "is_complex",
+        "split", "chunk", "unbind", "tensor_split", "sort", "topk", "max", "min", "median", "mode",
+        "kthvalue", "unique", "nonzero_static", "stride", "get_device", "equal", "allclose", "register_hook",
+        "backward", "__len__", "__iter__", "type", "dtype", "device", "shape",
+    }
+)
+
+
+#: functions and methods that keep a tensor's shape (and 0-dim stays 0-dim)
+_ELEMENTWISE = frozenset(
+    {
+        "sqrt", "rsqrt", "exp", "log", "log2", "log10", "log1p", "abs", "neg", "reciprocal", "sin", "cos",
+        "tanh", "sigmoid", "float", "double", "half", "bfloat16", "long", "int", "bool", "clone", "detach",
+        "requires_grad_", "clamp", "clamp_min", "clamp_max", "pow", "square",
+    }
+)
+
+
+#: ``torch.nn`` modules without parameters, buffers or train/eval behaviour
+#: (the weighted losses qualify only without their weight arguments)
+_WEIGHTED_LOSSES = frozenset(
+    {"CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MultiLabelSoftMarginLoss", "MultiMarginLoss"}
+)
+
+
+STATELESS_MODULES = _WEIGHTED_LOSSES | frozenset(
+    {"L1Loss", "MSELoss", "SmoothL1Loss", "HuberLoss", "KLDivLoss", "PoissonNLLLoss", "GaussianNLLLoss",
+     "CosineEmbeddingLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "MultiLabelMarginLoss",
+     "TripletMarginLoss", "CTCLoss", "ReLU", "ReLU6", "GELU", "SiLU", "Mish", "Tanh", "Sigmoid", "Softmax",
+     "LogSoftmax", "LeakyReLU", "ELU", "SELU", "CELU", "Softplus", "Hardtanh", "Hardswish", "Hardsigmoid",
+     "Identity", "Flatten", "Unflatten"}
+)
+
+
+def canonical(qualified: str) -> str:
+    return CANONICAL_NAMES.get(qualified, qualified)
+
+
+def _is_torch_module_name(q: str) -> bool:
+    if not q.startswith("torch.nn."):
+        return False
+    last = q.rsplit(".", 1)[-1]
+    return last[:1].isupper() and last not in ("Parameter", "Buffer", "Identity_") and not q.startswith(
+        "torch.nn.functional."
+    ) and not q.startswith("torch.nn.init.")
+
+
+_DTYPE_NAMES = frozenset(
+    {"float", "float16", "float32", "float64", "bfloat16", "half", "double", "long", "int", "int8", "int16",
+     "int32", "int64", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble", "short"}
+)
+
+
+#: tensor methods that keep "the same tensor" as far as its device goes
+_SAME_DEVICE_METHODS = frozenset(
+    {"view", "reshape", "long", "int", "float", "half", "double", "bool", "unsqueeze", "squeeze", "flatten",
+     "contiguous", "clone", "detach", "t", "transpose", "permute", "expand", "expand_as", "repeat"}
+)
+
+
+#: qualified names of torch's data loader class
+DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
+
+#: callables whose result iterates like their first argument (``tqdm(loader)``)
+ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
+
+
+#: library collate functions that return CPU tensors (``transformers``'
+#: ``DataCollator*`` classes are matched by name, see :func:`is_cpu_collator`)
+_CPU_COLLATORS = frozenset({
+    "torch.utils.data.default_collate", "torch.utils.data.dataloader.default_collate",
+    "torch.utils.data._utils.collate.default_collate", "transformers.default_data_collator",
+    "transformers.data.data_collator.default_data_collator", "transformers.data.default_data_collator",
+})
+
+
+#: methods that return their receiver on the device it is on: ``nn.Module.eval()``/
+#: ``train()``/``requires_grad_()`` return the module itself; dtype casts keep the device
+_KEEPS_PLACEMENT = frozenset({"eval", "train", "half", "float", "double", "bfloat16", "requires_grad_", "share_memory"})
+
+
+#: calls whose result lives where their argument does
+_SAME_DEVICE_COPIES = frozenset({"copy.deepcopy", "torch.compile"})
+
+
+#: ``nn.CTCLoss`` and ``F.ctc_loss``: targets and lengths may be CPU tensors
+#: beside CUDA log-probabilities (cuDNN's CTC even wants them there)
+CTC_LOSSES = frozenset({
+    "torch.nn.CTCLoss", "torch.nn.modules.loss.CTCLoss", "torch.nn.functional.ctc_loss", "torch.ctc_loss",
+})
+
+
+#: the qualified names of ``torch.load``
+TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+
+
+_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
+
+
+#: ``device_map=`` strings with which accelerate spreads a model over devices
+_SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
