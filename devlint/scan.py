@@ -982,3 +982,9 @@ def scan_source(text: str) -> Optional[ScanSummary]:
     except RecursionError:  # pragma: no cover - the walk is iterative
         return None
     return summary
+
+def calls_a_wrapper(scan) -> bool:
+    """Candidate hook: the file calls something that may be DataParallel/DDP."""
+    from devlint.torch_api import WRAPPERS
+
+    return any(scan.refers_to(c.func, WRAPPERS) for c in scan.calls)

@@ -12,7 +12,7 @@ statement.
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -380,3 +380,91 @@ def _arg_names(call: cst.Call) -> List[str]:
         if name is not None:
             out.append(name)
     return out
+
+
+# --------------------------------------------------------------------------
+# devices written as literals
+
+
+def cuda_index(code: str, method: str = "to", module_devices: Optional[Dict[str, str]] = None) -> Optional[int]:
+    """The CUDA index a device expression names when it is a literal:
+    ``"cuda:1"`` -> 1, ``"cuda"`` -> 0 (the current device, cuda:0 unless
+    ``set_device`` was called), ``torch.device("cuda", 1)`` -> 1, ``1`` -> 1;
+    ``.cuda()`` (method ``cuda``, empty code) -> 0. None when unknown or
+    not CUDA."""
+    if method == "cuda" and code == "":
+        return 0
+    if not code:
+        return None
+    try:
+        node = cst.parse_expression(code)
+    except Exception:
+        return None
+    return _cuda_index_node(node, module_devices or {}, 3)
+
+
+def _cuda_index_node(node: cst.BaseExpression, module_devices: Dict[str, str], depth: int) -> Optional[int]:
+    if depth <= 0:
+        return None
+    s = string_value(node)
+    if s is not None:
+        if not is_cuda_string(s):
+            return None
+        if s == "cuda":
+            return 0
+        tail = s.split(":", 1)[1]
+        return int(tail) if tail.isdigit() else None
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("device"):
+        args = positional_args(node)
+        if len(args) == 1:
+            return _cuda_index_node(args[0].value, module_devices, depth - 1)
+        if len(args) == 2 and string_value(args[0].value) == "cuda":
+            return _cuda_index_node(args[1].value, module_devices, depth - 1)
+        return None
+    if isinstance(node, cst.Name) and node.value in module_devices:
+        try:
+            return _cuda_index_node(cst.parse_expression(module_devices[node.value]), module_devices, depth - 1)
+        except Exception:
+            return None
+    return None
+
+
+def is_explicit_device(code: str) -> bool:
+    """A device that places one piece of a model on a chosen GPU:
+    ``"cuda:1"``, ``1`` (``.cuda(1)``), ``devices[i]``, ``torch.device("cuda", i)``,
+    ``f"cuda:{i}"``. Not: ``"cuda"``, ``"cuda:0"``, ``device`` (a name)."""
+    if not code:
+        return False
+    try:
+        node = cst.parse_expression(code)
+    except Exception:
+        return False
+    if isinstance(node, cst.Subscript):
+        return True
+    if isinstance(node, cst.FormattedString):
+        return True
+    idx = _cuda_index_node(node, {}, 2)
+    if idx is not None:
+        return idx >= 1
+    if isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("device"):
+        args = positional_args(node)
+        return len(args) == 2 or any(isinstance(a.value, (cst.FormattedString, cst.Subscript)) for a in args)
+    return False
+
+
+def list_first_index(code: str) -> Optional[int]:
+    """``[1, 2]`` -> 1; ``None`` for anything not a literal list/tuple of ints."""
+    if not code:
+        return None
+    try:
+        node = cst.parse_expression(code)
+    except Exception:
+        return None
+    if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
+        first = node.elements[0].value
+        if isinstance(first, cst.Integer):
+            return int(first.value)
+        return _cuda_index_node(first, {}, 2)
+    return None

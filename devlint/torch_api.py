@@ -215,3 +215,8 @@ _RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set
 
 #: ``device_map=`` strings with which accelerate spreads a model over devices
 _SPREADING_DEVICE_MAPS = frozenset({"auto", "balanced", "balanced_low_0", "sequential"})
+
+WRAPPER_SHORT = {
+    "torch.nn.DataParallel": "DataParallel",
+    "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
+}

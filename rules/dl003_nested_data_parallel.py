@@ -89,17 +89,19 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
-from devlint.facts.scripts import BindEvent, ScopeFacts, WrapEvent, always_before
-from devlint.rule import Invalid, Valid
-from devlint.rules._scripts import (
-    ScriptRule,
-    WRAPPER_SHORT,
+from devlint.facts.scripts import (
+    BindEvent,
+    ScopeFacts,
+    WrapEvent,
+    always_before,
     binding_chain,
-    calls_a_wrapper,
     contained_classes,
     wrapped_origin,
 )
+from devlint.rule import Invalid, ScriptRule, Valid
+from devlint.scan import calls_a_wrapper
 from devlint.syntax import keyword_arg, positional_args
+from devlint.torch_api import WRAPPER_SHORT
 
 _WHY_UNSAFE = "removing a wrapper drops a `module.` level from the state_dict keys"
 
@@ -387,8 +389,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
 
     # -- calls of the file's wrap helpers ---------------------------------------
     def _helper_node(self, scope: ScopeFacts, ev: WrapEvent) -> Optional[cst.Call]:
-        nodes = self.calls_by_name.get((scope.index, ev.helper), [])
-        return nodes[ev.helper_call] if 0 <= ev.helper_call < len(nodes) else None
+        return self.scripts.call_nodes.get((scope.index, ev.helper, ev.helper_call))
 
     @staticmethod
     def _helper_event(scope: ScopeFacts, bind: BindEvent) -> Optional[WrapEvent]:

@@ -81,16 +81,11 @@ from typing import List, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
-from devlint.facts.scripts import ScopeFacts, WrapEvent
-from devlint.rule import Invalid, Valid
-from devlint.rules._scripts import (
-    ScriptRule,
-    WRAPPER_SHORT,
-    calls_a_wrapper,
-    is_explicit_device,
-    wrapped_origin,
-)
-from devlint.syntax import shown_device
+from devlint.facts.scripts import ScopeFacts, WrapEvent, wrapped_origin
+from devlint.rule import Invalid, ScriptRule, Valid
+from devlint.scan import calls_a_wrapper
+from devlint.syntax import is_explicit_device, shown_device
+from devlint.torch_api import WRAPPER_SHORT
 
 
 class DataParallelWithManualPlacement(ScriptRule):

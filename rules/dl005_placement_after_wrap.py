@@ -84,10 +84,10 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
-from devlint.facts.scripts import PlaceEvent, ScopeFacts, WrapEvent, always_before
-from devlint.rule import Invalid, Valid
-from devlint.rules._scripts import ScriptRule, binding_chain, calls_a_wrapper, cuda_index, list_first_index
-from devlint.syntax import free_names, placement_call, positional_args
+from devlint.facts.scripts import PlaceEvent, ScopeFacts, WrapEvent, always_before, binding_chain
+from devlint.rule import Invalid, ScriptRule, Valid
+from devlint.scan import calls_a_wrapper
+from devlint.syntax import cuda_index, free_names, list_first_index, placement_call, positional_args
 from devlint.torch_api import DATA_PARALLEL, DISTRIBUTED_DATA_PARALLEL
 
 _DTYPE_HINTS = ("dtype", "float", "half", "bfloat", "int", "double", "bool", "long", "memory_format")

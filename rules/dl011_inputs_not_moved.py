@@ -154,11 +154,11 @@ from devlint.facts.training import (
     placement_of,
 )
 from devlint.rule import Invalid, Rule, Valid
-from devlint.rules._scripts import cuda_index
 from devlint.syntax import (
     LINES,
     blocks,
     code_of,
+    cuda_index,
     dotted_name,
     is_number_literal,
     keyword_arg,

@@ -58,8 +58,7 @@ import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
 from devlint.facts.scripts import ScopeFacts, WrapEvent
-from devlint.rule import Invalid, Valid
-from devlint.rules._scripts import ScriptRule
+from devlint.rule import Invalid, ScriptRule, Valid
 from devlint.syntax import keyword_arg, positional_args
 from devlint.torch_api import DISTRIBUTED_DATA_PARALLEL
 

@@ -213,11 +213,11 @@ def test_key_covers_rule_sources(monkeypatch, tmp_path):
 
 def test_key_covers_every_module_of_the_package():
     # editing a subpackage (the device flow) or a rule's private module
-    # (rules/_scripts.py) must invalidate cached results
+    # (facts/scripts.py) must invalidate cached results
     from devlint.cache import _source_files
 
     names = {name for name, _ in _source_files()}
-    assert {"cache.py", "facts/flow.py", "facts/__init__.py", "rules/_scripts.py",
+    assert {"cache.py", "facts/flow.py", "facts/__init__.py", "facts/scripts.py",
             "rules/dl001_factory_without_device.py"} <= names
     assert not any("__pycache__" in name or not name.endswith(".py") for name in names)
 

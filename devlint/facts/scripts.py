@@ -239,8 +239,9 @@ class _ScriptCollector(cst.CSTVisitor):
         self.maybe_helper_calls: List[Tuple[int, str, int, cst.Call, WrapEvent]] = []
 
     # -- scopes ------------------------------------------------------------
-    def _open(self, name: str, class_name: str, params: List[str]) -> ScopeFacts:
+    def _open(self, node: cst.CSTNode, name: str, class_name: str, params: List[str]) -> ScopeFacts:
         scope = ScopeFacts(index=len(self.scopes), name=name, class_name=class_name, params=params)
+        self.out.scope_at[node] = scope
         self.scopes.append(scope)
         self.stack.append(scope)
         self.saved.append((self.branch, self.loops, self.points, self.order))
@@ -260,7 +261,7 @@ class _ScriptCollector(cst.CSTVisitor):
         return self.order
 
     def visit_Module(self, node: cst.Module) -> None:
-        self._open("<module>", "", [])
+        self._open(node, "<module>", "", [])
 
     def leave_Module(self, node: cst.Module) -> None:
         self._close()
@@ -278,7 +279,7 @@ class _ScriptCollector(cst.CSTVisitor):
         class_name = self.class_names[-1] if self.class_names and self.class_names[-1] is not None else ""
         self.names.append(node.name.value)
         params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
-        scope = self._open(".".join(self.names), class_name, params)
+        scope = self._open(node, ".".join(self.names), class_name, params)
         self.class_names.append(None)
         for p in params:
             scope.binds.append(BindEvent(order=self._next(), target=p, kind="param"))
@@ -562,6 +563,8 @@ class _ScriptCollector(cst.CSTVisitor):
             ev.output_device = code_of(out.value) if out is not None else ""
             self.wrap_index_of[id(node)] = ev.index
             scope.wraps.append(ev)
+            self.out.wrap_at[node] = ev
+            self.out.wrap_nodes[(scope.index, ev.index)] = node
             return
         self._count_call(node)
         p = placement_call(node)
@@ -576,10 +579,10 @@ class _ScriptCollector(cst.CSTVisitor):
                 branch=self._branch(), in_loop=self.loops > 0,
             )
             scope.placements.append(ev2)
+            self.out.place_at[node] = ev2
 
     def _count_call(self, node: cst.Call) -> None:
-        """Count the call per (scope, callee) as ``ScriptRule.calls_by_name``
-        does, and keep a call that may be one of a wrap helper (a plain
+        """Number the call per (scope, callee) (``ScriptFacts.call_nodes``), and keep a call that may be one of a wrap helper (a plain
         function, or a method through ``self``) for ``_finish_wrap_helpers``."""
         callee = dotted_name(node.func)
         if callee is None:
@@ -587,6 +590,7 @@ class _ScriptCollector(cst.CSTVisitor):
         scope = self.scope
         k = self.call_counts.get((scope.index, callee), 0)
         self.call_counts[(scope.index, callee)] = k + 1
+        self.out.call_nodes[(scope.index, callee, k)] = node
         head, dot, rest = callee.partition(".")
         if not node.args or (dot and ("." in rest or not (scope.class_name and scope.params and head == scope.params[0]))):
             return
@@ -852,6 +856,18 @@ class ScriptFacts:
     #: module class -> its submodule attributes that hold a DataParallel/DDP
     #: wrapper, set in ``__init__`` or a helper method (attribute -> wrapper)
     inner_wrappers: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    # -- the nodes the facts are about (not part of the plain record) --------
+    #: the module and each ``def`` -> its scope
+    scope_at: Dict[cst.CSTNode, ScopeFacts] = field(default_factory=dict, repr=False)
+    #: each DataParallel/DDP call -> its wrap event, and (scope index, wrap
+    #: index) -> the call
+    wrap_at: Dict[cst.Call, WrapEvent] = field(default_factory=dict, repr=False)
+    wrap_nodes: Dict[Tuple[int, int], cst.Call] = field(default_factory=dict, repr=False)
+    #: each ``.to(...)``/``.cuda(...)`` call -> its placement event
+    place_at: Dict[cst.Call, PlaceEvent] = field(default_factory=dict, repr=False)
+    #: (scope index, callee as written, k) -> the k-th call of that callee in
+    #: that scope (``WrapEvent.helper_call`` is k)
+    call_nodes: Dict[Tuple[int, str, int], cst.Call] = field(default_factory=dict, repr=False)
 
     def scope_named(self, name: str) -> Optional[ScopeFacts]:
         for scope in self.scopes:
@@ -880,7 +896,9 @@ class ScriptFacts:
         return bool(self.inner_wrappers.get(cls.name))
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "facts"}
+        """The plain record: events and names, no nodes."""
+        plain = ("scopes", "spawn_targets", "sets_visible_devices", "wrap_helpers", "inner_wrappers")
+        return {k: _plain(getattr(self, k)) for k in plain}
 
 
 class Scripts(Provider):
@@ -891,3 +909,117 @@ class Scripts(Provider):
     @classmethod
     def build(cls, store: FactStore) -> ScriptFacts:
         return collect_script_facts(store.module, store[Classes])
+
+
+def _plain(value):
+    if dataclasses.is_dataclass(value):
+        return dataclasses.asdict(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------
+# what a name holds, where a wrapped model comes from
+
+
+def binding_chain(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], limit: int = 8) -> List[BindEvent]:
+    """The bindings that made ``name`` what it is at ``order``, following
+    aliases and placements (``net = model.cuda()``) back to the origin."""
+    chain: List[BindEvent] = []
+    while limit > 0:
+        limit -= 1
+        b = scope.last_binding(name, order, branch)
+        if b is None:
+            return chain
+        chain.append(b)
+        if b.kind in ("alias", "place") and b.source:
+            name, order, branch = b.source, b.order, b.branch
+            continue
+        return chain
+    return chain
+
+
+def visible_bindings(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> List[BindEvent]:
+    """Like :func:`binding_chain`, falling back to module-level bindings for
+    a name a function never binds."""
+    chain = binding_chain(scope, name, order, branch)
+    if not chain and scope.index != 0 and "." not in name and name not in scope.params:
+        module = scripts.scopes[0]
+        chain = binding_chain(module, name, 10 ** 9, [])
+    return chain
+
+
+@dataclass
+class Origin:
+    """Where a wrapped model comes from: the classes it was built from, the
+    dotted names handed to its constructor (with the scope and bindings they
+    resolve to), and any ``device_map`` it was loaded with."""
+
+    classes: List[str] = field(default_factory=list)
+    args: List[Tuple[str, ScopeFacts, List[BindEvent]]] = field(default_factory=list)
+    device_map: str = ""
+    #: devices the model was placed on before the wrap
+    placed: List[str] = field(default_factory=list)
+
+
+def resolve_name(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> Tuple[ScopeFacts, List[BindEvent]]:
+    """The bindings of ``name`` at ``order`` in ``scope``, falling back to the
+    module level for a name the function never binds."""
+    chain = binding_chain(scope, name, order, branch)
+    if not chain and scope.index != 0 and "." not in name and name not in scope.params:
+        module = scripts.scopes[0]
+        return module, binding_chain(module, name, 10 ** 9, [])
+    return scope, chain
+
+
+def wrapped_origin(scripts, scope: ScopeFacts, ev: WrapEvent) -> Origin:
+    origin = Origin()
+    args: List[str] = []
+    if ev.placed_inside:
+        origin.placed.append(ev.placed_inside)
+    if ev.wrapped_class:
+        origin.classes.append(ev.wrapped_class)
+        args = list(ev.wrapped_args)
+        origin.device_map = ev.wrapped_device_map
+        where, order, branch = scope, ev.order, ev.branch
+    elif ev.wrapped_name:
+        origin.device_map = ev.wrapped_device_map
+        where, chain = resolve_name(scripts, scope, ev.wrapped_name, ev.order, ev.branch)
+        for b in chain:
+            if b.placed:
+                origin.placed.append(b.placed)
+        if not chain:
+            return origin
+        last = chain[-1]
+        if last.kind == "construct":
+            origin.classes.append(last.value_class)
+            args = list(last.args)
+        if last.kind in ("construct", "call") and last.device_map:
+            origin.device_map = last.device_map
+        order, branch = last.order, last.branch
+    else:
+        return origin
+    for a in args:
+        where_a, chain_a = resolve_name(scripts, where, a, order, branch)
+        origin.args.append((a, where_a, chain_a))
+    return origin
+
+
+def contained_classes(facts, roots: Sequence[str]) -> List[str]:
+    """``roots`` and the local module classes their submodules are built
+    from, transitively (``Seq2Seq`` -> ``Encoder`` -> ``EncoderLayer``)."""
+    seen: List[str] = []
+    todo = [r for r in roots if r in facts.classes]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        for attr in facts.classes[name].attributes.values():
+            for c in (attr.module_class, attr.element_class):
+                if c and c in facts.classes and c not in seen:
+                    todo.append(c)
+    return seen
