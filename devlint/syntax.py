@@ -186,6 +186,30 @@ def shown_device(device: str) -> str:
     return f"cuda:{device}" if device.isdigit() else device
 
 
+def current_device_only(value: str) -> bool:
+    """Whether a device's source text (``torch.device("cuda" if ok else
+    "cpu")``) can only name the current CUDA device or the CPU, never a
+    fixed index."""
+    try:
+        node = cst.parse_expression(value)
+    except Exception:
+        return False
+    found: List[Optional[str]] = []
+
+    class _Strings(cst.CSTVisitor):
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            found.append(string_value(n))
+
+        def visit_Integer(self, n: cst.Integer) -> None:
+            found.append("index")
+
+        def visit_FormattedString(self, n: cst.FormattedString) -> None:
+            found.append("index")
+
+    node.visit(_Strings())
+    return bool(found) and all(v in ("cuda", "cpu") for v in found) and "cuda" in found
+
+
 def is_cuda_string(value: Optional[str]) -> bool:
     return value is not None and (value == "cuda" or value.startswith("cuda:"))
 

@@ -8,7 +8,7 @@ or renames is changed in one place.
 
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, Optional
 
 
 # Spellings that name the same object; resolved names are normalised to the
@@ -79,6 +79,26 @@ WEIGHTED_LAYERS = frozenset(
         "PReLU", "RMSNorm", "LazyLinear",
     }
 )
+
+
+#: torch.nn layers whose parameters have other names: the one a device
+#: anchor reads (``self.rnn.weight_ih_l0.device``)
+_LAYER_PARAMETERS = {
+    "LSTM": "weight_ih_l0", "GRU": "weight_ih_l0", "RNN": "weight_ih_l0",
+    "LSTMCell": "weight_ih", "GRUCell": "weight_ih", "RNNCell": "weight_ih",
+    "MultiheadAttention": "out_proj.weight",
+}
+
+
+def layer_parameter(class_name: str) -> Optional[str]:
+    """The path from an instance of the torch.nn layer ``class_name``
+    (qualified) to a parameter it holds by default, or None."""
+    if not class_name.startswith("torch.nn."):
+        return None
+    short = class_name.rsplit(".", 1)[-1]
+    if short in WEIGHTED_LAYERS:
+        return "weight"
+    return _LAYER_PARAMETERS.get(short)
 
 
 #: torch.nn containers of submodules.

@@ -208,7 +208,7 @@ class Tagger(nn.Module):
         return self.head(self.encoder(x, (h, h))[0])
 
     def predict(self, x):
-        return self(x.to(next(self.encoder.parameters()).device)).argmax(-1)
+        return self(x.to(self.encoder.weight_ih_l0.device)).argmax(-1)
 """,
             count=2,
         ),

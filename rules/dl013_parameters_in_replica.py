@@ -96,7 +96,7 @@ from devlint.facts.classes import module_class_of, self_attribute_loads
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import code_of, positional_args
-from devlint.torch_api import WEIGHTED_LAYERS
+from devlint.torch_api import layer_parameter
 from devlint.walk import walk
 
 #: ``list(...)``, ``tuple(...)``: the ``[0]`` of them is the first parameter
@@ -401,9 +401,7 @@ def _parameter_path(facts, class_name: str, depth: int = 0) -> Optional[str]:
     ``tensor_path_of_class`` without buffers, whose dtype may differ."""
     cls = facts.classes.get(class_name)
     if cls is None:
-        if class_name.startswith("torch.nn.") and class_name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
-            return "weight"
-        return None
+        return layer_parameter(class_name)
     if not cls.is_module:
         return None
     for name in cls.parameters:

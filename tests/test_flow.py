@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 
 from devlint.facts.classes import build_facts
-from devlint.facts.flow import ANY, CPU, DeviceFlow, LOCAL, NONE_VALUE, NUMBER, SEQ, TENSOR, Value, join
+from devlint.facts.flow import ANY, CPU, DEVICE, FIXED, DeviceFlow, LOCAL, NONE_VALUE, NUMBER, SEQ, TENSOR, Value, join
 
 
 def _flow(src: str) -> Tuple[DeviceFlow, cst.Module, Dict[cst.CSTNode, int]]:
@@ -579,3 +579,141 @@ def test_a_callee_sees_what_its_caller_knows_is_on_the_cpu():
     # scores is a CPU tensor here: the CPU baseline meets nothing in rescale
     assert meetings(src) == []
     assert [m[1:] for m in meetings(src.replace("x.cpu()", "x * 2"))] == [(7, 3, "operator")]
+
+
+# -- devices that do not follow the inputs (what DL002 asks) ----------------------
+
+
+def placed(src: str) -> List[Tuple[str, int, int, str, str]]:
+    """(function, line of the placing call, line of the meeting, how, device)
+    for tensors put on the current or a fixed GPU."""
+    flow, _, line = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    out = []
+    for fn in flow.all_functions():
+        for m in flow.function(fn).meetings:
+            if m.device != CPU:
+                out.append((fn.name.value, line[m.origin] - 3, line[m.at] - 3, m.how, m.device))
+    return sorted(set(out))
+
+
+def test_a_device_chosen_between_the_gpu_and_the_cpu_is_the_current_gpu():
+    # on a GPU run the "cuda" path is taken, and "cuda" is the current GPU, not x's
+    src = """
+    def f(x: torch.Tensor):
+        device = "cuda" if x.is_cuda else "cpu"
+        return x + torch.ones(3, device=device)
+    """
+    assert placed(src) == [("f", 3, 3, "operator", "current")]
+    assert join(Value(DEVICE, CPU), Value(DEVICE, FIXED)).device == FIXED
+    # chosen from the input's own device: its device
+    assert placed(src.replace('"cuda" if x.is_cuda', 'x.device if x.is_cuda')) == []
+
+
+def test_a_device_fixed_when_the_module_was_built():
+    src = """
+    class M(nn.Module):
+        def __init__(self, device, gpu):
+            super().__init__()
+            self.device = device
+            self.gpu = gpu
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            a = torch.zeros(4, device=self.device)
+            b = torch.ones(4).cuda(self.gpu)
+            c = torch.ones(4, device=f"cuda:{self.gpu}")
+            d = torch.ones(4, device=f"cuda:{x.get_device()}")
+            return self.fc(x) + a + b + c + d
+    """
+    assert placed(src) == [
+        ("forward", 9, 13, "operator", "fixed"), ("forward", 10, 13, "operator", "fixed"),
+        ("forward", 11, 13, "operator", "fixed"),
+    ]
+    flow, _, line = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    forward = next(f for f in flow.all_functions() if f.name.value == "forward")
+    assert sorted(flow.function(forward).placed_by.values()) == ["self.device", "self.gpu", "self.gpu"]
+
+
+def test_a_device_the_class_keeps_in_step_is_not_fixed():
+    base = """
+    class M(nn.Module):
+        def __init__(self, device):
+            super().__init__()
+            self.device = device
+            self.fc = nn.Linear(4, 4)
+        {extra}
+        def forward(self, x):
+            return self.fc(x) + torch.zeros(4, device=self.device)
+    """
+    assert placed(base.format(extra=""))  # fixed in __init__ only
+    kept = "def _apply(self, fn, *a, **k):\n            self.device = self.fc.weight.device\n            return super()._apply(fn, *a, **k)\n"
+    assert placed(base.format(extra=kept)) == []
+    reset = "def set_input(self, x):\n            self.device = x.device\n"
+    assert placed(base.format(extra=reset)) == []
+
+
+def test_a_module_level_device_is_fixed_in_a_module_but_not_in_a_script():
+    src = """
+    DEVICE = torch.device("cuda:0")
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            global DEVICE
+            return self.fc(x) + torch.zeros(4, device=DEVICE)
+
+    def step(x: torch.Tensor):
+        return x + torch.zeros(4, device=DEVICE)
+    """
+    # in the script function DEVICE is the process's device, where its inputs are
+    assert placed(src) == [("forward", 10, 10, "operator", "fixed")]
+
+
+def test_a_default_device_is_what_a_call_without_one_uses():
+    src = """
+    def one_hot(labels: torch.Tensor, n: int, device="cuda"):
+        return torch.zeros(labels.size(0), n, device=device).scatter_(1, labels[:, None], 1.0)
+    """
+    assert placed(src) == [("one_hot", 2, 2, "method scatter_", "current")]
+
+
+def test_a_submodule_helper_returns_what_it_built():
+    src = """
+    class Cell(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cell = nn.GRUCell(4, 4)
+
+        def init_hidden(self, b):
+            return torch.zeros(b, 4).cuda()
+
+        def forward(self, x, h):
+            return self.cell(x, h)
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = Cell()
+
+        def forward(self, x):
+            h = self.rnn.init_hidden(x.size(0))
+            return self.rnn(x, h)
+    """
+    assert ("forward", 7, 10, "submodule", "current") in placed(src)
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    init_hidden = next(f for f in flow.all_functions() if f.name.value == "init_hidden")
+    assert flow.runs_in_replica(init_hidden)  # called on a submodule from forward
+
+
+def test_moving_something_that_may_be_a_model_is_no_birth():
+    # Net().to(device), a batch: not known to be tensors, so no placement to report
+    src = """
+    def main(make, x: torch.Tensor):
+        model = make().cuda()
+        w = next(model.parameters())
+        return x * w
+    """
+    assert placed(src) == []

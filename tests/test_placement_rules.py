@@ -78,7 +78,8 @@ def test_facts_element_placement_anchor_and_device_list():
     assert block.anchor_tensor == "ln1.weight"
     assert facts.tensor_path_of_class("Block") == "ln1.weight"
     assert facts.tensor_path_of_class("torch.nn.Linear") == "weight"
-    assert facts.tensor_path_of_class("torch.nn.LSTM") is None
+    assert facts.tensor_path_of_class("torch.nn.LSTM") == "weight_ih_l0"
+    assert facts.tensor_path_of_class("torch.nn.Transformer") is None
     assert not facts.has_device_attribute("Block")
 
 
@@ -269,8 +270,9 @@ def test_dl002_no_anchor_reports_without_fix():
         def __init__(self, device):
             super().__init__()
             self.device = device
-        def forward(self):
-            return torch.zeros(3, device=self.device)
+            self.body = nn.Sequential(nn.ReLU())
+        def forward(self, x):
+            return self.body(x) + torch.zeros(3, device=self.device)
     """
     result = lint_source(_src(src), "t.py")
     [d] = result.diagnostics
@@ -290,9 +292,13 @@ def test_dl009_no_parameters_next_inside_forward():
             return self(x.to(self.rnn.device))
     """
     fixed = _fix(src)
-    assert "x.to(self.rnn.device))[0]" in fixed  # reported, no fix inside forward
-    assert "self(x.to(next(self.rnn.parameters()).device))" in fixed
+    # an LSTM's first-layer weight names its device, inside forward too
+    assert "x.to(self.rnn.weight_ih_l0.device))[0]" in fixed
+    assert "self(x.to(self.rnn.weight_ih_l0.device))" in fixed
     assert [c for _, c in _codes(src)] == ["DL009", "DL009"]
+    # a module with no tensor devlint can name: no fix inside forward
+    other = src.replace("nn.LSTM(4, 4)", "nn.Transformer(4, 2)")
+    assert "x.to(self.rnn.device))[0]" in _fix(other)
 
 
 def test_dl009_script_model_moved_then_read():

@@ -46,7 +46,7 @@ from devlint.torch_api import (
     MODULE_CONTAINERS,
     STATELESS_MODULES,
     TENSOR_FACTORIES,
-    WEIGHTED_LAYERS,
+    layer_parameter,
     WRAPPERS,
     _DTYPE_NAMES,
     _ELEMENTWISE,
@@ -344,9 +344,7 @@ class FileFacts:
         cls = self.classes.get(class_name)
         if cls is not None:
             return cls.anchor_tensor or None
-        if class_name.startswith("torch.nn.") and class_name.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
-            return "weight"
-        return None
+        return layer_parameter(class_name)
 
 
 _NON_TENSOR_ANNOTATIONS = frozenset(
@@ -799,9 +797,10 @@ class _FactsBuilder:
                 return name
         for name in cls.buffers:
             return name
-        for name, attr in cls.attributes.items():
-            if attr.kind == "module" and attr.module_class.startswith("torch.nn.") and attr.module_class.rsplit(".", 1)[-1] in WEIGHTED_LAYERS:
-                return f"{name}.weight"
+        # a layer's plain ``weight`` reads best; an LSTM's ``weight_ih_l0`` when there is none
+        params = [(name, layer_parameter(attr.module_class)) for name, attr in cls.attributes.items() if attr.kind == "module"]
+        for name, param in sorted((p for p in params if p[1] is not None), key=lambda p: p[1] != "weight"):
+            return f"{name}.{param}"
         if depth < 3:
             for name, attr in cls.attributes.items():
                 sub = self.facts.classes.get(attr.module_class) if attr.kind == "module" else None

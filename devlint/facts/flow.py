@@ -47,7 +47,7 @@ import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
 from devlint.facts.store import FactStore, Provider
-from devlint.syntax import LINES, blocks, dotted_name, keyword_arg, statements, string_value
+from devlint.syntax import LINES, blocks, current_device_only, dotted_name, keyword_arg, statements, string_value
 from devlint.torch_api import (
     DEVICE_FACTORIES,
     STATELESS_MODULES,
@@ -159,6 +159,10 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return replace(b, maybe_none=True)
     if b.kind == NONE:
         return replace(a, maybe_none=True)
+    if a.kind == b.kind == DEVICE and CPU in (a.device, b.device) and {a.device, b.device} & {CURRENT, FIXED}:
+        # ``"cuda" if x.is_cuda else "cpu"``: on a GPU run the GPU path is
+        # taken, and "cuda" is the current device, not x's
+        return a if a.device != CPU else b
     if a.pinned != b.pinned and a.kind in (TENSOR, UNKNOWN) and b.kind in (TENSOR, UNKNOWN):
         # (an input of unknown kind joined with a tensor is that input's tensor)
         pinned, other = (a, b) if a.pinned else (b, a)
@@ -294,7 +298,7 @@ _COMPUTE_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "t
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "all", "any", "std", "var", "amax", "amin", "logsumexp"})
 _VALUE_METHODS = {
     "item": NUMBER_VALUE, "tolist": OTHER_VALUE, "dim": NUMBER_VALUE, "numel": NUMBER_VALUE,
-    "nelement": NUMBER_VALUE, "element_size": NUMBER_VALUE, "get_device": NUMBER_VALUE,
+    "nelement": NUMBER_VALUE, "element_size": NUMBER_VALUE,
     "data_ptr": NUMBER_VALUE, "is_contiguous": NUMBER_VALUE, "is_floating_point": NUMBER_VALUE,
     "stride": OTHER_VALUE, "backward": OTHER_VALUE, "register_hook": OTHER_VALUE, "type": OTHER_VALUE,
     "__len__": NUMBER_VALUE, "equal": NUMBER_VALUE, "allclose": NUMBER_VALUE,
@@ -335,6 +339,10 @@ class FunctionFlow:
     anchors: Dict[cst.CSTNode, List[str]] = field(default_factory=dict)
     #: origin call -> the factory's short name (``zeros``, ``from_numpy``)
     origin_names: Dict[cst.CSTNode, str] = field(default_factory=dict)
+    #: origin call -> the name holding the device it placed its tensor on,
+    #: when that device was fixed outside the call (``self.device``,
+    #: ``DEVICE``, ``self.gpu``)
+    placed_by: Dict[cst.CSTNode, str] = field(default_factory=dict)
     #: callee -> the arguments each of this function's calls binds to its
     #: parameters (calls to functions and methods of the same file)
     call_sites: Dict[cst.FunctionDef, List[Dict[str, Value]]] = field(default_factory=dict)
@@ -357,6 +365,9 @@ class OriginMeeting:
     name: str
     #: names holding a tensor on the inputs' device in scope at the origin
     anchors: Tuple[str, ...]
+    #: the name holding the device the origin placed its tensor on, when it
+    #: was fixed outside the call (``self.device``, ``DEVICE``); else ""
+    source: str = ""
 
     @property
     def partner_text(self) -> str:
@@ -455,8 +466,12 @@ class DeviceFlow:
             return True
         seen.add(node)
         cls = self.owner.get(node)
-        for name in found.called:
-            callee = self.functions.get(name) or (self.method(cls, name) if cls else None)
+        callees = [self.functions.get(name) or (self.method(cls, name) if cls else None) for name in found.called]
+        for _, attr, m in found.attribute_calls:  # self.rnn.init_hidden(b)
+            a = self.facts.class_attribute(cls, attr) if cls else None
+            if a is not None and a.kind == "module" and a.module_class in self.facts.classes:
+                callees.append(self.method(a.module_class, m))
+        for callee in callees:
             if callee is not None and callee not in seen and self._may_hold(callee, seen):
                 return True
         return False
@@ -575,6 +590,35 @@ class DeviceFlow:
             self._held[cls_name] = found
         return found
 
+    def runs_in_replica(self, fn: cst.FunctionDef) -> bool:
+        """A method that runs when a module's ``forward`` runs (in a
+        DataParallel replica, on the replica's device): forward-reachable in
+        its class, or called on a submodule holding its class
+        (``self.cell.init_hidden(b)``) by a method of another module class
+        of the file that is."""
+        cls = self.class_facts(fn)
+        if cls is None or not cls.is_module:
+            return False
+        name = fn.name.value
+        if name in cls.forward_reachable:
+            return True
+        for outer in self.facts.classes.values():
+            holders = [
+                attr for attr, a in outer.attributes.items()
+                if a.kind == "module" and a.module_class in self.facts.classes and cls.name in self.facts.lineage(a.module_class)
+            ]
+            if not holders:
+                continue
+            for m in outer.forward_reachable:
+                caller = self.method(outer.name, m)
+                if caller is None:
+                    continue
+                params = [*caller.params.posonly_params, *caller.params.params]
+                me = params[0].name.value if params else "self"
+                if any((me, h, name) in self.body_facts(caller).attribute_calls for h in holders):
+                    return True
+        return False
+
     def runs_in_loader(self, fn: cst.FunctionDef) -> bool:
         """A method of a ``torch.utils.data`` dataset or sampler: it runs in
         the data loader, on the CPU, before the batch is moved."""
@@ -631,6 +675,7 @@ class DeviceFlow:
                     origin, meeting, home,
                     home.name.value if owner is None else f"{owner}.{home.name.value}",
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
+                    home_flow.placed_by.get(origin, ""),
                 )
 
     def method(self, cls: str, name: str) -> Optional[cst.FunctionDef]:
@@ -775,6 +820,8 @@ class _BodyFacts(cst.CSTVisitor):
         self.numpy_imported = numpy_imported
         self.source = False
         self.called: Set[str] = set()
+        #: ``a.b.m(...)`` as (a, b, m): ``self.cell.init_hidden(b)``
+        self.attribute_calls: Set[Tuple[str, str, str]] = set()
         self.tensors: Set[str] = set()
         #: names an arithmetic operator combines with something that is no
         #: literal (``x + torch.zeros(3)``, ``x * mask``): a tensor or a
@@ -798,6 +845,8 @@ class _BodyFacts(cst.CSTVisitor):
             self.called.add(func.value)
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             self.called.add(func.attr.value)
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name):
+            self.attribute_calls.add((func.value.value.value, func.value.attr.value, func.attr.value))
         dotted = dotted_name(func)
         q = (self.facts.qualify_dotted(dotted) or "") if dotted and dotted.split(".", 1)[0] in self.facts.imports else ""
         if not q.startswith("torch."):
@@ -884,7 +933,9 @@ class _Interpreter:
             elif p.default is not None and isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and not (
                 isinstance(p.default, cst.Name) and p.default.value == "None"
             ):
-                env[name] = NUMBER_VALUE if not isinstance(p.default, cst.SimpleString) else OTHER_VALUE
+                # a device named by the default (device="cuda") is the one
+                # used when a caller passes none
+                env[name] = NUMBER_VALUE if not isinstance(p.default, cst.SimpleString) else self._expr(p.default, {})
             else:
                 env[name] = LOCAL_UNKNOWN  # whatever the caller passes: what it holds follows the inputs
         if node.params.star_arg is not None and isinstance(node.params.star_arg, cst.Param):
@@ -909,10 +960,11 @@ class _Interpreter:
         if self._returns_to_the_caller() and (local_inputs or self._holds_weights()):
             # forward hands its result to the model's caller: a CPU tensor
             # there comes back from a model on a GPU (and DataParallel
-            # cannot gather it)
+            # cannot gather it); one on the current or a fixed GPU comes
+            # back from a model on another GPU on that one
             for at, v in self.returns:
                 for t in _tensors_in(v):
-                    if t.pinned and t.device == CPU and not t.scalar:
+                    if t.pinned and t.device in (CPU, CURRENT, FIXED) and not t.scalar:
                         self._meet_all(t, at, "output", "")
         if self.cpu_only:
             self.result.meetings = [m for m in self.result.meetings if m.origin not in self.result.origin_names]
@@ -1067,7 +1119,8 @@ class _Interpreter:
                     env.pop(el.value, None)
         elif isinstance(small, (cst.Global, cst.Nonlocal)):
             for n in small.names:
-                env[n.name.value] = UNKNOWN_VALUE
+                # global device: the module-level value (a device fixed at import)
+                env[n.name.value] = self._module_device(n.name.value) if isinstance(small, cst.Global) else UNKNOWN_VALUE
         elif isinstance(small, cst.Assert):
             self._expr(small.test, env)
         return env
@@ -1178,15 +1231,19 @@ class _Interpreter:
                 return NUMBER_VALUE
             if node.value == "None":
                 return NONE_VALUE
-            return UNKNOWN_VALUE
+            return self._module_device(node.value)
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
             return NUMBER_VALUE
         if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
-            return OTHER_VALUE
+            s = string_value(node)
+            return Value(DEVICE, _named_device(s)) if s is not None and _is_device_string(s) else OTHER_VALUE
         if isinstance(node, cst.FormattedString):
-            for part in node.parts:
-                if isinstance(part, cst.FormattedStringExpression):
-                    self._expr(part.expression, env)
+            indices = [self._expr(part.expression, env) for part in node.parts if isinstance(part, cst.FormattedStringExpression)]
+            head = node.parts[0] if node.parts else None
+            if isinstance(head, cst.FormattedStringText) and head.value == "cuda:" and len(node.parts) == 2 and indices:
+                literal = isinstance(node.parts[1].expression, cst.Integer)  # type: ignore[attr-defined]
+                where = FIXED if literal else _index_device(indices[0])  # f"cuda:{self.gpu}", f"cuda:{x.get_device()}"
+                return Value(DEVICE, where, anchor=indices[0].anchor if where == FIXED else None)
             return OTHER_VALUE
         if isinstance(node, cst.Attribute):
             return self._attribute(node, env)
@@ -1289,6 +1346,8 @@ class _Interpreter:
             if attr in ("is_cuda", "requires_grad", "ndim", "is_leaf"):
                 return NUMBER_VALUE
             return UNKNOWN_VALUE
+        if base.kind == DEVICE and attr == "index":
+            return Value(NUMBER, base.device, scalar=True)
         if base.kind == SEQ and attr in ("values", "indices", "eigenvalues", "eigenvectors", "U", "S", "Vh", "L", "Q", "R"):
             return element_of(base)  # x.topk(k).indices, torch.linalg.eigh(a).eigenvalues
         if base.kind == UNKNOWN and base.device == LOCAL:
@@ -1323,15 +1382,43 @@ class _Interpreter:
         if a.kind in ("module", "nn_container"):
             return Value(MODULE, LOCAL)
         if a.kind == "device":
-            return Value(DEVICE, ANY)
+            # self.device = device in __init__: fixed when the module was
+            # built (a replica on another GPU keeps the original's)
+            return Value(DEVICE, self._captured(attr, a.value), anchor=name)
         if a.sequence and a.kind not in ("tensor", "tensor_container", "module_container"):
             return _seq(known=False)  # self.weights = (10.0, 10.0, 5.0, 5.0): torch.tensor of it has dimensions
+        if a.kind == "other" and self._captured(attr, "") == FIXED:
+            # self.gpu = gpu: used as a CUDA index it names a fixed device
+            return Value(UNKNOWN, FIXED, anchor=name)
         if a.kind in ("tensor", "tensor_container") and node is not None:
             if any(x.kind in ("parameter", "buffer", "module", "nn_container") for x in cls.assignments_of(attr)):
                 return UNKNOWN_VALUE
             held = Value(TENSOR, HELD, frozenset({node}), scalar=a.scalar)
             return held if a.kind == "tensor" else _seq(elem=held, known=False)
         return UNKNOWN_VALUE
+
+    def _captured(self, attr: str, value: str) -> str:
+        """Where a device (or CUDA index) held in ``self.<attr>`` points:
+        ``FIXED`` (or ``CURRENT`` for ``torch.device("cuda")``) when it is
+        set only while the module is built, ``ANY`` when the class keeps it
+        in step (``forward`` or a ``to``/``_apply`` override assigns it)."""
+        cls = self.cls
+        if cls is None or attr in cls.forward_writes:
+            return ANY
+        assigned = [x for c in self.facts.lineage(cls.name) if c in self.facts.classes for x in self.facts.classes[c].assignments_of(attr)]
+        if not assigned or any(x.method not in INIT_METHODS for x in assigned):
+            return ANY
+        if any(self.flows.method(cls.name, m) is not None for m in ("_apply", "to", "cuda")):
+            return ANY
+        return CURRENT if current_device_only(value) else FIXED
+
+    def _module_device(self, name: str) -> Value:
+        """A module-level device (``DEVICE = torch.device("cuda")``) read
+        in a module's method: fixed at import, not the replica's."""
+        value = self.facts.module_devices.get(name)
+        if value is None or not self.is_module:
+            return UNKNOWN_VALUE
+        return Value(DEVICE, CURRENT if current_device_only(value) else FIXED, anchor=name)
 
     def _index_value(self, el: cst.SubscriptElement, env: Env) -> Value:
         s = el.slice
@@ -1444,9 +1531,9 @@ class _Interpreter:
         args = [(a, self._expr(a.value, env)) for a in node.args]
         dev = keyword_arg(node, "device")
         if dev is not None:
-            where, born = self._device_of(dev.value, env)
-            if where in (CURRENT, FIXED):  # device="cuda", device="cuda:1"
-                return self._born(node, name, env, device=where)
+            where, born, source = self._device_of(dev.value, env)
+            if where in (CURRENT, FIXED):  # device="cuda", device="cuda:1", device=self.device
+                return self._born(node, name, env, device=where, source=source)
             return _tensor(where, born)  # device=t.device: where t is (with its birth, if t was born there)
         if keyword_arg(node, "out") is not None or any(a.star == "**" for a, _ in args):
             return _tensor(ANY)
@@ -1478,8 +1565,10 @@ class _Interpreter:
         born = self._born(node, name, env)
         return replace(born, matrix=True) if _two_dimensional(name, node) else born
 
-    def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False, device: str = CPU) -> Value:
+    def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False, device: str = CPU, source: str = "") -> Value:
         self.result.origin_names[node] = name
+        if source:
+            self.result.placed_by[node] = source
         if self.cls is not None and (self.cls.placed_attributes or self.cls.pinned_devices()):
             # model parallelism: the stages are on different devices, and
             # which one this tensor meets is not the inputs' device
@@ -1503,26 +1592,32 @@ class _Interpreter:
         self.result.anchors[node] = anchors
         return _tensor(device, [node], scalar=scalar)
 
-    def _device_of(self, node: cst.BaseExpression, env: Env) -> Tuple[str, FrozenSet[cst.CSTNode]]:
-        """Where a ``device=`` argument puts a tensor, and for ``t.device``
-        with ``t`` put on the CPU by a call, that call."""
+    def _device_of(self, node: cst.BaseExpression, env: Env) -> Tuple[str, FrozenSet[cst.CSTNode], str]:
+        """Where a ``device=`` argument puts a tensor; for ``t.device``
+        with ``t`` put on the CPU by a call, that call; and the name holding
+        a device fixed outside the call (``self.device``, a module-level
+        ``DEVICE``), for messages."""
         s = string_value(node)
         if s is not None:
-            return _named_device(s), frozenset()
+            return _named_device(s), frozenset(), ""
         v = self._expr(node, env)
+        if isinstance(node, cst.Integer):
+            return FIXED, frozenset(), ""  # device=0
+        if v.kind == NUMBER and v.device == LOCAL:
+            return LOCAL, frozenset(), ""  # device=x.get_device()
         if v.kind in (DEVICE, TENSOR) and v.device in (LOCAL, CURRENT, FIXED):
-            return v.device, frozenset()
+            return v.device, frozenset(), (v.anchor or "") if v.kind == DEVICE else ""
         if v.kind in (DEVICE, TENSOR) and v.device == CPU and v.born:
-            return CPU, v.born
-        return ANY, frozenset()
+            return CPU, v.born, ""
+        return ANY, frozenset(), ""
 
     def _torch_call(self, node: cst.Call, q: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         name = q.rsplit(".", 1)[-1]
         if q == "torch.device":
-            return self._torch_device(node)
+            return self._torch_device(node, args)
         if name.startswith("sparse_") and name.endswith("_tensor") and keyword_arg(node, "device") is not None:
             # torch.sparse_csr_tensor(crow, col, values, device=d) converts its parts to d
-            where, born = self._device_of(keyword_arg(node, "device").value, env)  # type: ignore[union-attr]
+            where, born, _ = self._device_of(keyword_arg(node, "device").value, env)  # type: ignore[union-attr]
             return _tensor(where, born)
         compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)
         if not compute or name in _NO_MEETING:
@@ -1556,15 +1651,18 @@ class _Interpreter:
             return _seq(elem=out, known=False)
         return out
 
-    def _torch_device(self, node: cst.Call) -> Value:
-        """``torch.device("cuda")``, ``torch.device("cuda", 1)``, ``torch.device("cuda:1")``."""
-        positional = [a.value for a in node.args if a.keyword is None]
-        s = string_value(positional[0]) if positional else None
-        if s is None:
-            return Value(DEVICE, ANY)
-        if s == "cuda" and len(positional) > 1:
-            return Value(DEVICE, FIXED if isinstance(positional[1], cst.Integer) else ANY)
-        return Value(DEVICE, _named_device(s))
+    def _torch_device(self, node: cst.Call, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """``torch.device("cuda")``, ``torch.device("cuda", 1)``,
+        ``torch.device("cuda:1")``, ``torch.device(d)`` of a device value
+        (``torch.device("cuda" if x.is_cuda else "cpu")``)."""
+        positional = [v for a, v in args if a.keyword is None]
+        first = positional[0] if positional else UNKNOWN_VALUE
+        if first.kind != DEVICE:
+            return Value(DEVICE, LOCAL if first.kind == NUMBER and first.device == LOCAL else ANY)
+        if first.device == CURRENT and len(positional) > 1:
+            index = [a.value for a in node.args if a.keyword is None][1]
+            return Value(DEVICE, FIXED if isinstance(index, cst.Integer) else _index_device(positional[1]))
+        return replace(first, anchor=None) if first.device not in (CURRENT, FIXED) else first
 
     def _method_call(self, node: cst.Call, func: cst.Attribute, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         m = func.attr.value
@@ -1580,7 +1678,13 @@ class _Interpreter:
         if recv.kind == MODULE:
             # self.sub(x) is func=self.sub, handled in _name_call's sibling below;
             # self.sub.method(x): a submodule's method, on the module's device
-            return _tensor(recv.device) if m in ("forward", "__call__") else UNKNOWN_VALUE
+            if m in ("forward", "__call__"):
+                return _tensor(recv.device)
+            fn = self._submodule_method(recv_node, m)
+            if fn is not None:
+                # self.cell.init_hidden(b): what that method of the file returns
+                return self._apply_summary(fn, args, module_method=True)
+            return UNKNOWN_VALUE
         if recv.kind == SEQ:
             if m in ("append", "add") and args and isinstance(recv_node, cst.Name):
                 env[recv_node.value] = _seq(elem=join(recv.elem, args[0][1]), known=False)
@@ -1608,6 +1712,8 @@ class _Interpreter:
             return self._move(node, m, recv, args, env)
         if not tensor:
             return UNKNOWN_VALUE
+        if m == "get_device":
+            return Value(NUMBER, recv.device, scalar=True)  # an index naming the tensor's own device
         if m in _VALUE_METHODS:
             return _VALUE_METHODS[m]
         if m == "numpy":
@@ -1636,15 +1742,21 @@ class _Interpreter:
         return out
 
     def _moved(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
-        kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR
+        # what is moved keeps its kind; something of unknown kind that did
+        # not come with the inputs (``Net().to(device)``, a batch) may be a
+        # model or a container, so its move is no tensor's birth
+        kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR if recv.device == LOCAL else UNKNOWN
         if m == "cuda":
-            positional = [a for a, _ in args if a.keyword is None]
-            if not positional or isinstance(positional[0].value, cst.Integer):
-                where = CURRENT if not positional else FIXED
-                if kind == TENSOR:
-                    return self._born(node, "cuda", env, device=where)
-                return Value(kind, where)
-            return Value(kind, ANY)
+            index = [(a, v) for a, v in args if a.keyword is None or a.keyword.value == "device"]
+            if not index:
+                where, source = CURRENT, ""
+            else:
+                where, source = _index_device(index[0][1]), index[0][1].anchor or ""
+                if isinstance(index[0][0].value, cst.Integer):
+                    where = FIXED
+            if where in (CURRENT, FIXED) and kind == TENSOR:
+                return self._born(node, "cuda", env, device=where, source=source)
+            return Value(kind, where)
         if m == "cpu":
             return Value(kind, CPU)
         if m == "type":
@@ -1674,8 +1786,13 @@ class _Interpreter:
                 continue
             s = string_value(a.value)
             where = _named_device(s) if s is not None else (v.device if v.kind == DEVICE else None)
+            if isinstance(a.value, cst.Integer):
+                where = FIXED  # .to(0)
+            elif v.kind == NUMBER and v.device == LOCAL:
+                where = LOCAL  # .to(x.get_device())
             if where in (CURRENT, FIXED) and kind == TENSOR:
-                return self._born(node, "to", env, device=where)  # .to("cuda"), .to(torch.device("cuda:1"))
+                # .to("cuda"), .to(torch.device("cuda:1")), .to(self.device)
+                return self._born(node, "to", env, device=where, source=v.anchor if v.kind == DEVICE and v.anchor else "")
             if s is not None:
                 return Value(kind, where or ANY)
             if v.kind in (TENSOR, DEVICE) and v.device == CPU and v.born and kind == TENSOR:
@@ -1718,6 +1835,18 @@ class _Interpreter:
         if fn is None:
             return UNKNOWN_VALUE
         return self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
+
+    def _submodule_method(self, recv_node: cst.BaseExpression, m: str) -> Optional[cst.FunctionDef]:
+        """``m`` of the class a submodule attribute ``self.<attr>`` holds,
+        when that class is defined in the file."""
+        if self.cls is None or not (
+            isinstance(recv_node, cst.Attribute) and isinstance(recv_node.value, cst.Name) and recv_node.value.value == self.self_name
+        ):
+            return None
+        a = self.facts.class_attribute(self.cls.name, recv_node.attr.value)
+        if a is None or a.kind != "module" or not a.module_class or a.module_class not in self.facts.classes:
+            return None
+        return self.flows.method(a.module_class, m)
 
     def _pinned_state(self, fn: cst.FunctionDef, env: Env) -> Dict[str, Value]:
         """``self.<attr>`` bindings this call made to CPU-born tensors, as
@@ -1834,6 +1963,19 @@ def _named_device(s: str) -> str:
         return CURRENT
     if s.startswith("cuda:"):
         return FIXED
+    return ANY
+
+
+def _is_device_string(s: str) -> bool:
+    return s in ("cpu", "cuda") or s.startswith("cuda:") and s[5:].isdigit()
+
+
+def _index_device(v: Value) -> str:
+    """The device a value used as a CUDA index names: ``x.get_device()``
+    names x's (``LOCAL``), an index fixed when the module was built
+    (``self.gpu``) or a literal names a ``FIXED`` one."""
+    if v.kind in (NUMBER, UNKNOWN, DEVICE) and v.device in (LOCAL, FIXED):
+        return v.device
     return ANY
 
 

@@ -194,6 +194,9 @@ def _run_under_placement(path: str, display: str, name: str, plan: Any, cuda_vis
                 run: Callable[[], Any] = lambda: wrapper(*args, **kwargs)  # noqa: E731
                 expected = [str(environment.target(0))]
             else:
+                if case["model_device"] is not None:
+                    step.phase = "placing the model"
+                    model.to(case["model_device"])
                 step.phase = "placing the inputs"
                 target = _input_device(case, model, environment, torch)
                 if target is not None:
