@@ -19,7 +19,7 @@ from devlint.facts.classes import ClassFacts, Classes, FileFacts, FunctionFacts
 from devlint.facts.scripts import PlaceEvent, ScopeFacts, ScriptFacts, Scripts, WrapEvent
 from devlint.facts.store import FactStore, Provider
 from devlint.facts.training import Training, TrainingFacts
-from devlint.syntax import code_of, dotted_name, keyword_arg, positional_args
+from devlint.syntax import dotted_name, keyword_arg, positional_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from devlint.facts.flow import DeviceFlow
@@ -128,58 +128,6 @@ class Context:
         if m is not None and m.params.params:
             return m.params.params[0].name.value
         return "self"
-
-    # -- device anchors ----------------------------------------------------
-    def device_anchor(self) -> Tuple[Optional[str], str]:
-        """An expression for "the device this replica runs on", and, when
-        there is none, why. Preference: a tensor parameter of the current
-        method; a parameter or buffer the module holds directly. Never
-        ``next(self.parameters())``: empty inside DataParallel replicas."""
-        fn = self.current_method_facts
-        cls = self.current_class
-        if fn is not None:
-            shadowed = self._assigned_names()
-            for p in fn.tensor_params:
-                if p not in shadowed:
-                    return f"{p}.device", ""
-        if cls is not None and cls.is_module and not (fn is not None and fn.is_static):
-            s = self.self_name
-            for name in cls.buffers + cls.parameters:
-                return f"{s}.{name}.device", ""
-            for name, attr in cls.attributes.items():
-                if attr.kind == "parameter":
-                    return f"{s}.{name}.device", ""
-            for name, attr in cls.attributes.items():
-                if attr.kind == "module" and attr.module_class.rsplit(".", 1)[-1] in _weighted() and attr.module_class.startswith("torch.nn."):
-                    return f"{s}.{name}.weight.device", ""
-        return None, "no tensor argument or directly held parameter to take the device from"
-
-    def _assigned_names(self) -> set:
-        """Names re-bound in the current method (a parameter re-bound to a
-        non-tensor cannot anchor a device)."""
-        m = self.current_method
-        if m is None:
-            return set()
-        names = set()
-        for stmt in m.body.body if isinstance(m.body, cst.IndentedBlock) else ():
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign):
-                        for t in small.targets:
-                            if isinstance(t.target, cst.Name) and not _is_tensor_method_of(small.value, t.target.value):
-                                names.add(t.target.value)
-        return names
-
-
-def _is_tensor_method_of(value: cst.BaseExpression, name: str) -> bool:
-    # ``x = x.view(...)``, ``x = self.embed(x)`` keep x a tensor
-    return name in code_of(value)
-
-
-def _weighted() -> frozenset:
-    from devlint.torch_api import WEIGHTED_LAYERS
-
-    return WEIGHTED_LAYERS
 
 
 class Rule(cst.CSTVisitor):
