@@ -83,6 +83,13 @@ def code_of(node: cst.CSTNode) -> str:
     return cst.Module(body=[]).code_for_node(node)
 
 
+def short_code(node: cst.CSTNode, limit: int = 40) -> str:
+    """An expression as a message quotes it: dotted, or on one line and
+    cut at ``limit`` characters."""
+    text = dotted_name(node) or " ".join(code_of(node).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def string_value(node: cst.CSTNode) -> Optional[str]:
     """The value of a plain (non-f) string literal, else None."""
     if isinstance(node, cst.SimpleString):

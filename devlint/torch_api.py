@@ -101,6 +101,19 @@ def layer_parameter(class_name: str) -> Optional[str]:
     return _LAYER_PARAMETERS.get(short)
 
 
+#: torch.nn.functional losses: every argument is a tensor that must share
+#: the first one's device
+FUNCTIONAL_LOSSES = frozenset(
+    {
+        "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+        "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "ctc_loss",
+        "poisson_nll_loss", "gaussian_nll_loss", "cosine_embedding_loss", "margin_ranking_loss",
+        "hinge_embedding_loss", "multi_margin_loss", "multilabel_margin_loss",
+        "multilabel_soft_margin_loss", "soft_margin_loss", "triplet_margin_loss",
+    }
+)
+
+
 #: torch.nn containers of submodules.
 MODULE_CONTAINERS = frozenset({"ModuleList", "ModuleDict", "Sequential", "ParameterList", "ParameterDict"})
 

@@ -46,10 +46,23 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
+from devlint.facts.stages import EACH, SPREAD, Handover, Stages, stage_device, stage_of
 from devlint.facts.store import FactStore, Provider
-from devlint.syntax import LINES, blocks, current_device_only, dotted_name, keyword_arg, statements, string_value
+from devlint.syntax import (
+    LINES,
+    blocks,
+    current_device_only,
+    dotted_name,
+    free_names,
+    short_code,
+    keyword_arg,
+    loop_over_attribute,
+    statements,
+    string_value,
+)
 from devlint.torch_api import (
     DEVICE_FACTORIES,
+    FUNCTIONAL_LOSSES,
     STATELESS_MODULES,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
@@ -346,6 +359,9 @@ class FunctionFlow:
     #: callee -> the arguments each of this function's calls binds to its
     #: parameters (calls to functions and methods of the same file)
     call_sites: Dict[cst.FunctionDef, List[Dict[str, Value]]] = field(default_factory=dict)
+    #: in a module that pins its parts to devices: activations handed from
+    #: one stage to another without a move (``devlint.facts.stages``)
+    handovers: List[Handover] = field(default_factory=list)
     #: the function hands its inputs' tensors to NumPy (``x.numpy()``,
     #: ``np.linalg.lstsq(x, y)``), which works on CPU tensors only: its inputs
     #: are on the CPU, and its own CPU tensors meet nothing on a device
@@ -893,6 +909,17 @@ class _Interpreter:
             self.self_name = params[0].name.value
         # a module's method with its ``self`` (not a static or class method)
         self.is_module = self.cls is not None and self.cls.is_module and bool(self.self_name) and not self.classmethod
+        #: a method of a module that pins its parts to devices: each tensor
+        #: is on a stage (``stage:<key>``); what crosses stages unmoved is a
+        #: handover. ``arrival``: the stage the model's inputs enter on (the
+        #: first pinned part given one)
+        self.stages: Optional[Stages] = None
+        if self.is_module and self.cls is not None and self.cls.pinned_devices():
+            self.stages = Stages(self.facts, self.cls, self.self_name)
+        self.arrival: Optional[str] = None
+        #: loop variable or index -> the container attribute its loop walks
+        self.loop_names: Dict[str, str] = {}
+        self._handed: Set[int] = set()
 
     # -- set-up ---------------------------------------------------------------
     def _params(self) -> Env:
@@ -1033,14 +1060,21 @@ class _Interpreter:
                 self._expr(stmt.test, env)
             start = dict(env)
             cur: Optional[Env] = dict(env)
+            block = self._pinned_loop(stmt) if isinstance(stmt, cst.For) else None
             for _ in range(2):
                 body_env = dict(cur if cur is not None else start)
                 if isinstance(stmt, cst.For):
                     self._bind(stmt.target, element_of(it), body_env)
+                if block is not None:
+                    body_env[block[0]] = block[1]
                 out = self._block(statements(stmt.body), body_env)
-                # continue/break end a path early but the loop goes on
-                cur = _join_envs(start, out if out is not None else body_env)
+                # continue/break end a path early but the loop goes on; a
+                # loop over the module's own pinned blocks runs at least once
+                ended = out if out is not None else body_env
+                cur = ended if block is not None else _join_envs(start, ended)
             after = cur if cur is not None else start
+            if block is not None:
+                self.loop_names = {k: v for k, v in self.loop_names.items() if v != block[2]}
             if stmt.orelse is not None:
                 after = self._block(statements(stmt.orelse.body), dict(after)) or after
             return after
@@ -1080,6 +1114,25 @@ class _Interpreter:
                 out = _join_envs(out, self._branch(statements(case.body), env)) if out is not None else self._branch(statements(case.body), env)
             return _join_envs(out, env)
         return env
+
+    def _pinned_loop(self, stmt: cst.For) -> Optional[Tuple[str, Value, str]]:
+        """``for block in self.blocks`` (or ``enumerate``) over a pinned
+        container of a stage method: the loop variable, the part it holds
+        (on the block's own device when the blocks are spread), and the
+        attribute."""
+        if self.stages is None:
+            return None
+        found = loop_over_attribute(stmt, self.self_name)
+        if found is None or found[1] not in self.stages.pinned:
+            return None
+        var, attr, index = found
+        key = EACH + attr if self.stages.spread(attr) else self.stages.of_attribute(attr)
+        if key is None:
+            return None
+        self.loop_names[var] = attr
+        if index:
+            self.loop_names[index] = attr
+        return var, Value(MODULE, stage_device(key)), attr
 
     def _small(self, small: cst.BaseSmallStatement, env: Env) -> Optional[Env]:
         if isinstance(small, cst.Assign):
@@ -1193,16 +1246,152 @@ class _Interpreter:
             self._meet(origin, at, how, partner, v.device)
 
     def _check(self, values: Sequence[Value], at: cst.CSTNode, how: str, scalars_meet: bool = False) -> None:
-        local = next((v for v in values if v.kind == TENSOR and v.device == LOCAL), None)
+        local = next((v for v in values if v.kind == TENSOR and (v.device == LOCAL or stage_of(v.device))), None)
         if local is None:
             return
         for v in values:
             if v.pinned and not v.mixes_anywhere(scalars_meet):
                 self._meet_all(v, at, how, local.anchor or "")
 
+    # -- stages (a module that pins its parts to devices) --------------------------------
+    def _hand(self, arg: cst.CSTNode, at: cst.CSTNode, source: str, target: str, receiver: str,
+              expression: Optional[str], arrival: bool = False) -> None:
+        if id(arg) in self._handed or self.stages is None:
+            return
+        self._handed.add(id(arg))
+        kind = "into" if target.startswith((EACH, SPREAD)) else "out of" if source.startswith((EACH, SPREAD)) else "between"
+        spread = target if kind == "into" else source if kind == "out of" else ""
+        self.result.handovers.append(Handover(
+            arg, at, kind, self.stages.describe(source), receiver, self.stages.describe(target), expression, arrival,
+            spread.split(":", 1)[1] if spread else "",
+        ))
+
+    def _stage_args(self, args: List[Tuple[cst.Arg, Value]]) -> List[Tuple[cst.CSTNode, Value]]:
+        """Each argument with its value, the elements of a tuple or list
+        display one by one (``self.dec(x, (h, c))``)."""
+        out: List[Tuple[cst.CSTNode, Value]] = []
+        for a, v in args:
+            if isinstance(a.value, (cst.Tuple, cst.List)) and v.kind == SEQ and v.exact and len(v.items) == len(a.value.elements):
+                out.extend((e.value, item) for e, item in zip(a.value.elements, v.items))
+            else:
+                out.append((a.value, v))
+        return out
+
+    def _expect(self, arg: cst.CSTNode, v: Value, target: str, at: cst.CSTNode, receiver: str, expression: Optional[str]) -> None:
+        """``arg`` is handed to a part on stage ``target``."""
+        key = stage_of(v.device)
+        if key is None:
+            if v.device != LOCAL or v.kind not in (TENSOR, UNKNOWN) or target.startswith(EACH):
+                return
+            # an input of the model: it enters on the stage of the first
+            # part given one, and is there when a later part takes it
+            if self.arrival is None:
+                if isinstance(arg, cst.Name):
+                    self.arrival = target
+            elif self.arrival != target:
+                self._hand(arg, at, self.arrival, target, receiver, expression, arrival=True)
+            return
+        if key != target:
+            self._hand(arg, at, key, target, receiver, expression)
+
+    def _stage_mix(self, operands: Sequence[Tuple[cst.CSTNode, Value]], at: cst.CSTNode, loss: bool = False) -> Value:
+        """Tensors combined in one operation share a stage (an input only
+        counts as on the stage the inputs enter on inside a loss, where
+        every argument is a tensor); the result is on it."""
+        first: Optional[Tuple[cst.CSTNode, str, bool]] = None
+        for node, v in operands:
+            if v.kind != TENSOR and not (loss and v.kind == UNKNOWN and v.device == LOCAL):
+                continue
+            key, arrival = stage_of(v.device), False
+            if key is None:
+                if not (loss and v.device == LOCAL and self.arrival is not None):
+                    continue
+                key, arrival = self.arrival, True
+            if first is None:
+                first = (node, key, arrival)
+                continue
+            if key == first[1]:
+                continue
+            (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = first, (node, key, arrival)
+            if a_arrival:  # name the stage that is known, move the input
+                (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = (o_node, o_key, o_arrival), (a_node, a_key, a_arrival)
+            expression = f"{a_node.value}.device" if isinstance(a_node, cst.Name) else (
+                None if a_key.startswith((EACH, SPREAD)) else self.stages.shown.get(a_key) if self.stages else None
+            )
+            self._hand(o_node, at, o_key, a_key, f"`{short_code(a_node)}`", expression, arrival=o_arrival)
+        if first is None:
+            return _tensor(LOCAL)
+        return _tensor(stage_device(first[1]))
+
+    def _into_stage(self, node: cst.Call, attr: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """``self.<attr>(...)`` for a pinned part: its arguments must be on
+        its stage; its output is."""
+        stages = self.stages
+        assert stages is not None and self.cls is not None
+        if stages.spread(attr):
+            return _tensor(stage_device(SPREAD + attr))
+        target = stages.of_attribute(attr)
+        if target is None:
+            return _tensor(ANY)
+        a = self.facts.class_attribute(self.cls.name, attr)
+        receiving = self.facts.classes.get(a.module_class) if a is not None else None
+        if not (receiving is not None and receiving.moves_inputs):  # a part that moves its own inputs takes any
+            expression = stages.expression(attr)
+            for arg, v in self._stage_args(args):
+                self._expect(arg, v, target, node, f"`{self.self_name}.{attr}`", expression)
+        inputs = [t for arg, v in args if not _cpu_by_convention(arg) for t in _tensors_in(v)]
+        self._check([_tensor(stage_device(target)), *inputs], node, "submodule")
+        return _tensor(stage_device(target))
+
+    def _block_call(self, node: cst.Call, name: str, block: Value, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """``block(x)`` for the loop variable of a loop over a pinned
+        container: on its block's own device when the blocks are spread."""
+        stages = self.stages
+        target = stage_of(block.device)
+        attr = self.loop_names.get(name)
+        if stages is None or target is None or attr is None:
+            return _tensor(block.device)
+        a = self.facts.class_attribute(stages.cls.name, attr)
+        receiving = self.facts.classes.get(a.element_class) if a is not None and a.element_class else None
+        index = next((n for n, at in self.loop_names.items() if at == attr and n != name), None)
+        expression = stages.block_expression(attr, name, index) or (None if target.startswith(EACH) else stages.expression(attr))
+        if not (receiving is not None and receiving.moves_inputs):
+            for arg, v in self._stage_args(args):
+                self._expect(arg, v, target, node, f"`{name}`", expression)
+        return _tensor(stage_device(SPREAD + attr if target.startswith(EACH) else target))
+
+    def _move_stage(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]]) -> Optional[str]:
+        """The stage ``.to(...)``/``.cuda(...)``/``.cpu()`` moves to; "" for
+        a cast that keeps the receiver's; None when it names none."""
+        stages = self.stages
+        assert stages is not None
+        if m == "cpu":
+            return "cpu"
+        given = [(a, v) for a, v in args if a.keyword is None or a.keyword.value == "device"]
+        if m == "cuda":
+            return "cuda:0" if not given else stages.name(given[0][0].value)
+        if not given:
+            return ""  # .to(dtype=...)
+        arg, v = given[0]
+        if arg.keyword is None and is_dtype_cast(self.facts, node):
+            return ""  # .to(x.dtype), .to(torch.float16): a cast, not a transfer
+        for name in free_names(arg.value):
+            attr = self.loop_names.get(name)
+            if attr is not None and stages.spread(attr):
+                return EACH + attr  # x.to(devices[i % n]) in a loop over spread blocks
+        if v.kind in (TENSOR, DEVICE, MODULE) and stage_of(v.device):
+            return stage_of(v.device)  # .to(h.device), .to(block.ln1.weight.device)
+        if v.kind in (TENSOR, DEVICE) and v.device == LOCAL:
+            return None  # .to(x.device) of an input: where it arrives
+        if isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device":
+            return None  # moved somewhere devlint cannot name: trust it
+        return stages.name(arg.value)
+
     def _binary(self, a: Value, b: Value, at: cst.CSTNode, an: Optional[cst.CSTNode] = None, bn: Optional[cst.CSTNode] = None) -> Value:
         if a.kind == TENSOR and b.kind == TENSOR:
             self._check((a, b), at, "operator")
+            if self.stages is not None and (stage_of(a.device) or stage_of(b.device)):
+                return self._stage_mix([(an or at, a), (bn or at, b)], at)
             if a.device == b.device:
                 return _tensor(a.device, a.born | b.born, a.scalar and b.scalar, None)
             if LOCAL in (a.device, b.device):
@@ -1358,6 +1547,12 @@ class _Interpreter:
             if attr in ("dtype", "layout"):
                 return OTHER_VALUE
             return LOCAL_UNKNOWN  # outputs.logits
+        if base.kind == MODULE and stage_of(base.device):
+            # block.ln1.weight.device: a part of a part on a stage is on it
+            if attr == "device":
+                return Value(DEVICE, base.device)
+            is_tensor = attr.startswith(("weight", "bias")) or attr.endswith(("weight", "bias"))
+            return Value(TENSOR if is_tensor else MODULE, base.device)
         if base.kind == MODULE and attr in ("weight", "bias"):
             return _tensor(base.device, anchor=f"{key}" if key and base.device == LOCAL else None)
         if base.kind == NUMPY:
@@ -1530,6 +1725,10 @@ class _Interpreter:
     def _factory(self, node: cst.Call, name: str, env: Env) -> Value:
         args = [(a, self._expr(a.value, env)) for a in node.args]
         dev = keyword_arg(node, "device")
+        if dev is not None and self.stages is not None:
+            v = self._expr(dev.value, env)
+            key = stage_of(v.device) if v.kind in (DEVICE, TENSOR) else self.stages.name(dev.value)
+            return _tensor(stage_device(key) if key else ANY)
         if dev is not None:
             where, born, source = self._device_of(dev.value, env)
             if where in (CURRENT, FIXED):  # device="cuda", device="cuda:1", device=self.device
@@ -1636,6 +1835,14 @@ class _Interpreter:
         tensors = [v for v in values if v.kind == TENSOR]
         self._check(tensors, node, dotted_name(node.func) or q, scalars_meet=name in _CONCAT)
         several = _returns_several(name, node)
+        if self.stages is not None and (any(stage_of(v.device) for v in tensors) or name in FUNCTIONAL_LOSSES):
+            pairs = [
+                (n, v) for n, v in self._stage_args(args)
+                if v.kind == TENSOR or (name in FUNCTIONAL_LOSSES and v.kind == UNKNOWN and v.device == LOCAL)
+            ]
+            mixed = self._stage_mix(pairs, node, loss=name in FUNCTIONAL_LOSSES)
+            if stage_of(mixed.device):
+                return _seq(elem=mixed, known=False) if several else mixed
         if not tensors:
             return _tensor(ANY) if not several else UNKNOWN_VALUE
         devices = {v.device for v in tensors}
@@ -1746,6 +1953,11 @@ class _Interpreter:
         # not come with the inputs (``Net().to(device)``, a batch) may be a
         # model or a container, so its move is no tensor's birth
         kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR if recv.device == LOCAL else UNKNOWN
+        if self.stages is not None and m in ("to", "cuda", "cpu"):
+            key = self._move_stage(node, m, recv, args)
+            if key == "":
+                return replace(recv, anchor=None)
+            return Value(kind if kind != UNKNOWN else TENSOR, stage_device(key) if key else ANY)
         if m == "cuda":
             index = [(a, v) for a, v in args if a.keyword is None or a.keyword.value == "device"]
             if not index:
@@ -1810,6 +2022,15 @@ class _Interpreter:
         if m in ("forward", "__call__") and self.is_module:
             return _tensor(LOCAL)
         held = self._self_attribute(m)
+        if held.kind == MODULE and self.stages is not None:
+            if m in self.stages.pinned:
+                return self._into_stage(node, m, args)
+            # a part not pinned follows its inputs (a loss compares them)
+            a = self.facts.class_attribute(cls.name, m)
+            loss = a is not None and a.module_class.startswith("torch.nn.") and a.module_class.endswith("Loss")
+            inputs = [t for arg, v in args if not _cpu_by_convention(arg) for t in _tensors_in(v)]
+            self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
+            return self._stage_mix(self._stage_args(args), node, loss=loss)
         if held.kind == MODULE:
             # self.encoder(x): the submodule's weights meet its input
             a = self.facts.class_attribute(cls.name, m)
@@ -1917,6 +2138,8 @@ class _Interpreter:
             return self._apply_summary(local, args, module_method=False)
         if name in env:
             callee = env[name]
+            if callee.kind == MODULE and self.stages is not None and stage_of(callee.device):
+                return self._block_call(node, name, callee, args)
             if callee.kind == MODULE:
                 return _tensor(callee.device)
             return UNKNOWN_VALUE
@@ -1977,6 +2200,7 @@ def _index_device(v: Value) -> str:
     if v.kind in (NUMBER, UNKNOWN, DEVICE) and v.device in (LOCAL, FIXED):
         return v.device
     return ANY
+
 
 
 def _has_zero_size(call: cst.Call) -> bool:

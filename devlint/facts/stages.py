@@ -1,0 +1,233 @@
+"""Model-parallel stages: which device an expression names in a module that
+pins its parts to devices, and how code inside its methods can name it.
+
+A module class that pins submodules (``self.enc = Enc().to("cuda:0")``,
+blocks placed in a loop over a device list) runs each part on its own
+device: a *stage*. The device flow (:mod:`devlint.facts.flow`) keeps, for
+each tensor of such a module's methods, the stage it is on, as a *key*:
+
+- ``"cuda:1"``, ``"cpu"``: a device the code names (``"cuda"`` and
+  ``.cuda()`` count as ``cuda:0``; ``devices[1]`` of a module-level list is
+  its element);
+- ``"name:dev1"``: a device held in a name the flow cannot read
+  (``self.dev1 = dev1`` in ``__init__`` is ``dev1``'s key);
+- ``"each:<attr>"``: the device of the block a loop over the spread
+  container ``self.<attr>`` holds now (``x.to(block.ln1.weight.device)``);
+- ``"spread:<attr>"``: one of the devices ``self.<attr>``'s blocks are
+  spread over (what a block's output is on after the loop).
+
+This module answers the syntax-level questions about stages (which key an
+expression names, whether a device expression written in ``__init__`` can
+be written in ``forward``, how to name a block's device); the flow decides
+where values are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, Optional, Set
+
+import libcst as cst
+
+from devlint.facts.classes import ClassFacts, FileFacts
+from devlint.syntax import code_of, free_names, is_cuda_string, positional_args, self_attribute, shown_device, string_value
+
+_BUILTINS = frozenset({"len", "int", "min", "max", "abs", "str", "range"})
+
+EACH = "each:"
+SPREAD = "spread:"
+#: the device-flow device of a tensor on a stage: ``"stage:" + key``
+STAGE_PREFIX = "stage:"
+
+
+def stage_device(key: str) -> str:
+    return STAGE_PREFIX + key
+
+
+def stage_of(device: str) -> Optional[str]:
+    """The stage key of a device-flow device, or None."""
+    return device[len(STAGE_PREFIX):] if device.startswith(STAGE_PREFIX) else None
+
+
+@dataclass(frozen=True)
+class Handover:
+    """An activation handed from one stage to another without a move."""
+
+    #: the expression handed over (where a fix adds ``.to(...)``)
+    arg: cst.CSTNode
+    #: the call or operation that receives it
+    at: cst.CSTNode
+    #: "between" two stages, "into" a spread container's blocks (each on its
+    #: own device), "out of" one into a single stage
+    kind: str
+    #: how a message names the value's stage, and what receives it and where
+    source: str
+    receiver: str
+    target: str
+    #: a device expression for the receiving stage, valid where the value is
+    #: handed over (None: no fix)
+    expression: Optional[str]
+    #: the value is an input of the model, on the stage where the inputs
+    #: enter it (inferred from the first stage that takes one)
+    arrival: bool = False
+    #: for "into" and "out of": the container whose blocks are spread
+    container: str = ""
+
+
+class Stages:
+    """The stages of one model-parallel module class, as its method
+    ``self_name`` sees them."""
+
+    def __init__(self, facts: FileFacts, cls: ClassFacts, self_name: str) -> None:
+        self.facts = facts
+        self.cls = cls
+        self.self_name = self_name
+        #: pinned submodule attribute -> its device expression in ``__init__``
+        self.pinned: Dict[str, str] = cls.pinned_devices()
+        init = cls.methods.get("__init__")
+        self._init_locals: Set[str] = set(init.params) if init else set()
+        #: key -> the device expression a message shows for it (None: the key's own text)
+        self.shown: Dict[str, Optional[str]] = {}
+
+    def name(self, node: cst.BaseExpression, written_here: bool = True) -> Optional[str]:
+        """:meth:`key`, remembering how to show it: as written when it is
+        written in the method, or in ``__init__`` and valid in the method."""
+        key = self.key(node)
+        if key is not None and key not in self.shown:
+            self.shown[key] = code_of(node) if written_here or self.usable(node) else None
+        return key
+
+    # -- keys ----------------------------------------------------------------
+    def of_attribute(self, attr: str) -> Optional[str]:
+        """The stage of the pinned submodule ``self.<attr>`` (None for a
+        container whose blocks are spread: see :meth:`spread`)."""
+        code = self.pinned.get(attr)
+        if code is None or self.spread(attr):
+            return None
+        try:
+            node = cst.parse_expression(code)
+        except Exception:
+            return None
+        return self.name(node, written_here=False)
+
+    def spread(self, attr: str) -> bool:
+        return self.cls.elements_spread(attr)
+
+    def key(self, node: cst.BaseExpression, depth: int = 0) -> Optional[str]:
+        """Which device a device expression names, as a stage key; None when
+        it names none (``x.dtype``)."""
+        if depth > 4:
+            return None
+        s = string_value(node)
+        if s is not None:
+            if s == "cuda":
+                return "cuda:0"
+            return s if is_cuda_string(s) or s == "cpu" else None
+        if isinstance(node, cst.Integer):
+            return f"cuda:{node.value}"
+        if isinstance(node, cst.Call) and self.facts.qualify(node.func) == "torch.device":
+            args = positional_args(node)
+            if len(args) == 2 and isinstance(args[1].value, cst.Integer):
+                base = string_value(args[0].value)
+                return f"{base}:{args[1].value.value}" if base else None
+            if len(args) == 1:
+                return self.key(args[0].value, depth + 1)
+            return None
+        if isinstance(node, cst.Name):
+            value = self.facts.module_devices.get(node.value)
+            if value is not None and node.value not in self._init_locals:
+                try:
+                    inner = self.key(cst.parse_expression(value), depth + 1)
+                except Exception:
+                    inner = None
+                return inner or f"name:{node.value}"
+            return f"name:{node.value}"
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) and len(node.slice) == 1:
+            idx = node.slice[0].slice
+            lst = self.facts.module_device_lists.get(node.value.value)
+            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.Integer) and lst is not None:
+                i = int(idx.value.value)
+                if 0 <= i < len(lst):
+                    try:
+                        return self.key(cst.parse_expression(lst[i]), depth + 1) or f"{node.value.value}[{i}]"
+                    except Exception:
+                        return None
+        attr = self_attribute(node, self.self_name)
+        if attr is not None:
+            a = self.facts.class_attribute(self.cls.name, attr)
+            if a is not None and a.method == "__init__" and a.value.isidentifier() and a.kind in ("device", "other"):
+                # self.dev1 = dev1 in __init__, which also pins
+                # self.dec = nn.Linear(...).to(dev1): the same device
+                return self.key(cst.Name(a.value), depth + 1)
+            if a is not None and a.kind == "device":
+                try:
+                    inner = self.key(cst.parse_expression(a.value), depth + 1)
+                except Exception:
+                    inner = None
+                if inner is not None and not inner.startswith("name:"):
+                    return inner
+            return f"self.{attr}"
+        return "expr:" + "".join(code_of(node).split())
+
+    # -- how forward names a stage --------------------------------------------
+    def usable(self, node: cst.BaseExpression, extra: Set[str] = frozenset()) -> bool:
+        """Whether a device expression written in ``__init__`` means the same
+        inside a method: its names are module-level, imported or builtins."""
+        known = set(self.facts.module_assigned) | set(self.facts.imports) | _BUILTINS | set(extra)
+        known.add(self.self_name)
+        return all(n in known for n in free_names(node))
+
+    def expression(self, attr: str) -> Optional[str]:
+        """A device expression for ``self.<attr>``'s stage that a method can
+        write: the one ``__init__`` used, when it means the same there, else
+        a parameter the submodule holds (``self.dec.weight.device``)."""
+        code = self.pinned.get(attr)
+        if code is not None:
+            try:
+                node = cst.parse_expression(code)
+            except Exception:
+                node = None
+            if node is not None and self.usable(node):
+                return code
+        a = self.cls.attributes.get(attr)
+        path = self.facts.tensor_path_of_class(a.module_class) if a is not None else None
+        return f"{self.self_name}.{attr}.{path}.device" if path else None
+
+    def block_expression(self, attr: str, var: str, index: Optional[str]) -> Optional[str]:
+        """How a loop over the spread container ``self.<attr>`` names the
+        current block's device: a parameter of the block
+        (``block.ln1.weight.device``), or the placement ``__init__`` used with
+        its loop index renamed (``devices[i % 2]``)."""
+        a = self.facts.class_attribute(self.cls.name, attr)
+        path = self.facts.tensor_path_of_class(a.element_class) if a is not None and a.element_class else None
+        if path:
+            return f"{var}.{path}.device"
+        init_index = self.cls.element_index.get(attr)
+        placements = self.cls.element_placements.get(attr, [])
+        if index and init_index and len(set(placements)) == 1:
+            try:
+                node = cst.parse_expression(placements[0])
+            except Exception:
+                return None
+            renamed = node.visit(_Rename(init_index, index))
+            if self.usable(renamed, extra={index}):
+                return code_of(renamed)
+        return None
+
+    def describe(self, key: Optional[str]) -> str:
+        """A stage as a message names it."""
+        if key is None:
+            return "an unknown device"
+        if key.startswith(SPREAD) or key.startswith(EACH):
+            return f"the devices `{self.self_name}.{key.split(':', 1)[1]}` is spread over"
+        text = self.shown.get(key) or (key.split(":", 1)[1] if key.startswith(("name:", "expr:")) else key)
+        return f"`{shown_device(text)}`"
+
+
+class _Rename(cst.CSTTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        return updated_node.with_changes(value=self.new) if updated_node.value == self.old else updated_node
