@@ -717,3 +717,18 @@ def test_moving_something_that_may_be_a_model_is_no_birth():
         return x * w
     """
     assert placed(src) == []
+
+
+def test_a_tensor_moved_to_a_gpu_on_one_path_is_on_it_in_a_gpu_run():
+    # t = t.cuda() if the input is on a GPU, else t stays: a GPU run takes the GPU path
+    src = """
+    def f(x: torch.Tensor):
+        mask = torch.rand(3) > 0.5
+        if x.is_cuda:
+            mask = mask.cuda()
+        return x * mask
+    """
+    assert placed(src) == [("f", 4, 5, "operator", "current")]
+    # torch.autograd.Variable wraps its tensor where it is
+    wrapped = src.replace("mask = mask.cuda()", "mask = torch.autograd.Variable(mask).cuda()")
+    assert placed(wrapped) == [("f", 4, 5, "operator", "current")]

@@ -176,6 +176,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         # ``"cuda" if x.is_cuda else "cpu"``: on a GPU run the GPU path is
         # taken, and "cuda" is the current device, not x's
         return a if a.device != CPU else b
+    if a.pinned and b.pinned and CPU in (a.device, b.device) and {a.device, b.device} & {CURRENT, FIXED}:
+        # ``t = t.cuda() if x.is_cuda else t``: the GPU path is what a GPU run takes
+        return replace(a if a.device != CPU else b, anchor=None)
     if a.pinned != b.pinned and a.kind in (TENSOR, UNKNOWN) and b.kind in (TENSOR, UNKNOWN):
         # (an input of unknown kind joined with a tensor is that input's tensor)
         pinned, other = (a, b) if a.pinned else (b, a)
@@ -281,7 +284,10 @@ _NO_MEETING = frozenset(
 #: functions outside torch that return their first argument's tensor, reshaped
 #: or repeated, on its device
 _SAME_DEVICE_FUNCTIONS = frozenset(
-    {"einops.rearrange", "einops.repeat", "einops.reduce", "torch.nn.Parameter", "torch.nn.parameter.Parameter", "torch.nn.Buffer"}
+    {
+        "einops.rearrange", "einops.repeat", "einops.reduce", "torch.nn.Parameter", "torch.nn.parameter.Parameter",
+        "torch.nn.Buffer", "torch.autograd.Variable", "torch.autograd.variable.Variable",
+    }
 )
 #: collectives whose tensor must be on the process group's device (a CUDA
 #: device under NCCL)
