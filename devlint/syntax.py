@@ -217,6 +217,19 @@ def current_device_only(value: str) -> bool:
     return bool(found) and all(v in ("cuda", "cpu") for v in found) and "cuda" in found
 
 
+def cpu_device_only(value: str) -> bool:
+    """Whether a device's source text can only name the CPU (``"cpu"``,
+    ``torch.device("cpu")``)."""
+    try:
+        node = cst.parse_expression(value)
+    except Exception:
+        return False
+    if isinstance(node, cst.Call) and dotted_name(node.func) in ("torch.device", "device") and len(node.args) == 1:
+        node = node.args[0].value
+    s = string_value(node)
+    return s is not None and s.startswith("cpu")
+
+
 def is_cuda_string(value: Optional[str]) -> bool:
     return value is not None and (value == "cuda" or value.startswith("cuda:"))
 

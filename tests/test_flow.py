@@ -732,3 +732,100 @@ def test_a_tensor_moved_to_a_gpu_on_one_path_is_on_it_in_a_gpu_run():
     # torch.autograd.Variable wraps its tensor where it is
     wrapped = src.replace("mask = mask.cuda()", "mask = torch.autograd.Variable(mask).cuda()")
     assert placed(wrapped) == [("f", 4, 5, "operator", "current")]
+
+
+# -- scripts: models a script moved, batches its loaders yield (what DL011 asks) --
+
+
+def script_meetings(src: str) -> List[Tuple[str, str, str, str]]:
+    """(scope, the CPU tensor as the code names it, how, the model it meets)
+    for meetings with a model a script moved."""
+    from devlint.facts.flow import Flow, is_placed
+    from devlint.facts.store import FactStore
+    from devlint.facts.classes import Classes
+    from devlint.facts.training import Training
+
+    module = cst.parse_module("import torch\nimport torch.nn as nn\nfrom torch.utils.data import DataLoader\n" + textwrap.dedent(src))
+    flow = FactStore(module, [Classes, Flow, Training])[Flow]
+    out = []
+    for fn in [flow.module_function(), *flow.all_functions()]:
+        ff = flow.function(fn)
+        for m in ff.meetings:
+            if is_placed(m.against):
+                item = ff.loader_items.get(m.origin)
+                name = item.key if item is not None else cst.Module(body=[]).code_for_node(m.origin)
+                out.append((flow.scope_name(fn), name, m.how, m.against.split(":", 1)[1] or m.partner))
+    return sorted(set(out))
+
+
+def test_batches_a_loader_yields_meet_the_model_the_script_moved():
+    src = """
+    def train(model, dataset, device):
+        model = model.to(device)
+        loader = DataLoader(dataset, batch_size=8)
+        for x, y in loader:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+        for batch in loader:
+            out = model(batch["input_ids"])
+            x0, y0 = batch
+            model(batch)  # a whole batch: a dict or a list, which .to() cannot move
+    """
+    assert script_meetings(src) == [
+        ("train", "batch[\"input_ids\"]", "model input", "model"),
+        ("train", "x", "model input", "model"),
+        ("train", "y", "torch.nn.functional.cross_entropy", "model"),
+    ]
+
+
+def test_what_moves_a_batch_and_what_does_not():
+    src = """
+    def train(model, loader, device):
+        model.to(device)
+        for x, y in loader:
+            x = x.to(device)
+            y.to(device)  # a moved copy, thrown away
+            out = model(x)
+            loss = (out.argmax(1) == y).sum()
+        for batch in loader:
+            batch = {k: v.to(device) for k, v in batch.items()}
+            model(batch["x"])
+    """
+    assert script_meetings(src) == [("train", "y", "operator", "model")]
+    # a model moved to the CPU, or only cast, is where the batches are
+    assert script_meetings(src.replace("model.to(device)", 'model.to("cpu")')) == []
+    assert script_meetings(src.replace("model.to(device)", "model.to(torch.float64)")) == []
+    # a DataParallel wrapper moves its inputs: only the target meets the output
+    wrapped = src.replace("model.to(device)", "model = nn.DataParallel(model).to(device)").replace("x = x.to(device)", "pass")
+    assert script_meetings(wrapped) == [("train", "y", "operator", "model")]
+
+
+def test_models_moved_elsewhere_in_the_script():
+    src = """
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = nn.Linear(4, 2).to(device)
+    teacher = nn.Linear(4, 2)
+    teacher.cuda().eval()
+
+    def evaluate(loader):
+        for x, _ in loader:
+            model(x)  # the module-level model, moved above
+
+    class Trainer:
+        def __init__(self, net, loader):
+            self.net = net.to(device)
+            self.loader = loader
+
+        def epoch(self):
+            for x, y in self.loader:
+                self.net(x)
+
+    for x, y in DataLoader([]):
+        teacher(x)
+        model(torch.randn(2, 4))  # built on the CPU and fed to the model
+    """
+    assert script_meetings(src) == [
+        ("<module>", "torch.randn(2, 4)", "model input", "model"),
+        ("<module>", "x", "model input", "teacher"),
+        ("Trainer.epoch", "x", "model input", "self.net"),
+        ("evaluate", "x", "model input", "model"),
+    ]

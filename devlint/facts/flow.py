@@ -48,9 +48,23 @@ import libcst as cst
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
 from devlint.facts.stages import EACH, SPREAD, Handover, Stages, stage_device, stage_of
 from devlint.facts.store import FactStore, Provider
+from devlint.facts.training import (
+    MODULE_SCOPE,
+    Placement,
+    Training,
+    TrainingFacts,
+    WrapFacts,
+    loader_loop,
+    looks_like_loader,
+    lookup_scoped,
+    next_loader,
+    placed_on_cpu,
+)
 from devlint.syntax import (
     LINES,
     blocks,
+    code_of,
+    cpu_device_only,
     current_device_only,
     dotted_name,
     free_names,
@@ -61,6 +75,7 @@ from devlint.syntax import (
     string_value,
 )
 from devlint.torch_api import (
+    DATA_PARALLEL,
     DEVICE_FACTORIES,
     FUNCTIONAL_LOSSES,
     STATELESS_MODULES,
@@ -79,6 +94,12 @@ NUMPY = "numpy"
 SEQ = "sequence"
 SHAPE = "shape"
 OTHER = "other"
+#: a whole batch a data loader yields (a tuple, a dict, a PyG ``Data``):
+#: its items and fields are tensors where the loader left them
+BATCH = "batch"
+#: a DataParallel (or DDP given ``device_ids``) wrapper: it moves its
+#: inputs to the devices of its replicas
+WRAPPER = "wrapper"
 #: ``None``: no value. A join with it is the other side (``Optional``): a
 #: use where it is None fails anyway, so what matters is the other value
 NONE = "none"
@@ -176,6 +197,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         # ``"cuda" if x.is_cuda else "cpu"``: on a GPU run the GPU path is
         # taken, and "cuda" is the current device, not x's
         return a if a.device != CPU else b
+    if a.kind == b.kind and a.kind in (MODULE, UNKNOWN, WRAPPER) and is_placed(a.device) != is_placed(b.device):
+        # if use_cuda: model.cuda(): a GPU run takes the path that moves it
+        return a if is_placed(a.device) else b
     if a.pinned and b.pinned and CPU in (a.device, b.device) and {a.device, b.device} & {CURRENT, FIXED}:
         # ``t = t.cuda() if x.is_cuda else t``: the GPU path is what a GPU run takes
         return replace(a if a.device != CPU else b, anchor=None)
@@ -224,18 +248,25 @@ def element_of(v: Value) -> Value:
         return replace(v, scalar=not v.matrix, anchor=None, items=(), elem=None, matrix=False)
     if v.kind == SHAPE:
         return NUMBER_VALUE
-    if v.kind == UNKNOWN and v.device == LOCAL:
-        return LOCAL_UNKNOWN
+    if follows(v):
+        return Value(UNKNOWN, v.device)
     if v.kind == MODULE:
         return Value(MODULE, v.device)  # for block in self.blocks
     return UNKNOWN_VALUE
 
 
+def follows(v: Value) -> bool:
+    """Of unknown kind, but on the model's side: what came in with the
+    inputs (a parameter, an attribute or item of one), or a script's model's
+    output (``outputs.logits``); used as a tensor, it is one there."""
+    return v.kind == UNKNOWN and (v.device == LOCAL or is_placed(v.device))
+
+
 def as_tensor(v: Value) -> Value:
     """``v`` where only a tensor can be: an input of unknown kind is a tensor
-    on the inputs' device."""
-    if v.kind == UNKNOWN and v.device == LOCAL:
-        return _tensor(LOCAL)
+    on the inputs' device (a model's output, on the model's)."""
+    if follows(v):
+        return _tensor(v.device)
     return v
 
 
@@ -345,6 +376,28 @@ class Meeting:
     partner: str = ""
     #: where the origin put its tensor: "cpu", "current" or "fixed"
     device: str = CPU
+    #: where the tensor it meets is: ``local`` (the inputs' device), a stage,
+    #: or ``placed:<model>`` (where a script moved its model)
+    against: str = "local"
+    #: the expression that carries the origin's tensor there, when the flow
+    #: knows it (the argument of a model call, an operand)
+    arg: Optional[cst.CSTNode] = None
+
+
+#: a device a script chose and moved its model (and, often, its data) to:
+#: ``.to(device)``, ``.cuda()`` on a model. ``placed:<model>`` is where the
+#: outputs of the model the code calls ``<model>`` are
+PLACED = "placed:"
+
+
+def is_placed(device: str) -> bool:
+    return device.startswith(PLACED)
+
+
+def model_side(device: str) -> bool:
+    """Where the model's own tensors are: the inputs' device in its code, a
+    stage of a split model, or where a script moved it."""
+    return device == LOCAL or device.startswith(("stage:", PLACED))
 
 
 @dataclass
@@ -368,10 +421,35 @@ class FunctionFlow:
     #: in a module that pins its parts to devices: activations handed from
     #: one stage to another without a move (``devlint.facts.stages``)
     handovers: List[Handover] = field(default_factory=list)
+    #: ``torch.tensor(x)`` of data the flow cannot see: maybe 0-dim
+    maybe_scalar: Set[cst.CSTNode] = field(default_factory=set)
+    #: tensors a data loader yields, by the node that names them first (a
+    #: loop target, ``batch["x"]``, ``data.x``, an unpacked name)
+    loader_items: Dict[cst.CSTNode, "LoaderItem"] = field(default_factory=dict)
     #: the function hands its inputs' tensors to NumPy (``x.numpy()``,
     #: ``np.linalg.lstsq(x, y)``), which works on CPU tensors only: its inputs
     #: are on the CPU, and its own CPU tensors meet nothing on a device
     cpu_only: bool = False
+
+
+@dataclass(frozen=True)
+class LoaderItem:
+    """A tensor as a data loader yields it, on the CPU."""
+
+    #: how the code names the loader (``train_loader``)
+    loader: str
+    #: how the code names the tensor (``x``, ``batch["input_ids"]``, ``data.x``)
+    key: str
+    #: "name" (a name the loop binds), "key" / "index" (a constant key or
+    #: index of a whole batch), "attr" (a field of a batch object)
+    kind: str
+    #: the name the loop binds to the batch it comes from
+    base: str
+    #: the loop (``for``/``while``) or comprehension it comes from
+    loop: cst.CSTNode
+    #: where the loop binds it, or the batch it is part of (a loop target,
+    #: an unpacking, ``next(it)``): a move goes after it
+    bound_at: Optional[cst.CSTNode] = None
 
 
 @dataclass(frozen=True)
@@ -423,9 +501,14 @@ Env = Dict[str, Value]
 class DeviceFlow:
     """The device flow of one file, built lazily per function."""
 
-    def __init__(self, facts: FileFacts, module: cst.Module) -> None:
+    def __init__(self, facts: FileFacts, module: cst.Module, store: Optional[FactStore] = None) -> None:
         self.facts = facts
         self.module = module
+        #: script semantics (models a script moved, batches its loaders
+        #: yield) read the ``Training`` facts: only when a rule declared them
+        self._store = store
+        self.scripts = store is not None and Training in store.declared
+        self._module_function: Optional[cst.FunctionDef] = None
         self._flows: Dict[cst.FunctionDef, FunctionFlow] = {}
         self._in_progress: Set[cst.FunctionDef] = set()
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
@@ -475,6 +558,33 @@ class DeviceFlow:
 
     def all_functions(self) -> List[cst.FunctionDef]:
         return list(self.owner)
+
+    @property
+    def training(self) -> "TrainingFacts":
+        assert self._store is not None
+        return self._store[Training]
+
+    def module_function(self) -> cst.FunctionDef:
+        """The module's own statements (outside its functions and classes)
+        as one function, so script code runs through the same flow; its
+        scope is ``<module>``."""
+        if self._module_function is None:
+            body = [s for s in self.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+            self._module_function = cst.FunctionDef(
+                name=cst.Name("__module__"), params=cst.Parameters(), body=cst.IndentedBlock(body=body or [cst.SimpleStatementLine([cst.Pass()])]),
+            )
+        return self._module_function
+
+    def scope_name(self, fn: cst.FunctionDef) -> str:
+        """The ``Training`` scope of ``fn``: ``<module>``, ``main``,
+        ``Trainer.fit``, ``main.evaluate``."""
+        if fn is self._module_function:
+            return MODULE_SCOPE
+        parent = self.nested.get(fn)
+        if parent is not None and parent is not self._module_function:
+            return f"{self.scope_name(parent)}.{fn.name.value}"
+        owner = self.owner.get(fn)
+        return f"{owner}.{fn.name.value}" if owner else fn.name.value
 
     def may_meet(self, node: cst.FunctionDef) -> bool:
         """Whether the function can hold a CPU-born tensor at all: it creates
@@ -685,7 +795,7 @@ class DeviceFlow:
                 continue
             for meeting in self.function(fn).meetings:
                 origin = meeting.origin
-                if meeting.device not in devices or id(origin) in skip:
+                if meeting.device not in devices or id(origin) in skip or is_placed(meeting.against):
                     continue
                 home = self.home_of(origin, fn)
                 if home is None or self.init_time(home):
@@ -842,6 +952,8 @@ class _BodyFacts(cst.CSTVisitor):
         self.numpy_imported = numpy_imported
         self.source = False
         self.called: Set[str] = set()
+        #: plain names called as functions (``model(x)``): no tensors
+        self.called_names: Set[str] = set()
         #: ``a.b.m(...)`` as (a, b, m): ``self.cell.init_hidden(b)``
         self.attribute_calls: Set[Tuple[str, str, str]] = set()
         self.tensors: Set[str] = set()
@@ -865,6 +977,7 @@ class _BodyFacts(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Name):
             self.called.add(func.value)
+            self.called_names.add(func.value)
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             self.called.add(func.attr.value)
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name):
@@ -926,6 +1039,9 @@ class _Interpreter:
         #: loop variable or index -> the container attribute its loop walks
         self.loop_names: Dict[str, str] = {}
         self._handed: Set[int] = set()
+        #: the loops around the statement being run (``next(it)`` batches belong to the innermost)
+        self._loops: List[cst.CSTNode] = []
+        self._scope: Optional[str] = None
 
     # -- set-up ---------------------------------------------------------------
     def _params(self) -> Env:
@@ -939,6 +1055,9 @@ class _Interpreter:
             first_input = None
         for p in params:
             name = p.name.value
+            if name in ev.called_names and name != self.self_name and p.annotation is None:
+                env[name] = Value(MODULE, LOCAL, anchor=name)  # model(x): a model (or a callable) that came in as an argument
+                continue
             if name == self.self_name:
                 env[name] = Value(MODULE, LOCAL) if self.is_module else OTHER_VALUE
                 continue
@@ -1067,10 +1186,13 @@ class _Interpreter:
             start = dict(env)
             cur: Optional[Env] = dict(env)
             block = self._pinned_loop(stmt) if isinstance(stmt, cst.For) else None
+            batches = self._loader_batches(stmt, stmt.target) if isinstance(stmt, cst.For) else {}
+            self._loops.append(stmt)
             for _ in range(2):
                 body_env = dict(cur if cur is not None else start)
                 if isinstance(stmt, cst.For):
                     self._bind(stmt.target, element_of(it), body_env)
+                    body_env.update(batches)
                 if block is not None:
                     body_env[block[0]] = block[1]
                 out = self._block(statements(stmt.body), body_env)
@@ -1079,6 +1201,7 @@ class _Interpreter:
                 ended = out if out is not None else body_env
                 cur = ended if block is not None else _join_envs(start, ended)
             after = cur if cur is not None else start
+            self._loops.pop()
             if block is not None:
                 self.loop_names = {k: v for k, v in self.loop_names.items() if v != block[2]}
             if stmt.orelse is not None:
@@ -1155,7 +1278,13 @@ class _Interpreter:
             res = self._binary(cur, v, small, small.target, small.value)
             self._store(small.target, res, env, augmented=True)
         elif isinstance(small, cst.Expr):
-            self._expr(small.value, env)
+            v = self._expr(small.value, env)
+            root, moves = _moved_root(small.value)
+            if moves and root is not None and root in env and env[root].kind != TENSOR:
+                # model.to(device), teacher.cuda().eval(), batch.to(device): a
+                # module (a PyG Data, a BatchEncoding) moves in place; a
+                # tensor's moved copy is thrown away
+                env[root] = v
         elif isinstance(small, cst.Return):
             value = small.value
             if isinstance(value, cst.IfExp):  # return a if c else b: two returns
@@ -1214,6 +1343,11 @@ class _Interpreter:
             self._index_meetings(base, idx, target)
             if base.kind == SEQ and isinstance(target.value, cst.Name):
                 env[target.value.value] = _seq(elem=join(base.elem, v), known=False)
+            if base.kind == BATCH and isinstance(target.value, cst.Name):
+                if _constant_key(target):
+                    env[code_of(target)] = v  # batch["x"] = ...: that key is what was stored
+                else:
+                    env[target.value.value] = UNKNOWN_VALUE  # batch[k] = ...: moved in place
             return
         self._bind(target, v, env)
 
@@ -1229,6 +1363,11 @@ class _Interpreter:
                     continue
                 if v.kind == SEQ and v.exact and len(v.items) == len(elems) and not starred:
                     part = v.items[i]
+                elif v.kind == BATCH and isinstance(e.value, cst.Name):
+                    # x, y = batch: each a tensor as the loader left it
+                    item = self._item_of(v)
+                    name = e.value.value
+                    part = self._record_item(e.value, item.loader, name, "name", name, item.loop, e.value) if item else UNKNOWN_VALUE
                 else:
                     part = element_of(v)
                 self._bind(e.value, part, env)
@@ -1240,24 +1379,36 @@ class _Interpreter:
             self._bind(target.value, v, env)
 
     # -- meetings -----------------------------------------------------------------
-    def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str, device: str = CPU) -> None:
+    def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str, device: str = CPU,
+              against: str = LOCAL, arg: Optional[cst.CSTNode] = None) -> None:
         key = (id(origin), id(at))
         if key in self._seen:
             return
         self._seen.add(key)
-        self.result.meetings.append(Meeting(origin, at, how, partner, device))
+        self.result.meetings.append(Meeting(origin, at, how, partner, device, against, arg))
 
-    def _meet_all(self, v: Value, at: cst.CSTNode, how: str, partner: str) -> None:
+    def _meet_all(self, v: Value, at: cst.CSTNode, how: str, partner: str, against: str = LOCAL,
+                  arg: Optional[cst.CSTNode] = None) -> None:
         for origin in v.born:
-            self._meet(origin, at, how, partner, v.device)
+            if origin in self.result.maybe_scalar and how != "model input":
+                continue
+            self._meet(origin, at, how, partner, v.device, against, arg)
 
-    def _check(self, values: Sequence[Value], at: cst.CSTNode, how: str, scalars_meet: bool = False) -> None:
-        local = next((v for v in values if v.kind == TENSOR and (v.device == LOCAL or stage_of(v.device))), None)
-        if local is None:
+    def _check(self, values: Sequence[Value], at: cst.CSTNode, how: str, scalars_meet: bool = False,
+               nodes: Optional[Sequence[Optional[cst.CSTNode]]] = None) -> None:
+        """Tensors put somewhere that meet a tensor on the model's side. A
+        script's model (``placed:``) is met by CPU tensors only: a GPU one
+        is where a script's device puts it."""
+        sides = [v for v in values if v.kind == TENSOR and model_side(v.device)]
+        if not sides:
             return
-        for v in values:
+        local = next((v for v in sides if not is_placed(v.device)), sides[0])
+        for i, v in enumerate(values):
             if v.pinned and not v.mixes_anywhere(scalars_meet):
-                self._meet_all(v, at, how, local.anchor or "")
+                if is_placed(local.device) and v.device != CPU:
+                    continue
+                arg = nodes[i] if nodes is not None and i < len(nodes) else None
+                self._meet_all(v, at, how, local.anchor or "", local.device, arg)
 
     # -- stages (a module that pins its parts to devices) --------------------------------
     def _hand(self, arg: cst.CSTNode, at: cst.CSTNode, source: str, target: str, receiver: str,
@@ -1393,16 +1544,185 @@ class _Interpreter:
             return None  # moved somewhere devlint cannot name: trust it
         return stages.name(arg.value)
 
+    # -- scripts: models a script moved, batches its loaders yield ---------------------
+    @property
+    def scope(self) -> str:
+        if self._scope is None:
+            self._scope = self.flows.scope_name(self.node)
+        return self._scope
+
+    def _module_moved(self, node: cst.Call, m: str, recv: Value, kind: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """``model.to(device)``, ``model.cuda()``: a model moved to the CPU
+        stays there; moved anywhere else it is on the script's device
+        (``placed:``). A cast moves nothing."""
+        if m == "cpu":
+            return Value(kind, CPU)
+        if m == "to":
+            given = [(a, v) for a, v in args if a.keyword is None or a.keyword.value == "device"]
+            if not given or (given[0][0].keyword is None and is_dtype_cast(self.facts, node)):
+                return replace(recv, anchor=None)  # model.to(torch.float16)
+            a, v = given[0]
+            s = string_value(a.value)
+            if (s is not None and s.startswith("cpu")) or (v.kind == DEVICE and v.device == CPU):
+                return Value(kind, CPU)
+        return Value(kind, PLACED)
+
+    def _may_be_loader(self, it: cst.BaseExpression) -> bool:
+        """Cheap, before reading the script facts: the file imports a data
+        loader or a progress bar, or the iterable is named like a loader."""
+        if any(t.rsplit(".", 1)[-1] == "DataLoader" or t.startswith(("torch.utils.data", "tqdm")) for ts in self.facts.imports.values() for t in ts):
+            return True
+        while isinstance(it, cst.Call):
+            name = dotted_name(it.func) or ""
+            if name.rsplit(".", 1)[-1] in ("DataLoader", "DataLoader2"):
+                return True
+            parts = [a.value for a in it.args if not a.star]
+            if name == "zip":
+                return any(self._may_be_loader(p) for p in parts)
+            if not parts:
+                return False
+            it = parts[0]
+        if isinstance(it, cst.Subscript):
+            it = it.value
+        name = dotted_name(it)
+        return name is not None and looks_like_loader(name)
+
+    def _record_item(self, node: cst.CSTNode, loader: str, key: str, kind: str, base: str, loop: cst.CSTNode,
+                     bound_at: Optional[cst.CSTNode] = None) -> Value:
+        self.result.loader_items.setdefault(node, LoaderItem(loader, key, kind, base, loop, bound_at or node))
+        return _tensor(CPU, [node])
+
+    def _item_of(self, v: Value) -> Optional[LoaderItem]:
+        """The loader item a value was born as, if any."""
+        for origin in v.born:
+            item = self.result.loader_items.get(origin)
+            if item is not None:
+                return item
+        return None
+
+    def _loader_batches(self, loop: cst.CSTNode, target: cst.BaseExpression) -> Env:
+        """``for x, y in loader`` / ``for batch in loader`` over a loader that
+        leaves its batches on the CPU: the names the loop binds, as CPU
+        tensors (or a whole batch) born at the loop's target."""
+        it = getattr(loop, "iter", None)
+        if not self.flows.scripts or it is None or not self._may_be_loader(it):
+            return {}
+        found = loader_loop(self.flows.training, self.scope, loop, self.self_name or "self")  # type: ignore[arg-type]
+        if found is None:
+            return {}
+        names = {n.value: n for n in _name_nodes(target)}
+        env: Env = {}
+        for name in found.batches if found.whole_batch else [*found.items, *found.batches]:
+            at = names.get(name)
+            if at is None:
+                continue
+            loader = found.loader_of.get(name, found.loader)
+            if name in found.batches:
+                self.result.loader_items.setdefault(at, LoaderItem(loader, name, "batch", name, loop, at))
+                env[name] = Value(BATCH, CPU, frozenset({at}))
+            else:
+                env[name] = self._record_item(at, loader, name, "name", name, loop)
+        return env
+
+    def _next_batch(self, node: cst.Call) -> Optional[Value]:
+        """``next(it)`` over an iterator of a loader that leaves its batches
+        on the CPU: a whole batch."""
+        if not self.flows.scripts or len(node.args) != 1 or node.args[0].star or not self._may_be_loader(node.args[0].value):
+            return None
+        loader = next_loader(self.flows.training, self.scope, node.args[0].value, self.self_name or "self")
+        if loader is None:
+            return None
+        self.result.loader_items.setdefault(node, LoaderItem(loader, "", "batch", "", self._loops[-1] if self._loops else node, node))
+        return Value(BATCH, CPU, frozenset({node}))
+
+    def _batch_part(self, base: Value, node: cst.CSTNode, key: str, kind: str, base_name: str) -> Value:
+        """``batch["x"]``, ``batch[0]``, ``data.x``: a tensor of a whole batch."""
+        item = self._item_of(base)
+        if item is None:
+            return UNKNOWN_VALUE
+        return self._record_item(node, item.loader, key, kind, base_name or item.base, item.loop, item.bound_at)
+
+    def _placed_ref(self, ref: str) -> Optional[Value]:
+        """A model this scope did not bind (a global, an argument, ``self.model``)
+        that the script facts say was moved to a device: on the script's device
+        (a DataParallel wrapper, or a DDP given ``device_ids``, moves its inputs)."""
+        if not self.flows.scripts:
+            return None
+        training = self.flows.training
+        p = lookup_scoped(training, self.scope, ref, "placements")
+        if not isinstance(p, Placement) or placed_on_cpu(training, self.scope, p):
+            return None
+        w = lookup_scoped(training, self.scope, ref, "wrapped")
+        return Value(WRAPPER if isinstance(w, WrapFacts) and w.moves_inputs else MODULE, PLACED)
+
+    def _model_call(self, node: cst.Call, ref: str, model: Value, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """A model the script moved, called: every CPU tensor it is given
+        meets its weights (a wrapper that moves its inputs takes any); its
+        outputs are where it is."""
+        against = PLACED + ref
+        if model.kind != WRAPPER:
+            for a, v in args:
+                if a.star or _cpu_by_convention(a):
+                    continue
+                for t in _tensors_in(v):
+                    if t.pinned and t.device == CPU and (not t.scalar or t.born & self.result.maybe_scalar):
+                        self._meet_all(t, node, "model input", ref, against, a.value)
+        return Value(UNKNOWN, against)
+
+    def _wrapped(self, node: cst.Call, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """``nn.DataParallel(model)``: it moves its inputs (so does a DDP
+        given ``device_ids``); its outputs are on the model's device."""
+        wrapper = self.facts.is_wrapper(node.func)
+        inner = args[0][1] if args and args[0][0].keyword is None else UNKNOWN_VALUE
+        ids = keyword_arg(node, "device_ids") or (node.args[1] if len(node.args) > 1 and node.args[1].keyword is None else None)
+        moves = wrapper == DATA_PARALLEL or (ids is not None and not (isinstance(ids.value, cst.Name) and ids.value.value == "None"))
+        placed = is_placed(inner.device) or wrapper == DATA_PARALLEL
+        return Value(WRAPPER if moves else MODULE, PLACED if placed else inner.device)
+
+    def _mixes_with_output(self, node: cst.Call, args: List[Tuple[cst.Arg, Value]]) -> None:
+        """A call the flow cannot follow given a model's output and a CPU
+        tensor (``criterion(out, y)``): they meet there, unless the call only
+        shows or stores them, or is a CTC loss (CPU targets are fine)."""
+        side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN) and is_placed(v.device)), None)
+        if side is None:
+            return
+        cpu = [(a, t) for a, v in args if not a.star and not _cpu_by_convention(a) for t in _tensors_in(v) if t.pinned and t.device == CPU and not t.scalar]
+        if not cpu or _only_shows(node):
+            return
+        ref = _ref(node.func, self.self_name)
+        if ref is not None and lookup_scoped(self.flows.training, self.scope, ref, "ctc_losses"):
+            return
+        for a, t in cpu:
+            self._meet_all(t, node, f"`{short_code(node.func)}`", side[len(PLACED):], side, a.value)
+
+    def _moves_batches(self, node: cst.Call, args: List[Tuple[cst.Arg, Value]], env: Env) -> None:
+        """``to_device(batch, device)``, ``prepare(batch, device=dev)``: a
+        helper given a batch and a device moves the batch (in place, or
+        into what it returns)."""
+        names = [a.value.value for a, v in args if isinstance(a.value, cst.Name) and self._item_of(v) is not None and a.value.value in env]
+        if not names:
+            return
+        fname = (dotted_name(node.func) or "").lower()
+        words = " ".join(_device_argument(a) for a, _ in args).lower()
+        if any(w in fname for w in _MOVING_WORDS) or any(w in words for w in _MOVING_WORDS) or any(v.kind == DEVICE for _, v in args):
+            for n in names:
+                env[n] = UNKNOWN_VALUE
+
     def _binary(self, a: Value, b: Value, at: cst.CSTNode, an: Optional[cst.CSTNode] = None, bn: Optional[cst.CSTNode] = None) -> Value:
+        # a script's model's output combined with a tensor is a tensor (an
+        # input of unknown kind may be a float: it stays unknown)
+        a = as_tensor(a) if a.kind == UNKNOWN and is_placed(a.device) and b.kind == TENSOR else a
+        b = as_tensor(b) if b.kind == UNKNOWN and is_placed(b.device) and a.kind == TENSOR else b
         if a.kind == TENSOR and b.kind == TENSOR:
-            self._check((a, b), at, "operator")
+            self._check((a, b), at, "operator", nodes=(an, bn))
             if self.stages is not None and (stage_of(a.device) or stage_of(b.device)):
                 return self._stage_mix([(an or at, a), (bn or at, b)], at)
             if a.device == b.device:
                 return _tensor(a.device, a.born | b.born, a.scalar and b.scalar, None)
             if LOCAL in (a.device, b.device):
                 return _tensor(LOCAL)
-            return _tensor(ANY)
+            placed = next((v.device for v in (a, b) if is_placed(v.device)), None)
+            return _tensor(placed or ANY)
         if a.kind == TENSOR:
             return replace(a, scalar=a.scalar and b.kind == NUMBER, anchor=None)
         if b.kind == TENSOR:
@@ -1457,16 +1777,17 @@ class _Interpreter:
             return join(self._expr(node.left, env), self._expr(node.right, env))
         if isinstance(node, cst.Comparison):
             left = self._expr(node.left, env)
+            left_node: cst.CSTNode = node.left
             out = NUMBER_VALUE
             for c in node.comparisons:
                 right = self._expr(c.comparator, env)
                 if isinstance(c.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
-                    left = right
+                    left, left_node = right, c.comparator
                     continue
-                res = self._binary(left, right, node)
+                res = self._binary(left, right, node, left_node, c.comparator)
                 if res.kind == TENSOR:
                     out = replace(res, anchor=None)
-                left = right
+                left, left_node = right, c.comparator
             return out
         if isinstance(node, cst.IfExp):
             self._expr(node.test, env)
@@ -1516,6 +1837,8 @@ class _Interpreter:
         while cur is not None:
             it = self._expr(cur.iter, inner)
             self._bind(cur.target, element_of(it), inner)
+            if cur is for_in and cur.inner_for_in is None:
+                inner.update(self._loader_batches(cur, cur.target))  # [model(x) for x, _ in loader]
             for cond in cur.ifs:
                 self._expr(cond.test, inner)
             cur = cur.inner_for_in
@@ -1541,18 +1864,22 @@ class _Interpreter:
             if attr in ("is_cuda", "requires_grad", "ndim", "is_leaf"):
                 return NUMBER_VALUE
             return UNKNOWN_VALUE
+        if base.kind == BATCH:
+            # data.x of a PyG batch: a field of a whole batch object
+            name = node.value.value if isinstance(node.value, cst.Name) else ""
+            return self._batch_part(base, node, code_of(node), "attr", name) if _is_field(attr) else UNKNOWN_VALUE
         if base.kind == DEVICE and attr == "index":
             return Value(NUMBER, base.device, scalar=True)
         if base.kind == SEQ and attr in ("values", "indices", "eigenvalues", "eigenvectors", "U", "S", "Vh", "L", "Q", "R"):
             return element_of(base)  # x.topk(k).indices, torch.linalg.eigh(a).eigenvalues
-        if base.kind == UNKNOWN and base.device == LOCAL:
+        if follows(base):
             if attr == "device":
-                return Value(DEVICE, LOCAL)
+                return Value(DEVICE, base.device)
             if attr == "shape":
                 return Value(SHAPE)
             if attr in ("dtype", "layout"):
                 return OTHER_VALUE
-            return LOCAL_UNKNOWN  # outputs.logits
+            return Value(UNKNOWN, base.device)  # outputs.logits
         if base.kind == MODULE and stage_of(base.device):
             # block.ln1.weight.device: a part of a part on a stage is on it
             if attr == "device":
@@ -1615,10 +1942,14 @@ class _Interpreter:
 
     def _module_device(self, name: str) -> Value:
         """A module-level device (``DEVICE = torch.device("cuda")``) read
-        in a module's method: fixed at import, not the replica's."""
+        in a module's method: fixed at import, not the replica's. Read by a
+        script's function it is the process's device: the CPU when it can
+        only name the CPU, else one the flow does not know."""
         value = self.facts.module_devices.get(name)
-        if value is None or not self.is_module:
+        if value is None:
             return UNKNOWN_VALUE
+        if not self.is_module:
+            return Value(DEVICE, CPU if cpu_device_only(value) else ANY)
         return Value(DEVICE, CURRENT if current_device_only(value) else FIXED, anchor=name)
 
     def _index_value(self, el: cst.SubscriptElement, env: Env) -> Value:
@@ -1650,8 +1981,15 @@ class _Interpreter:
         # PyTorch takes each index from the CPU or from the indexed tensor's device
 
     def _subscript(self, node: cst.Subscript, env: Env) -> Value:
+        key = code_of(node) if isinstance(node.value, cst.Name) else None
+        if key is not None and key in env:
+            return env[key]  # batch["x"] = batch["x"].to(device): that key was replaced
         base = self._expr(node.value, env)
         idx = [self._index_value(e, env) for e in node.slice]
+        if base.kind == BATCH:
+            kind = _constant_key(node)
+            name = node.value.value if isinstance(node.value, cst.Name) else ""
+            return self._batch_part(base, node, code_of(node), kind, name) if kind else UNKNOWN_VALUE
         if base.kind == TENSOR:
             self._index_meetings(base, idx, node)
             return replace(base, scalar=False, anchor=None, items=(), elem=None)
@@ -1676,8 +2014,8 @@ class _Interpreter:
             return Value(MODULE, base.device)
         if base.kind == NUMPY:
             return Value(NUMPY)
-        if base.kind == UNKNOWN and base.device == LOCAL:
-            return LOCAL_UNKNOWN  # outputs["logits"]
+        if follows(base):
+            return Value(UNKNOWN, base.device)  # outputs["logits"]
         return UNKNOWN_VALUE
 
     # -- calls ------------------------------------------------------------------------
@@ -1714,6 +2052,16 @@ class _Interpreter:
             if any(v.kind == TENSOR and v.device == LOCAL for _, v in args):
                 self.cpu_only = True  # np.linalg.lstsq(x, y): works on CPU tensors only
             return Value(NUMPY)
+        if self.flows.scripts and q == "torch.load" and keyword_arg(node, "map_location") is not None:
+            # model = torch.load(path, map_location=device): loaded onto that device
+            loc = keyword_arg(node, "map_location").value  # type: ignore[union-attr]
+            s, v = string_value(loc), self._expr(loc, env)
+            on_cpu = (s is not None and s.startswith("cpu")) or (v.kind == DEVICE and v.device == CPU)
+            return Value(UNKNOWN, CPU if on_cpu else PLACED)
+        if self.flows.scripts and q in _MODEL_COPIES and args and args[0][0].keyword is None:
+            return replace(args[0][1], anchor=None)  # ema = copy.deepcopy(model): where the model is
+        if self.flows.scripts and self.facts.is_wrapper(func) is not None:
+            return self._wrapped(node, args)
         if q.startswith("torch."):
             return self._torch_call(node, q, args, env)
         if isinstance(func, cst.Attribute):
@@ -1722,10 +2070,15 @@ class _Interpreter:
             out = self._name_call(node, func.value, args, env)
         else:
             out = UNKNOWN_VALUE
-        if out == UNKNOWN_VALUE and any(v.kind in (TENSOR, UNKNOWN) and v.device == LOCAL for _, v in args):
-            # stable_cholesky(b): a function the flow cannot see, given a
-            # tensor on the inputs' device, computes there
-            return LOCAL_UNKNOWN
+        if self.flows.scripts and (out == UNKNOWN_VALUE or follows(out)):
+            self._mixes_with_output(node, args)
+            self._moves_batches(node, args, env)
+        if out == UNKNOWN_VALUE:
+            side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN) and model_side(v.device) and not stage_of(v.device)), None)
+            if side is not None:
+                # stable_cholesky(b): a function the flow cannot see, given a
+                # tensor on the inputs' device (or a model's output), computes there
+                return Value(UNKNOWN, side)
         return out
 
     def _factory(self, node: cst.Call, name: str, env: Env) -> Value:
@@ -1753,7 +2106,11 @@ class _Interpreter:
                 if data.kind == SEQ and data.elem is not None and data.elem.kind == TENSOR and data.elem.device != CPU:
                     return _tensor(ANY)
                 return self._born(node, name, env)
-            return _tensor(CPU)  # torch.tensor(x) of an unknown x: maybe a 0-dim copy
+            # torch.tensor(x) of an unknown x: maybe a 0-dim copy, which
+            # mixes with any device; only a model given it as an input fails
+            born = self._born(node, name, env, scalar=True)
+            self.result.maybe_scalar.add(node)
+            return born
         if name.startswith("sparse_"):
             # torch.sparse_coo_tensor(indices, values): on the device of its data
             data = [v for v in positional if v.kind == TENSOR]
@@ -1828,6 +2185,7 @@ class _Interpreter:
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
         values: List[Value] = []
+        nodes: List[Optional[cst.CSTNode]] = []
         sure = {id(e) for e in _tensor_arguments(node, name)}
         for a, v in args:
             if id(a.value) in sure:
@@ -1835,11 +2193,15 @@ class _Interpreter:
             elif v.kind == SEQ and name in _CONCAT and v.elem is not None:
                 v = replace(v, items=tuple(as_tensor(i) for i in v.items), elem=as_tensor(v.elem))
             if v.kind == SEQ:
-                values.extend(v.items if v.exact else (*v.items, *([v.elem] if v.elem is not None else [])))
+                parts = v.items if v.exact else (*v.items, *([v.elem] if v.elem is not None else []))
+                values.extend(parts)
+                nodes.extend([None] * len(parts))
             else:
                 values.append(v)
-        tensors = [v for v in values if v.kind == TENSOR]
-        self._check(tensors, node, dotted_name(node.func) or q, scalars_meet=name in _CONCAT)
+                nodes.append(a.value)
+        tensors = [(v, n) for v, n in zip(values, nodes) if v.kind == TENSOR]
+        self._check([v for v, _ in tensors], node, dotted_name(node.func) or q, scalars_meet=name in _CONCAT, nodes=[n for _, n in tensors])
+        tensors = [v for v, _ in tensors]
         several = _returns_several(name, node)
         if self.stages is not None and (any(stage_of(v.device) for v in tensors) or name in FUNCTIONAL_LOSSES):
             pairs = [
@@ -1888,6 +2250,8 @@ class _Interpreter:
             if fn is not None and _decorators(fn) & {"staticmethod", "classmethod"}:
                 return self._apply_summary(fn, args, module_method=False)
         recv = self._expr(recv_node, env)
+        if recv.kind in (MODULE, WRAPPER) and m in ("to", "cuda", "cpu") and self.flows.scripts:
+            return self._move(node, m, recv, args, env)  # model.to(device)
         if recv.kind == MODULE:
             # self.sub(x) is func=self.sub, handled in _name_call's sibling below;
             # self.sub.method(x): a submodule's method, on the module's device
@@ -1915,11 +2279,11 @@ class _Interpreter:
             return Value(NUMPY) if m not in ("item", "tolist", "sum") or args else NUMBER_VALUE
         if recv.kind not in (TENSOR, UNKNOWN):
             return UNKNOWN_VALUE
-        if recv.kind == UNKNOWN and recv.device == LOCAL:
+        if follows(recv):
             if m in TENSOR_ONLY_ATTRS or m in _BINARY_METHODS and m not in ("add", "index", "count", "pop"):
-                recv = _tensor(LOCAL)  # x.softmax(-1): x is a tensor
+                recv = _tensor(recv.device)  # x.softmax(-1): x is a tensor
             elif m not in ("to", "cuda", "cpu", "type_as", "type"):
-                return LOCAL_UNKNOWN if m not in _VALUE_METHODS else _VALUE_METHODS[m]
+                return Value(UNKNOWN, recv.device) if m not in _VALUE_METHODS else _VALUE_METHODS[m]
         tensor = recv.kind == TENSOR
         if m in ("to", "cuda", "cpu", "type_as", "type"):
             return self._move(node, m, recv, args, env)
@@ -1939,9 +2303,9 @@ class _Interpreter:
             return _tensor(recv.device, recv.born if recv.device in PINNED else ())
         if m in ("copy_", "set_"):
             return replace(recv, anchor=None)
-        others = [v for _, v in args if v.kind == TENSOR]
+        others = [(a.value, v) for a, v in args if v.kind == TENSOR]
         if m in _BINARY_METHODS and others:
-            self._check([recv, *others], node, f"method {m}")
+            self._check([recv, *(v for _, v in others)], node, f"method {m}", nodes=[func.value, *(n for n, _ in others)])
         if m in ("split", "chunk", "unbind", "tensor_split", "sort", "topk", "max", "min", "median", "mode", "unique", "kthvalue") and (args or m not in _REDUCTIONS):
             return _seq(elem=_tensor(recv.device, recv.born if recv.device in PINNED else ()), known=False)
         if m in _REDUCTIONS and not node.args:
@@ -1958,7 +2322,9 @@ class _Interpreter:
         # what is moved keeps its kind; something of unknown kind that did
         # not come with the inputs (``Net().to(device)``, a batch) may be a
         # model or a container, so its move is no tensor's birth
-        kind = recv.kind if recv.kind in (TENSOR, MODULE) else TENSOR if recv.device == LOCAL else UNKNOWN
+        kind = recv.kind if recv.kind in (TENSOR, MODULE, WRAPPER) else TENSOR if recv.device == LOCAL else UNKNOWN
+        if kind in (MODULE, UNKNOWN, WRAPPER) and m in ("to", "cuda", "cpu") and self.stages is None:
+            return self._module_moved(node, m, recv, kind, args)
         if self.stages is not None and m in ("to", "cuda", "cpu"):
             key = self._move_stage(node, m, recv, args)
             if key == "":
@@ -2025,6 +2391,13 @@ class _Interpreter:
         cls = self.cls
         if cls is None:
             return UNKNOWN_VALUE
+        own = env.get(f"{self.self_name}.{m}")
+        if own is not None and own.kind in (MODULE, UNKNOWN, WRAPPER) and is_placed(own.device):
+            return self._model_call(node, f"self.{m}", own, args)
+        if not self.is_module and own is None:
+            placed = self._placed_ref(f"self.{m}")  # self.model moved in __init__
+            if placed is not None:
+                return self._model_call(node, f"self.{m}", placed, args)
         if m in ("forward", "__call__") and self.is_module:
             return _tensor(LOCAL)
         held = self._self_attribute(m)
@@ -2110,7 +2483,7 @@ class _Interpreter:
         born = frozenset().union(*(v.born for v in passed.values()))
         for m in flow.meetings:
             if m.origin in born:
-                self._meet(m.origin, m.at, m.how, m.partner, m.device)
+                self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg)
         return flow
 
     def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool,
@@ -2142,12 +2515,24 @@ class _Interpreter:
         local = self.local_functions.get(name)
         if local is not None and name not in env:
             return self._apply_summary(local, args, module_method=False)
+        if name == "next" and name not in env:
+            batch = self._next_batch(node)
+            if batch is not None:
+                return batch
         if name in env:
             callee = env[name]
             if callee.kind == MODULE and self.stages is not None and stage_of(callee.device):
                 return self._block_call(node, name, callee, args)
+            if callee.kind in (MODULE, UNKNOWN, WRAPPER) and is_placed(callee.device):
+                return self._model_call(node, name, callee, args)
+            if callee.kind == MODULE and callee.device == LOCAL and callee.anchor == name:
+                placed = self._placed_ref(name)  # a model argument the callers moved
+                if placed is not None:
+                    return self._model_call(node, name, placed, args)
             if callee.kind == MODULE:
-                return _tensor(callee.device)
+                # a block of the module's own: its output is a tensor where
+                # the block is; a callable argument's, whatever it returns
+                return _tensor(callee.device) if not callee.anchor else UNKNOWN_VALUE
             return UNKNOWN_VALUE
         if name in _NUMBER_BUILTINS:
             return NUMBER_VALUE
@@ -2178,6 +2563,10 @@ class _Interpreter:
         fn = self.flows.functions.get(name)
         if fn is not None and fn is not self.node:
             return self._apply_summary(fn, args, module_method=False)
+        if name not in self.flows.functions and name not in self.facts.classes and name not in self.facts.imports:
+            placed = self._placed_ref(name)  # a model the module (or an enclosing function) moved
+            if placed is not None:
+                return self._model_call(node, name, placed, args)
         return UNKNOWN_VALUE
 
 
@@ -2207,6 +2596,96 @@ def _index_device(v: Value) -> str:
         return v.device
     return ANY
 
+
+
+def _moved_root(expr: cst.BaseExpression) -> Tuple[Optional[str], bool]:
+    """For a chain of method calls on a name (``teacher.to(device).eval()``):
+    the name, and whether a call of the chain moves it."""
+    moves = False
+    node = expr
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        moves = moves or node.func.attr.value in ("to", "cuda", "cpu")
+        node = node.func.value
+    return (node.value if isinstance(node, cst.Name) else None), moves
+
+
+def _name_nodes(target: cst.CSTNode) -> List[cst.Name]:
+    """The names a target binds, in order."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _name_nodes(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _name_nodes(target.value)
+    return []
+
+
+def _ref(node: cst.CSTNode, self_name: str) -> Optional[str]:
+    """``model`` for a name, ``self.model`` for an attribute of self (spelt
+    ``self.`` whatever the method calls it), as the script facts name them."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and self_name and node.value.value == self_name:
+        return f"self.{node.attr.value}"
+    return None
+
+
+#: calls whose result is the model they are given, where it is (a copy, a
+#: compiled module sharing its parameters)
+_MODEL_COPIES = frozenset({"copy.deepcopy", "torch.compile"})
+
+#: calls that show or collect values without combining them
+_SHOWING_CALLS = frozenset({"print", "len", "str", "repr", "format", "isinstance", "id", "type", "zip", "list", "tuple"})
+_SHOWING_METHODS = frozenset(
+    {"append", "extend", "insert", "info", "debug", "warning", "warn", "error", "write", "set_postfix", "set_description", "format"}
+)
+
+
+def _only_shows(call: cst.Call) -> bool:
+    """``print(y, out.shape)``, ``log.info("%s", out, y)``, ``rows.append(...)``."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value in _SHOWING_CALLS
+    return isinstance(func, cst.Attribute) and func.attr.value in _SHOWING_METHODS
+
+
+#: words in a helper's name or arguments that say it moves a batch
+_MOVING_WORDS = ("device", "cuda", "gpu", "move", "to_", "transfer")
+
+
+def _device_argument(arg: cst.Arg) -> str:
+    """The text of an argument that may hand a device to a helper: its
+    keyword, a name or attribute (``device``, ``args.gpu``), a string, or a
+    ``torch.device(...)`` call; "" for other expressions."""
+    value = arg.value
+    words = [arg.keyword.value] if arg.keyword is not None else []
+    dotted = dotted_name(value)
+    if dotted is not None or isinstance(value, cst.SimpleString):
+        words.append(code_of(value))
+    elif isinstance(value, cst.Call) and (dotted_name(value.func) or "").endswith("device"):
+        words.append(code_of(value))
+    return " ".join(words)
+
+
+def _is_field(attr: str) -> bool:
+    """A tensor field of a batch object, not a count (``num_graphs``, ``batch_size``)."""
+    return attr not in ("shape", "device", "dtype", "ndim", "to", "keys", "items", "values", "get") and not attr.startswith(
+        ("num_", "n_")
+    ) and not attr.endswith(("_size", "_count"))
+
+
+def _constant_key(node: cst.Subscript) -> str:
+    """``"key"`` for ``batch["x"]``, ``"index"`` for ``batch[0]``, else ""."""
+    if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        return ""
+    value = node.slice[0].slice.value
+    if isinstance(value, cst.SimpleString):
+        return "key"
+    if isinstance(value, cst.Integer) or (
+        isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus) and isinstance(value.expression, cst.Integer)
+    ):
+        return "index"
+    return ""
 
 
 def _has_zero_size(call: cst.Call) -> bool:
@@ -2292,4 +2771,4 @@ class Flow(Provider):
 
     @classmethod
     def build(cls, store: FactStore) -> DeviceFlow:
-        return DeviceFlow(store[Classes], store.module)
+        return DeviceFlow(store[Classes], store.module, store)
