@@ -829,3 +829,23 @@ def test_models_moved_elsewhere_in_the_script():
         ("Trainer.epoch", "x", "model input", "self.net"),
         ("evaluate", "x", "model input", "model"),
     ]
+
+
+def test_a_row_of_a_vector_is_0_dim_and_a_plain_attribute_index_is_on_the_cpu():
+    src = """
+    class Loss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.schedule = torch.linspace(0.04, 0.07, 30)
+            self.perm = torch.arange(8)
+            self.fc = nn.Linear(8, 8)
+
+        def forward(self, x, epoch: int):
+            t = self.schedule[epoch]
+            y = self.fc(x)[:, self.perm + 1]
+            return y / t
+    """
+    # a 0-dim CPU divisor and a CPU index into a device tensor are both fine
+    assert [m for m in meetings(src) if m[0] == "forward"] == []
+    # the whole schedule (1-D) against the activations is not
+    assert [m[3] for m in meetings(src.replace("y / t", "y / self.schedule"))] == ["operator"]

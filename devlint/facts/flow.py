@@ -1970,7 +1970,7 @@ class _Interpreter:
         tensors = [i for i in idx if i.kind == TENSOR]
         if base.device == LOCAL:
             for i in tensors:  # a device tensor indexed by a tensor on another GPU
-                if i.pinned and i.device != CPU:
+                if i.pinned and i.device not in (CPU, HELD):  # a plain attribute stays where it was built: the CPU
                     self._meet_all(i, at, "index", base.anchor or "")
         local = next((i for i in tensors if i.device == LOCAL), None)
         if local is None:
@@ -1992,7 +1992,9 @@ class _Interpreter:
             return self._batch_part(base, node, code_of(node), kind, name) if kind else UNKNOWN_VALUE
         if base.kind == TENSOR:
             self._index_meetings(base, idx, node)
-            return replace(base, scalar=False, anchor=None, items=(), elem=None)
+            # schedule[epoch]: one row, as iterating gives it (of a 1-D tensor, a 0-dim one)
+            row = len(idx) == 1 and idx[0].kind == NUMBER and isinstance(node.slice[0].slice, cst.Index)
+            return replace(base, scalar=row and not base.matrix, anchor=None, items=(), elem=None, matrix=False)
         if base.kind == SHAPE:
             return NUMBER_VALUE if not isinstance(node.slice[0].slice, cst.Slice) else Value(SHAPE)
         if base.kind == SEQ:
