@@ -276,7 +276,7 @@ def ref_of(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
     return f"self.{attr}" if attr is not None else None
 
 
-def _is_device_name(last: str) -> bool:
+def is_device_name(last: str) -> bool:
     """``device``, ``dev``, ``<word>_device`` (``train_device``), not
     ``num_device``/``place_model_on_device`` (a count, a flag)."""
     return last in ("device", "dev") or (

@@ -849,3 +849,45 @@ def test_a_row_of_a_vector_is_0_dim_and_a_plain_attribute_index_is_on_the_cpu():
     assert [m for m in meetings(src) if m[0] == "forward"] == []
     # the whole schedule (1-D) against the activations is not
     assert [m[3] for m in meetings(src.replace("y / t", "y / self.schedule"))] == ["operator"]
+
+
+def test_a_device_argument_is_where_the_caller_wants_tensors():
+    src = """
+    def kernel(n: int, device):
+        return torch.ones(n, n, device=device)
+
+    def smooth(x: torch.Tensor, uniform: bool):
+        device = x.device
+        if uniform:
+            k = torch.ones(3, 3) / 9
+        else:
+            k = kernel(3, device)
+        return torch.nn.functional.conv2d(x, k)
+    """
+    # the CPU kernel of one path meets x; a helper given x's device builds there
+    assert meetings(src) == [("smooth", 8, 11, "torch.nn.functional.conv2d")]
+
+
+def test_a_callee_sees_the_tensors_its_caller_passes_on_the_inputs_device():
+    src = """
+    def pdf(x, concentration):
+        return torch.xlogy(concentration - 1.0, x)
+
+    def features(positions: torch.Tensor, n: int):
+        mean = torch.linspace(1.0, 2.0, n)
+        return pdf(positions.float(), mean)
+    """
+    # x is only an operand in pdf's own text; the caller knows it is a tensor
+    assert [m[1:] for m in meetings(src)] == [(6, 3, "torch.xlogy")]
+
+
+def test_a_collective_sends_a_maybe_0_dim_cpu_tensor():
+    src = """
+    import random
+    import torch.distributed as dist
+
+    def seed():
+        t = torch.tensor(random.randrange(10_000))
+        return dist.all_reduce(t)
+    """
+    assert [m[3] for m in meetings(src)] == ["collective"]

@@ -25,7 +25,7 @@ import libcst as cst
 from devlint.facts.store import FactStore, Provider
 from devlint.syntax import (
     LINES,
-    _is_device_name,
+    is_device_name,
     _strip_placement,
     _uses_name,
     blocks,
@@ -1179,7 +1179,7 @@ def _is_argument_device(value: cst.BaseExpression, params: Sequence[str]) -> boo
     attribute of a parameter."""
     if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value in params):
         return False
-    return _is_device_name(value.attr.value.lower())
+    return is_device_name(value.attr.value.lower())
 
 
 def _self_call_closure(cls: ClassFacts, start: List[str], exclude: Set[str]) -> List[str]:

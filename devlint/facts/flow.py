@@ -68,9 +68,10 @@ from devlint.syntax import (
     current_device_only,
     dotted_name,
     free_names,
-    short_code,
+    is_device_name,
     keyword_arg,
     loop_over_attribute,
+    short_code,
     statements,
     string_value,
 )
@@ -1068,6 +1069,10 @@ class _Interpreter:
                 continue
             ann = _annotation(p)
             base = ann.replace("torch.", "").replace("typing.", "").replace(" ", "")
+            if is_device_name(name) and p.default is None and base in ("", "device", "Device", "Optional[device]", "device|None", "str"):
+                # f(x, device): where the caller wants the tensors, the inputs' device
+                env[name] = Value(DEVICE, LOCAL)
+                continue
             if base in ("Tensor", "Optional[Tensor]", "FloatTensor", "LongTensor", "BoolTensor", "Tensor|None") or name in ev.tensors and not ann:
                 env[name] = _tensor(LOCAL, anchor=name)
             elif base.startswith(("List[Tensor", "Tuple[Tensor", "Sequence[Tensor", "list[Tensor", "tuple[Tensor", "Iterable[Tensor")):
@@ -1390,7 +1395,7 @@ class _Interpreter:
     def _meet_all(self, v: Value, at: cst.CSTNode, how: str, partner: str, against: str = LOCAL,
                   arg: Optional[cst.CSTNode] = None) -> None:
         for origin in v.born:
-            if origin in self.result.maybe_scalar and how != "model input":
+            if origin in self.result.maybe_scalar and how not in ("model input", "collective"):
                 continue
             self._meet(origin, at, how, partner, v.device, against, arg)
 
@@ -2076,10 +2081,11 @@ class _Interpreter:
             self._mixes_with_output(node, args)
             self._moves_batches(node, args, env)
         if out == UNKNOWN_VALUE:
-            side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN) and model_side(v.device) and not stage_of(v.device)), None)
+            side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN, DEVICE) and model_side(v.device) and not stage_of(v.device)), None)
             if side is not None:
-                # stable_cholesky(b): a function the flow cannot see, given a
-                # tensor on the inputs' device (or a model's output), computes there
+                # stable_cholesky(b), gaussian_kernel(n, device): a function
+                # the flow cannot see, given a tensor (or a device) on the
+                # inputs' device (or a model's output), computes there
                 return Value(UNKNOWN, side)
         return out
 
@@ -2481,6 +2487,12 @@ class _Interpreter:
         # annotations say (one the caller cannot place keeps the callee's
         # own reading: an annotated tensor parameter follows the inputs)
         passed.update((k, v) for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == CPU)
+        # and the tensors it passes on the inputs' device are tensors there,
+        # even where the callee's own text does not show it (rate * x)
+        passed.update(
+            (k, replace(v, anchor=k, moved=frozenset(), items=(), elem=None))
+            for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
+        )
         flow = self.flows.specialised(fn, passed, self.depth + 1)
         born = frozenset().union(*(v.born for v in passed.values()))
         for m in flow.meetings:
@@ -2508,7 +2520,7 @@ class _Interpreter:
             elem = self._translate(ret.elem, args, module_method) if ret.elem is not None else None
             return Value(SEQ, items=items, elem=elem)
         if ret.kind in (TENSOR, MODULE) and ret.device == LOCAL:
-            if module_method or any(v.kind == TENSOR and v.device == LOCAL for _, v in args):
+            if module_method or any(v.kind in (TENSOR, DEVICE) and v.device == LOCAL for _, v in args):
                 return Value(ret.kind, LOCAL)
             return Value(ret.kind, ANY)
         return replace(ret, anchor=None)

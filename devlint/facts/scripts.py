@@ -19,7 +19,7 @@ from devlint.facts.training import _RANK_NAMES
 from devlint.syntax import (
     _arg_names,
     _env_read,
-    _is_device_name,
+    is_device_name,
     _is_main_guard,
     _is_off,
     _target_names,
@@ -820,7 +820,7 @@ def _device_map(call: cst.Call) -> str:
             return ""
         return code_of(value)
     last = (dotted_name(value) or "").rsplit(".", 1)[-1].lower()
-    if last and (_is_device_name(last) or last in _RANK_NAMES or last in ("process_index", "local_process_index")):
+    if last and (is_device_name(last) or last in _RANK_NAMES or last in ("process_index", "local_process_index")):
         return ""
     return code_of(value)
 

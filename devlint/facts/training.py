@@ -19,7 +19,7 @@ import libcst as cst
 from devlint.facts.classes import Classes, FileFacts, _is_dtype_expr
 from devlint.facts.store import FactStore, Provider
 from devlint.syntax import (
-    _is_device_name,
+    is_device_name,
     _mentions_name,
     code_of,
     dotted_name,
@@ -616,9 +616,9 @@ class _TrainingCollector(cst.CSTVisitor):
         last = name.rsplit(".", 1)[-1].lower()
         if value is not None and _is_cpu_device(self.facts, value):
             sf.cpu_devices[name] = sf.cpu_devices.get(name, True)
-        elif name in sf.cpu_devices or _is_device_name(last):
+        elif name in sf.cpu_devices or is_device_name(last):
             sf.cpu_devices[name] = False
-        if _is_device_name(last):
+        if is_device_name(last):
             if value is not None and _is_index_value(self.facts, value):
                 if name not in sf.rank_names:
                     sf.rank_names.append(name)
@@ -996,7 +996,7 @@ def _is_device_value(value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call):
         # torch.device(...), get_device(); current_device() is an index
         return "device" in last and last not in ("current_device", "device_count")
-    return _is_device_name(last)
+    return is_device_name(last)
 
 
 def is_cpu_collator(facts: FileFacts, node: cst.BaseExpression) -> bool:
