@@ -61,9 +61,13 @@ def test_reading_an_undeclared_provider_fails():
 
 
 def test_a_declaration_brings_what_it_requires():
-    assert closure([Flow]) == {Flow, Classes}
+    assert closure([Flow]) == {Flow, Classes, Training}
     store = FactStore(_module(), [Training])
     assert isinstance(store[Classes], FileFacts)
+    # the flow reads the script facts only when script code needs them
+    flow_store = FactStore(_module(), [Flow])
+    flow_store[Flow]
+    assert not flow_store.built(Training)
 
 
 def test_a_provider_reading_what_it_did_not_require_fails():

@@ -506,9 +506,10 @@ class DeviceFlow:
         self.facts = facts
         self.module = module
         #: script semantics (models a script moved, batches its loaders
-        #: yield) read the ``Training`` facts: only when a rule declared them
+        #: yield) read the ``Training`` facts, built when first needed (a
+        #: flow made without a store, in tests, has none)
         self._store = store
-        self.scripts = store is not None and Training in store.declared
+        self.scripts = store is not None
         self._module_function: Optional[cst.FunctionDef] = None
         self._flows: Dict[cst.FunctionDef, FunctionFlow] = {}
         self._in_progress: Set[cst.FunctionDef] = set()
@@ -2781,7 +2782,7 @@ def _join_envs(a: Optional[Env], b: Optional[Env]) -> Optional[Env]:
 class Flow(Provider):
     """:class:`DeviceFlow`, whose functions are analysed on first question."""
 
-    requires = (Classes,)
+    requires = (Classes, Training)
 
     @classmethod
     def build(cls, store: FactStore) -> DeviceFlow:
