@@ -142,6 +142,8 @@ class ScanSummary:
         self.called_names: Set[str] = set()
         #: some ``t.type(x.type())`` (a move to the current GPU when x is on one)
         self.retypes = False
+        #: names assigned in some class body (``_no_split_modules = [...]``)
+        self.class_body_names: Set[str] = set()
         #: (class or None, name) of each outermost ``def`` -> whether it is a
         #: static or class method, and whether some parameter (``self`` apart)
         #: may hold a tensor (see :meth:`may_hold_local_tensors_in`)
@@ -746,6 +748,11 @@ class _Scanner:
                 cls, method, called, used = node.name, None, None, None
                 s.bases.setdefault(cls, []).extend(filter(None, (_dotted(b) for b in node.bases)))
                 methods.setdefault(cls, {})
+                for stmt in node.body:
+                    if type(stmt) is ast.Assign:
+                        s.class_body_names.update(x.id for x in stmt.targets if type(x) is ast.Name)
+                    elif type(stmt) is ast.AnnAssign and type(stmt.target) is ast.Name:
+                        s.class_body_names.add(stmt.target.id)
             elif t is Import:
                 self._import(node)
                 continue

@@ -11,6 +11,19 @@ keeps the stage of every tensor of the module's methods (`forward` and what
 it runs), through locals, loops, helpers and moves
 (`devlint/facts/stages.py`); the rule reports what it finds handed over.
 
+A model written to be split by a `device_map` (`from_pretrained(...,
+device_map="auto")`, accelerate's `dispatch_model`) names no device in its
+code, but lists in `_no_split_modules` the blocks a map must keep whole. The
+map fills the GPUs in the order the model registers its parts, and
+accelerate moves each part's inputs to it; so what comes out of the blocks
+(`self.layers`, or a part that holds them, `self.model`), or out of a part
+registered after them (`self.norm`, `self.lm_head`), may be on the last GPU,
+while the model's inputs, its own parameters and the parts registered before
+the blocks are on the first. The rule flags the two meeting in an operation,
+an index or a loss in `forward` (the labels against the logits, a padding
+mask built from `input_ids` indexing them, the model's own bias added to
+them). Calling a part is never flagged: its hook moves what it is given.
+
 ## Why is this bad?
 A layer only accepts inputs on the device of its weights; PyTorch does not
 move activations between GPUs by itself:
@@ -54,6 +67,9 @@ in a loop (`for block in self.blocks: x = block(x)`), to the device of a
 parameter the receiving module holds (`x.to(block.ln1.weight.device)`). The
 loss moves the labels to the logits: `labels.to(logits.device)`.
 
+In a model split by a device_map, the value from before the blocks is moved
+to the other one's device (`labels.to(logits.device)`).
+
 Not flagged: code that already moves its activations (`.to(...)`, `.cuda(i)`),
 modules with no pinned submodules, activations whose device devlint cannot
 tell, parameter-free modules such as `nn.ReLU()`, which follow their input,
@@ -85,7 +101,7 @@ class MissingTransferBetweenDevices(Rule):
     name = "missing-transfer-between-devices"
     message = "`{arg}` is on {src} but {dst_name} is on {dst}: nothing moves it between the devices"
     fix_safety = "safe"
-    tokens = (".to(", ".cuda(")
+    tokens = (".to(", ".cuda(", "_no_split_modules")
 
     VALID = [
         Valid(
@@ -231,6 +247,10 @@ class GPT(nn.Module):
 
     @classmethod
     def candidate(cls, scan) -> bool:
+        # a model a device_map may split names its unsplittable blocks in a
+        # class attribute ``_no_split_modules`` (ClassFacts.dispatched)
+        if "_no_split_modules" in scan.class_body_names:
+            return True
         # pinning a submodule takes a .to()/.cuda() call inside a class,
         # outside forward, on what ClassFacts.pinned_devices() is built from:
         # self.x, self.x[i], a loop variable, a freshly built module, or an
@@ -260,7 +280,9 @@ class GPT(nn.Module):
         flow = self.context.device_flow
         for fn in flow.all_functions():
             cls = flow.class_facts(fn)
-            if cls is None or not cls.is_module or fn.name.value not in cls.forward_reachable or not cls.pinned_devices():
+            if cls is None or not cls.is_module or fn.name.value not in cls.forward_reachable or not (
+                cls.pinned_devices() or cls.dispatched
+            ):
                 continue
             for handover in flow.function(fn).handovers:
                 self._report(handover)
@@ -280,6 +302,12 @@ class GPT(nn.Module):
         else:
             src = h.source + (" (where the inputs enter the model)" if h.arrival else "")
             message = self.message.format(arg=arg, src=src, dst_name=h.receiver, dst=h.target)
+            if h.dispatched:
+                src = "the inputs' device (the first)" if h.arrival else h.source
+                message = (
+                    f"`{arg}` is on {src} but {h.receiver} may be on {h.target}: a device_map fills the GPUs "
+                    "in order, keeping whole the blocks `_no_split_modules` names, and nothing moves it"
+                )
         if h.expression is None:
             self.report(h.arg, message, no_fix_reason="devlint cannot name the receiving device here")
             return

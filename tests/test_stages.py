@@ -149,3 +149,118 @@ def test_a_part_that_moves_its_own_inputs_takes_any():
     # the same parts without the move: cuda:0's output goes into cuda:1's part
     plain = src.replace("self.fc(x.to(self.fc.weight.device))", "self.fc(x)")
     assert [(f[1], f[2]) for f in handovers(plain)] == [("self.a(x)", "between")]
+
+
+# -- a model a device_map splits (``_no_split_modules``) ------------------------
+
+SPLIT = """
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Base(nn.Module):
+    _no_split_modules = ["Layer"]
+
+
+class Stack(Base):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.pos = nn.Embedding(10, 8)
+        self.layers = nn.ModuleList([Layer() for _ in range(4)])
+
+    def forward(self, ids):
+        h = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
+        for layer in self.layers:
+            h = layer(h)
+        return h
+
+
+class LM(Base):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))
+        self.drop = nn.Dropout(0.1)
+        self.stack = Stack()
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, ids, labels):
+        logits = self.head(self.drop(self.stack(ids)))
+        loss = F.cross_entropy(logits, {labels})
+        return loss, self._scaled(logits, labels)
+
+    def _scaled(self, logits, labels):
+        return logits * {scale}, logits - labels
+"""
+
+
+def test_split_units_and_dispatched_classes():
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(SPLIT.format(labels="labels", scale="2"))))
+    assert facts.split_units == {"Layer"}
+    assert facts.classes["Base"].no_split == ["Layer"]
+    dispatched = {n for n, c in facts.classes.items() if c.dispatched}
+    # the stack holds the blocks, the LM holds the stack; a block itself is kept whole
+    assert dispatched == {"Stack", "LM"}
+
+
+def test_a_block_listed_in_no_split_modules_is_a_module_whatever_its_base():
+    src = """
+from transformers.modeling_layers import GradientCheckpointingLayer
+class Block(GradientCheckpointingLayer):
+    def forward(self, x):
+        return x
+class Encoder(nn.Module):
+    _no_split_modules = ["Block"]
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList([Block() for _ in range(2)])
+        self.extra = nn.Parameter(torch.zeros(3)) if True else None
+"""
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(src)))
+    enc = facts.classes["Encoder"]
+    assert facts.classes["Block"].is_module and enc.dispatched
+    assert enc.attributes["blocks"].element_class == "Block"
+    # X if c else None is what X is
+    assert enc.attributes["extra"].kind == "parameter"
+
+
+def test_parts_are_first_or_last_by_registration_order():
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(SPLIT.format(labels="labels", scale="2"))))
+    lm = Stages(facts, facts.classes["LM"], "self")
+    assert lm.dispatched and lm.spreading == ["stack"]
+    # a part without weights (nn.Dropout) follows its inputs: no stage of its own
+    assert lm.order == {"head": "last"}
+    stack = Stages(facts, facts.classes["Stack"], "self")
+    assert stack.spreading == ["layers"] and stack.order == {"embed": "first", "pos": "first"}
+
+
+def test_what_meets_the_output_after_the_blocks_is_handed_over():
+    found = handovers(SPLIT.format(labels="labels", scale="2"))
+    # the labels stay where the inputs are; the logits come after the blocks
+    assert [(f[1], f[2], f[3], f[5]) for f in found] == [("labels", "between", "the first device", True)]
+    # the embeddings and the inputs before the blocks share the first device;
+    # calling a part hands nothing over (its hook moves what it is given)
+    assert [f[0] for f in found] == [39]  # the loss, in LM.forward; none in Stack.forward
+
+
+def test_moved_labels_and_a_helper_s_parameters_are_not_handovers():
+    # moved to the logits: nothing to hand over
+    assert handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2")) == []
+    # in a helper the parameters need not be the model's inputs, nor the
+    # logits it is given the head's: nothing there is on a stage
+    assert handovers(SPLIT.format(labels="labels", scale="self.scale"), method="_scaled") == []
+    # the model's own parameter meets the logits in forward itself
+    found = handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2").replace(
+        "logits = self.head(self.drop(self.stack(ids)))", "logits = self.head(self.drop(self.stack(ids))) * self.scale"))
+    assert [(f[1], f[3], f[5]) for f in found] == [("self.scale", "the first device", False)]
+
+
+def test_a_pinned_module_is_not_read_as_split():
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(PIPELINE.format(handed="h"))))
+    assert not facts.classes["Pipeline"].dispatched
+    assert not Stages(facts, facts.classes["Pipeline"], "self").dispatched

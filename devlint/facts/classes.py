@@ -195,6 +195,13 @@ class ClassFacts:
     #: ``forward`` moves one of its own arguments (``x = x.to(self.w.device)``),
     #: so callers need not
     moves_inputs: bool = False
+    #: the class names ``_no_split_modules`` lists (transformers' contract
+    #: with accelerate: the blocks a ``device_map`` keeps whole)
+    no_split: List[str] = field(default_factory=list)
+    #: a ``device_map`` may put this module's parts on different devices
+    #: (accelerate's hooks move each part's inputs to it; its output stays
+    #: there): see ``FileFacts.split_units``
+    dispatched: bool = False
 
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
@@ -234,6 +241,8 @@ class FileFacts:
     module_device_lists: Dict[str, List[str]] = field(default_factory=dict)
     #: every name assigned at module level (so a rule knows what a method can see)
     module_assigned: List[str] = field(default_factory=list)
+    #: class names some class's ``_no_split_modules`` lists
+    split_units: Set[str] = field(default_factory=set)
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
         head, _, rest = dotted.partition(".")
@@ -554,7 +563,33 @@ class _FactsBuilder:
         self._finish_inherited_reach()
         self._finish_forward_uses()
         self._finish_anchors()
+        self._finish_dispatched()
         return self.facts
+
+    def _finish_dispatched(self) -> None:
+        """Which module classes a ``device_map`` may split: those that hold,
+        as submodules, blocks named by a ``_no_split_modules`` of the file
+        (the units accelerate keeps whole on one device), or classes that
+        do, and classes whose own lineage declares the list and that hold
+        submodules. A block itself is not split."""
+        units = self.facts.split_units
+        if not units:
+            return
+        declares = {n for n, c in self.facts.classes.items() if c.no_split}
+        changed = True
+        while changed:
+            changed = False
+            for cls in self.facts.classes.values():
+                if not cls.is_module or cls.dispatched or cls.name in units:
+                    continue
+                parts = [a for a in cls.attributes.values() if a.kind in ("module", "nn_container")]
+                if not parts:
+                    continue
+                held = {p.module_class.rsplit(".", 1)[-1] for p in parts} | {p.element_class.rsplit(".", 1)[-1] for p in parts}
+                if held & units or any(self.facts.classes[h].dispatched for h in held if h in self.facts.classes) or any(
+                    c in declares for c in self.facts.lineage(cls.name)
+                ):
+                    cls.dispatched = changed = True
 
     def _module_function_nodes(self) -> Dict[str, cst.FunctionDef]:
         """The module-level ``def``s of the file by name (built once)."""
@@ -646,12 +681,17 @@ class _FactsBuilder:
                             cls.defines_device = True
                         if not (isinstance(small, cst.AnnAssign) and small.value is None):
                             cls.class_attributes.extend(t.value for t in targets if isinstance(t, cst.Name))
+                        if any(isinstance(t, cst.Name) and t.value == "_no_split_modules" for t in targets):
+                            cls.no_split = _string_list(small.value)
+                            self.facts.split_units.update(cls.no_split)
 
 
     def _class_is_module(self, cls: ClassFacts, seen: Set[str]) -> bool:
         if cls.name in seen:
             return False
         seen.add(cls.name)
+        if cls.name in self.facts.split_units:
+            return True  # a block _no_split_modules names is a module, whatever its base
         for base in cls.bases:
             if base in self.facts.classes:
                 if self._class_is_module(self.facts.classes[base], seen):
@@ -911,7 +951,14 @@ class _FactsBuilder:
         self, value: cst.BaseExpression, params: Sequence[str], local_tensors: Iterable[str] = ()
     ) -> Tuple[str, str, str, str]:
         """(kind, module_class, device, element_class) for an assigned value.
-        ``local_tensors``: local names known to hold tensors."""
+        ``local_tensors``: local names known to hold tensors. ``X if c else
+        None`` (either way round) is what ``X`` is: the attribute holds it
+        whenever it holds anything."""
+        if isinstance(value, cst.IfExp):
+            body_none = isinstance(value.body, cst.Name) and value.body.value == "None"
+            else_none = isinstance(value.orelse, cst.Name) and value.orelse.value == "None"
+            if body_none != else_none:
+                return self.classify_value(value.orelse if body_none else value.body, params, local_tensors)
         inner, device, is_cuda = _strip_placement(value)
         if isinstance(inner, cst.Call):
             cls_name = self.facts.class_of_call(inner.func)
@@ -1874,3 +1921,11 @@ def _is_dtype_expr(facts: FileFacts, node: cst.BaseExpression) -> bool:
         return True
     q = facts.qualify_dotted(dotted)
     return q is not None and q.startswith("torch.") and q != "torch.device"
+
+
+def _string_list(node: Optional[cst.BaseExpression]) -> List[str]:
+    """The strings of a list or tuple display of string literals."""
+    if not isinstance(node, (cst.List, cst.Tuple)):
+        return []
+    out = [string_value(e.value) for e in node.elements if isinstance(e, cst.Element)]
+    return [s for s in out if s]

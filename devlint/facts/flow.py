@@ -46,7 +46,7 @@ from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
-from devlint.facts.stages import EACH, SPREAD, Handover, Stages, stage_device, stage_of
+from devlint.facts.stages import EACH, FIRST, LAST, SPREAD, Handover, Stages, stage_device, stage_of
 from devlint.facts.store import FactStore, Provider
 from devlint.facts.training import (
     MODULE_SCOPE,
@@ -79,6 +79,7 @@ from devlint.torch_api import (
     DATA_PARALLEL,
     DEVICE_FACTORIES,
     FUNCTIONAL_LOSSES,
+    SAME_DEVICE_METHODS,
     STATELESS_MODULES,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
@@ -148,6 +149,9 @@ class Value:
     moved: FrozenSet[cst.CSTNode] = frozenset()
     #: None on some path (joined with ``None``): no fix may read its ``.device``
     maybe_none: bool = False
+    #: a loss module built in a method (``loss_fct = CrossEntropyLoss()``):
+    #: its inputs meet when it is called
+    loss: bool = False
     #: a tensor known to have two dimensions or more (``torch.eye(n)``,
     #: ``torch.zeros(a, b)``): its rows are tensors, not 0-dim ones
     matrix: bool = False
@@ -1035,8 +1039,18 @@ class _Interpreter:
         #: handover. ``arrival``: the stage the model's inputs enter on (the
         #: first pinned part given one)
         self.stages: Optional[Stages] = None
-        if self.is_module and self.cls is not None and self.cls.pinned_devices():
+        if self.is_module and self.cls is not None and (self.cls.pinned_devices() or self.cls.dispatched):
             self.stages = Stages(self.facts, self.cls, self.self_name)
+        #: in a model a device_map splits, a tensor on the inputs' device is
+        #: on a stage of its own only where the parameters are the model's
+        #: inputs: a method no other method of the class calls (``forward``)
+        self.inputs_stage = self.stages is not None and self.stages.dispatched and self.cls is not None and (
+            node.name.value == "forward" or not any(
+                node.name.value in f.self_calls
+                for c in self.facts.lineage(self.cls.name) if c in self.facts.classes
+                for f in self.facts.classes[c].methods.values()
+            )
+        )
         self.arrival: Optional[str] = None
         #: loop variable or index -> the container attribute its loop walks
         self.loop_names: Dict[str, str] = {}
@@ -1426,7 +1440,7 @@ class _Interpreter:
         spread = target if kind == "into" else source if kind == "out of" else ""
         self.result.handovers.append(Handover(
             arg, at, kind, self.stages.describe(source), receiver, self.stages.describe(target), expression, arrival,
-            spread.split(":", 1)[1] if spread else "",
+            spread.split(":", 1)[1] if spread else "", self.stages.dispatched,
         ))
 
     def _stage_args(self, args: List[Tuple[cst.Arg, Value]]) -> List[Tuple[cst.CSTNode, Value]]:
@@ -1462,10 +1476,13 @@ class _Interpreter:
         counts as on the stage the inputs enter on inside a loss, where
         every argument is a tensor); the result is on it."""
         first: Optional[Tuple[cst.CSTNode, str, bool]] = None
+        dispatched = self.stages is not None and self.stages.dispatched
         for node, v in operands:
             if v.kind != TENSOR and not (loss and v.kind == UNKNOWN and v.device == LOCAL):
                 continue
             key, arrival = stage_of(v.device), False
+            if key is None and self.inputs_stage and v.device == LOCAL and not v.scalar:
+                key, arrival = FIRST, True  # on the inputs' device: where the user put them, with the map's first part
             if key is None:
                 if not (loss and v.device == LOCAL and self.arrival is not None):
                     continue
@@ -1478,11 +1495,12 @@ class _Interpreter:
             (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = first, (node, key, arrival)
             if a_arrival:  # name the stage that is known, move the input
                 (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = (o_node, o_key, o_arrival), (a_node, a_key, a_arrival)
-            expression = f"{a_node.value}.device" if isinstance(a_node, cst.Name) else (
+            root = _device_root(a_node) if dispatched else a_node.value if isinstance(a_node, cst.Name) else None
+            expression = f"{root}.device" if root else (
                 None if a_key.startswith((EACH, SPREAD)) else self.stages.shown.get(a_key) if self.stages else None
             )
             self._hand(o_node, at, o_key, a_key, f"`{short_code(a_node)}`", expression, arrival=o_arrival)
-        if first is None:
+        if first is None or (first[1] == FIRST and first[2]):
             return _tensor(LOCAL)
         return _tensor(stage_device(first[1]))
 
@@ -1492,13 +1510,15 @@ class _Interpreter:
         stages = self.stages
         assert stages is not None and self.cls is not None
         if stages.spread(attr):
-            return _tensor(stage_device(SPREAD + attr))
+            return _tensor(stage_device(LAST if stages.dispatched else SPREAD + attr))
         target = stages.of_attribute(attr)
         if target is None:
             return _tensor(ANY)
         a = self.facts.class_attribute(self.cls.name, attr)
         receiving = self.facts.classes.get(a.module_class) if a is not None else None
-        if not (receiving is not None and receiving.moves_inputs):  # a part that moves its own inputs takes any
+        if not (receiving is not None and receiving.moves_inputs) and not stages.dispatched:
+            # a part that moves its own inputs takes any (and so does one a
+            # device_map placed: its hook moves them)
             expression = stages.expression(attr)
             for arg, v in self._stage_args(args):
                 self._expect(arg, v, target, node, f"`{self.self_name}.{attr}`", expression)
@@ -1518,21 +1538,24 @@ class _Interpreter:
         receiving = self.facts.classes.get(a.element_class) if a is not None and a.element_class else None
         index = next((n for n, at in self.loop_names.items() if at == attr and n != name), None)
         expression = stages.block_expression(attr, name, index) or (None if target.startswith(EACH) else stages.expression(attr))
-        if not (receiving is not None and receiving.moves_inputs):
+        if not (receiving is not None and receiving.moves_inputs) and not stages.dispatched:
             for arg, v in self._stage_args(args):
                 self._expect(arg, v, target, node, f"`{name}`", expression)
+        if stages.dispatched:
+            return _tensor(stage_device(LAST))  # out of the blocks a device_map spreads
         return _tensor(stage_device(SPREAD + attr if target.startswith(EACH) else target))
 
     def _move_stage(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]]) -> Optional[str]:
         """The stage ``.to(...)``/``.cuda(...)``/``.cpu()`` moves to; "" for
-        a cast that keeps the receiver's; None when it names none."""
+        a cast that keeps the receiver's; None when it names none; LOCAL, in
+        a module a device_map splits, for the inputs' device."""
         stages = self.stages
         assert stages is not None
         if m == "cpu":
             return "cpu"
         given = [(a, v) for a, v in args if a.keyword is None or a.keyword.value == "device"]
         if m == "cuda":
-            return "cuda:0" if not given else stages.name(given[0][0].value)
+            return None if stages.dispatched else "cuda:0" if not given else stages.name(given[0][0].value)
         if not given:
             return ""  # .to(dtype=...)
         arg, v = given[0]
@@ -1545,7 +1568,9 @@ class _Interpreter:
         if v.kind in (TENSOR, DEVICE, MODULE) and stage_of(v.device):
             return stage_of(v.device)  # .to(h.device), .to(block.ln1.weight.device)
         if v.kind in (TENSOR, DEVICE) and v.device == LOCAL:
-            return None  # .to(x.device) of an input: where it arrives
+            # .to(x.device) of an input: where it arrives (a split model's
+            # inputs are where the user put them)
+            return LOCAL if stages.dispatched else None
         if isinstance(arg.value, cst.Attribute) and arg.value.attr.value == "device":
             return None  # moved somewhere devlint cannot name: trust it
         return stages.name(arg.value)
@@ -1903,8 +1928,9 @@ class _Interpreter:
         if cls is None or not self.is_module:
             return UNKNOWN_VALUE
         name = f"{self.self_name}.{attr}"
+        own = LOCAL if self.stages is None or not self.stages.dispatched else stage_device(FIRST)
         if attr in cls.parameters or attr in cls.buffers:
-            return _tensor(LOCAL, anchor=name)
+            return _tensor(own, anchor=name)
         a = self.facts.class_attribute(cls.name, attr)
         if a is None:
             prop = self.flows.method(cls.name, attr)
@@ -1912,8 +1938,10 @@ class _Interpreter:
                 return self._apply_summary(prop, [], module_method=True)  # self.scaled: what the property returns
             return UNKNOWN_VALUE
         if a.kind in ("parameter", "buffer"):
-            return _tensor(LOCAL, anchor=name)
+            return _tensor(own, anchor=name)
         if a.kind in ("module", "nn_container"):
+            if self.stages is not None and self.stages.dispatched and self.stages.of_attribute(attr):
+                return Value(MODULE, stage_device(self.stages.of_attribute(attr) or ""))  # self.embed.weight
             return Value(MODULE, LOCAL)
         if a.kind == "device":
             # self.device = device in __init__: fixed when the module was
@@ -1996,6 +2024,12 @@ class _Interpreter:
             kind = _constant_key(node)
             name = node.value.value if isinstance(node.value, cst.Name) else ""
             return self._batch_part(base, node, code_of(node), kind, name) if kind else UNKNOWN_VALUE
+        if base.kind == TENSOR and self.stages is not None and self.stages.dispatched:
+            # logits[arange, lengths]: an index on the inputs' device into a
+            # part's output
+            tensors = [(e.slice.value, v) for e, v in zip(node.slice, idx) if isinstance(e.slice, cst.Index) and v.kind == TENSOR]
+            if tensors and any(stage_of(v.device) for v in (base, *(v for _, v in tensors))):
+                self._stage_mix([(node.value, base), *tensors], node)
         if base.kind == TENSOR:
             self._index_meetings(base, idx, node)
             # schedule[epoch]: one row, as iterating gives it (of a 1-D tensor, a 0-dim one)
@@ -2095,6 +2129,8 @@ class _Interpreter:
         dev = keyword_arg(node, "device")
         if dev is not None and self.stages is not None:
             v = self._expr(dev.value, env)
+            if self.stages.dispatched and v.kind in (DEVICE, TENSOR) and v.device == LOCAL:
+                return _tensor(LOCAL)  # device=input_ids.device in a model a device_map splits
             key = stage_of(v.device) if v.kind in (DEVICE, TENSOR) else self.stages.name(dev.value)
             return _tensor(stage_device(key) if key else ANY)
         if dev is not None:
@@ -2190,6 +2226,8 @@ class _Interpreter:
             # torch.sparse_csr_tensor(crow, col, values, device=d) converts its parts to d
             where, born, _ = self._device_of(keyword_arg(node, "device").value, env)  # type: ignore[union-attr]
             return _tensor(where, born)
+        if self.stages is not None and self.stages.dispatched and q.startswith("torch.nn.") and name.endswith("Loss"):
+            return Value(MODULE, LOCAL, loss=True)  # loss_fct = CrossEntropyLoss(): its inputs meet when it is called
         compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
@@ -2338,6 +2376,8 @@ class _Interpreter:
             key = self._move_stage(node, m, recv, args)
             if key == "":
                 return replace(recv, anchor=None)
+            if key == LOCAL:
+                return Value(kind if kind != UNKNOWN else TENSOR, LOCAL)
             return Value(kind if kind != UNKNOWN else TENSOR, stage_device(key) if key else ANY)
         if m == "cuda":
             index = [(a, v) for a, v in args if a.keyword is None or a.keyword.value == "device"]
@@ -2544,6 +2584,11 @@ class _Interpreter:
                 placed = self._placed_ref(name)  # a model argument the callers moved
                 if placed is not None:
                     return self._model_call(node, name, placed, args)
+            if callee.kind == MODULE and callee.loss:
+                # a loss built here: its inputs meet
+                mixed = self._stage_mix(self._stage_args(args), node, loss=True)
+                if stage_of(mixed.device):
+                    return mixed
             if callee.kind == MODULE:
                 # a block of the module's own: its output is a tensor where
                 # the block is; a callable argument's, whatever it returns
@@ -2586,6 +2631,21 @@ class _Interpreter:
 
 
 _MAX_DEPTH = 3
+
+
+def _device_root(node: cst.CSTNode) -> Optional[str]:
+    """The name whose ``.device`` is ``node``'s: ``logits`` for
+    ``logits``, ``logits.view(-1, n)``, ``logits[:, -1]``."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+              and node.func.attr.value in SAME_DEVICE_METHODS):
+            node = node.func.value
+        else:
+            return None
 
 
 def _named_device(s: str) -> str:

@@ -16,6 +16,25 @@ each tensor of such a module's methods, the stage it is on, as a *key*:
 - ``"spread:<attr>"``: one of the devices ``self.<attr>``'s blocks are
   spread over (what a block's output is on after the loop).
 
+A module a ``device_map`` may split (``ClassFacts.dispatched``: it holds the
+blocks a ``_no_split_modules`` names) has stages too, though its code names
+no device. accelerate's ``device_map="auto"`` fills the GPUs in the order
+the module registers its parts, keeping each listed block whole; it moves a
+part's inputs to the part and leaves the output there. So what comes before
+the *spreading* parts (a container of such blocks, or a part that holds
+one) is on the first device, and what comes out of them, or out of a part
+registered after them, may be on the last. Its keys:
+
+- ``"first"``: the model's inputs (where the user put them: the device of
+  the map's first part), the module's own parameters and buffers, and the
+  output of a part registered before the spreading ones;
+- ``"last"``: the output of a spreading part (the blocks of
+  ``self.layers``, ``self.model``), or of a part registered after one
+  (``self.norm``, ``self.lm_head``).
+
+Calling a part hands nothing over (its hook moves the inputs); the first
+and the last meeting in an operation, an index or a loss is a handover.
+
 This module answers the syntax-level questions about stages (which key an
 expression names, whether a device expression written in ``__init__`` can
 be written in ``forward``, how to name a block's device); the flow decides
@@ -25,17 +44,20 @@ where values are.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Optional, Set
+from typing import Dict, List, Optional, Set
 
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, FileFacts
+from devlint.torch_api import STATELESS_MODULES
 from devlint.syntax import code_of, free_names, is_cuda_string, positional_args, self_attribute, shown_device, string_value
 
 _BUILTINS = frozenset({"len", "int", "min", "max", "abs", "str", "range"})
 
 EACH = "each:"
 SPREAD = "spread:"
+FIRST = "first"
+LAST = "last"
 #: the device-flow device of a tensor on a stage: ``"stage:" + key``
 STAGE_PREFIX = "stage:"
 
@@ -72,6 +94,8 @@ class Handover:
     arrival: bool = False
     #: for "into" and "out of": the container whose blocks are spread
     container: str = ""
+    #: the stages are where a ``device_map`` put the model's parts
+    dispatched: bool = False
 
 
 class Stages:
@@ -88,10 +112,48 @@ class Stages:
         self._init_locals: Set[str] = set(init.params) if init else set()
         #: key -> the device expression a message shows for it (None: the key's own text)
         self.shown: Dict[str, Optional[str]] = {}
+        #: split by a ``device_map``, not pinned by its own code
+        self.dispatched = not self.pinned and cls.dispatched
+        #: a split module: each part's stage (FIRST or LAST; a spreading
+        #: part, whose blocks the map spreads, has none: see :meth:`spread`)
+        self.order: Dict[str, str] = {}
+        #: the spreading parts, in the order ``__init__`` registers them
+        self.spreading: List[str] = []
+        if self.dispatched:
+            self._order_parts()
+            self.pinned = {n: "" for n in (*self.order, *self.spreading)}
+
+    def _order_parts(self) -> None:
+        stage = FIRST
+        for a in self.cls.assignments:
+            if a.method != "__init__" or a.kind not in ("module", "nn_container") or a.name in self.order or a.name in self.spreading:
+                continue
+            held = {a.module_class.rsplit(".", 1)[-1], a.element_class.rsplit(".", 1)[-1]} - {""}
+            units = self.facts.split_units
+            if (a.kind == "nn_container" and held & units) or any(
+                h in self.facts.classes and self.facts.classes[h].dispatched for h in held
+            ):
+                self.spreading.append(a.name)
+                stage = LAST
+            elif not self._holds_no_tensor(a.module_class):
+                self.order[a.name] = stage  # a part with no weights follows its inputs
+
+    def _holds_no_tensor(self, name: str) -> bool:
+        """A part of class ``name`` holds no parameter or buffer (``nn.ReLU``,
+        ``nn.Dropout``, a class of the file with none and no submodule)."""
+        short = name.rsplit(".", 1)[-1]
+        if short in STATELESS_MODULES or short in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"):
+            return True
+        cls = self.facts.classes.get(name)
+        return cls is not None and not (cls.parameters or cls.buffers) and not any(
+            x.kind in ("module", "nn_container", "parameter", "buffer") for x in cls.attributes.values()
+        )
 
     def name(self, node: cst.BaseExpression, written_here: bool = True) -> Optional[str]:
         """:meth:`key`, remembering how to show it: as written when it is
         written in the method, or in ``__init__`` and valid in the method."""
+        if self.dispatched:
+            return None  # the map places the parts, not the code
         key = self.key(node)
         if key is not None and key not in self.shown:
             self.shown[key] = code_of(node) if written_here or self.usable(node) else None
@@ -101,6 +163,8 @@ class Stages:
     def of_attribute(self, attr: str) -> Optional[str]:
         """The stage of the pinned submodule ``self.<attr>`` (None for a
         container whose blocks are spread: see :meth:`spread`)."""
+        if self.dispatched:
+            return self.order.get(attr)
         code = self.pinned.get(attr)
         if code is None or self.spread(attr):
             return None
@@ -111,6 +175,8 @@ class Stages:
         return self.name(node, written_here=False)
 
     def spread(self, attr: str) -> bool:
+        if self.dispatched:
+            return attr in self.spreading
         return self.cls.elements_spread(attr)
 
     def key(self, node: cst.BaseExpression, depth: int = 0) -> Optional[str]:
@@ -182,7 +248,7 @@ class Stages:
         write: the one ``__init__`` used, when it means the same there, else
         a parameter the submodule holds (``self.dec.weight.device``)."""
         code = self.pinned.get(attr)
-        if code is not None:
+        if code:
             try:
                 node = cst.parse_expression(code)
             except Exception:
@@ -218,6 +284,10 @@ class Stages:
         """A stage as a message names it."""
         if key is None:
             return "an unknown device"
+        if key == FIRST:
+            return "the first device"
+        if key == LAST:
+            return f"the last device (after `{self.self_name}.{self.spreading[0]}`)" if self.spreading else "the last device"
         if key.startswith(SPREAD) or key.startswith(EACH):
             return f"the devices `{self.self_name}.{key.split(':', 1)[1]}` is spread over"
         text = self.shown.get(key) or (key.split(":", 1)[1] if key.startswith(("name:", "expr:")) else key)
