@@ -2372,8 +2372,10 @@ class _Interpreter:
         kind = recv.kind if recv.kind in (TENSOR, MODULE, WRAPPER) else TENSOR if recv.device == LOCAL else UNKNOWN
         if kind in (MODULE, UNKNOWN, WRAPPER) and m in ("to", "cuda", "cpu") and self.stages is None:
             return self._module_moved(node, m, recv, kind, args)
-        if self.stages is not None and m in ("to", "cuda", "cpu"):
-            key = self._move_stage(node, m, recv, args)
+        key = self._move_stage(node, m, recv, args) if self.stages is not None and m in ("to", "cuda", "cpu") else None
+        if self.stages is not None and self.stages.dispatched and key not in (FIRST, LAST, LOCAL, ""):
+            pass  # a split model's code names no stage: .cpu(), .cuda(), .to(device) move as anywhere else
+        elif self.stages is not None and m in ("to", "cuda", "cpu"):
             if key == "":
                 return replace(recv, anchor=None)
             if key == LOCAL:
@@ -2450,6 +2452,16 @@ class _Interpreter:
         if m in ("forward", "__call__") and self.is_module:
             return _tensor(LOCAL)
         held = self._self_attribute(m)
+        if held.kind == MODULE and self.stages is not None and self.stages.dispatched:
+            # a part of a split model meets its inputs as any submodule does
+            # (its hook moves them first); its output is on its stage, and
+            # a part with no weights follows its inputs
+            out = self._submodule_call(node, m, args)
+            stage = LAST if self.stages.spread(m) else self.stages.of_attribute(m)
+            if stage is not None:
+                return _tensor(stage_device(stage))
+            mixed = self._stage_mix(self._stage_args(args), node)
+            return mixed if stage_of(mixed.device) else out
         if held.kind == MODULE and self.stages is not None:
             if m in self.stages.pinned:
                 return self._into_stage(node, m, args)
@@ -2460,30 +2472,35 @@ class _Interpreter:
             self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
             return self._stage_mix(self._stage_args(args), node, loss=loss)
         if held.kind == MODULE:
-            # self.encoder(x): the submodule's weights meet its input
-            a = self.facts.class_attribute(cls.name, m)
-            stateless = a is not None and a.module_class.rsplit(".", 1)[-1] in STATELESS_MODULES
-            if stateless:
-                inputs = [v for arg, v in args if arg.keyword is None]
-                return replace(inputs[0], anchor=None) if inputs and inputs[0].kind == TENSOR else UNKNOWN_VALUE
-            forward = self.flows.method(a.module_class, "forward") if a is not None and a.module_class else None
-            if forward is not None:
-                # a submodule of this file: what its forward does with them,
-                # and what it returns (a CPU tensor it builds comes back)
-                flow = self._pass_pinned(forward, args)
-                ret = (flow if flow is not None else self.flows.function(forward)).returns
-                out = self._translate(ret, args, module_method=True)
-                return out if out.kind != UNKNOWN else _tensor(LOCAL)
-            # any other module: every tensor it is given meets its weights
-            # (LSTM's (h, c) state, keyword masks), except lengths, which
-            # PyTorch wants on the CPU (pack_padded_sequence)
-            inputs = [t for arg, v in args if not _cpu_by_convention(arg) for t in _tensors_in(v)]
-            self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
-            return _tensor(LOCAL)
+            return self._submodule_call(node, m, args)
         fn = self.flows.method(cls.name, m)
         if fn is None:
             return UNKNOWN_VALUE
         return self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
+
+    def _submodule_call(self, node: cst.Call, m: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """``self.<m>(...)`` for a submodule: its weights meet its input."""
+        cls = self.cls
+        assert cls is not None
+        a = self.facts.class_attribute(cls.name, m)
+        stateless = a is not None and a.module_class.rsplit(".", 1)[-1] in STATELESS_MODULES
+        if stateless:
+            inputs = [v for arg, v in args if arg.keyword is None]
+            return replace(inputs[0], anchor=None) if inputs and inputs[0].kind == TENSOR else UNKNOWN_VALUE
+        forward = self.flows.method(a.module_class, "forward") if a is not None and a.module_class else None
+        if forward is not None:
+            # a submodule of this file: what its forward does with them,
+            # and what it returns (a CPU tensor it builds comes back)
+            flow = self._pass_pinned(forward, args)
+            ret = (flow if flow is not None else self.flows.function(forward)).returns
+            out = self._translate(ret, args, module_method=True)
+            return out if out.kind != UNKNOWN else _tensor(LOCAL)
+        # any other module: every tensor it is given meets its weights
+        # (LSTM's (h, c) state, keyword masks), except lengths, which
+        # PyTorch wants on the CPU (pack_padded_sequence)
+        inputs = [t for arg, v in args if not _cpu_by_convention(arg) for t in _tensors_in(v)]
+        self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
+        return _tensor(LOCAL)
 
     def _submodule_method(self, recv_node: cst.BaseExpression, m: str) -> Optional[cst.FunctionDef]:
         """``m`` of the class a submodule attribute ``self.<attr>`` holds,
