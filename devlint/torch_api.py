@@ -200,7 +200,7 @@ _DTYPE_NAMES = frozenset(
 
 
 #: tensor methods that keep "the same tensor" as far as its device goes
-SAME_DEVICE_METHODS = frozenset(
+_SAME_DEVICE_METHODS = frozenset(
     {"view", "reshape", "long", "int", "float", "half", "double", "bool", "unsqueeze", "squeeze", "flatten",
      "contiguous", "clone", "detach", "t", "transpose", "permute", "expand", "expand_as", "repeat"}
 )

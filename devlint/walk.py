@@ -25,14 +25,18 @@ Two more savings, each exact for the visitors it applies to:
   see them, like a recorder, says so).
 * **dispatch**: for a visitor that keeps libcst's ``on_visit``/``on_leave``,
   the hooks are looked up once per node type instead of by name per node,
-  and libcst's no-op defaults are not called.
+  and libcst's no-op defaults are not called. A visitor that needs the
+  ancestors of the node it is at sets ``TRACKS_PARENTS = True`` instead of
+  overriding ``on_visit``: the walk keeps them in its list ``parents`` (a
+  node is on it while its children are walked and while its ``leave_``
+  hook runs, not during its ``visit_`` hook).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from typing import Callable, Dict, FrozenSet, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, List, Optional, Tuple
 
 import libcst as cst
 
@@ -135,19 +139,24 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         table = _DISPATCH.get(vt)
         if table is None:
             table = _DISPATCH[vt] = {}
-        _fast_walk(node, visitor, table, skip, vt)
+        parents = visitor.parents if getattr(vt, "TRACKS_PARENTS", False) else None  # type: ignore[attr-defined]
+        _fast_walk(node, visitor, table, skip, vt, parents)
     else:
         _walk(node, visitor, hooks, skip)
 
 
 def _fast_walk(node: cst.CSTNode, visitor: cst.CSTVisitor, table: Dict[type, Tuple[_Hook, _Hook]],
-               skip: FrozenSet[type], vt: type) -> None:
+               skip: FrozenSet[type], vt: type, parents: Optional[List[cst.CSTNode]] = None) -> None:
     t = type(node)
     pair = table.get(t)
     if pair is None:
         pair = table[t] = (_own_hook(vt, "visit_" + t.__name__), _own_hook(vt, "leave_" + t.__name__))
     visit, leave = pair
+    pushed = False
     if visit is None or visit(visitor, node) is not False:
+        if parents is not None:
+            parents.append(node)
+            pushed = True
         order = _ORDER.get(t) or child_fields(t)
         if order is None:  # libcst's source unreadable: let it visit the children
             node._visit_and_replace_children(visitor)  # type: ignore[attr-defined]
@@ -156,13 +165,15 @@ def _fast_walk(node: cst.CSTNode, visitor: cst.CSTVisitor, table: Dict[type, Tup
                 child = getattr(node, name)
                 if isinstance(child, _CSTNode):
                     if type(child) not in skip:
-                        _fast_walk(child, visitor, table, skip, vt)
+                        _fast_walk(child, visitor, table, skip, vt, parents)
                 elif type(child) is tuple or type(child) is list:
                     for item in child:
                         if isinstance(item, _CSTNode) and type(item) not in skip:
-                            _fast_walk(item, visitor, table, skip, vt)
+                            _fast_walk(item, visitor, table, skip, vt, parents)
     if leave is not None:
         leave(visitor, node)
+    if pushed:
+        parents.pop()  # type: ignore[union-attr]
 
 
 def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool, skip: FrozenSet[type]) -> None:

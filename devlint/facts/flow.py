@@ -41,7 +41,7 @@ factory), what it met and which tensor in scope there a fix may name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Collection, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -79,7 +79,6 @@ from devlint.torch_api import (
     DATA_PARALLEL,
     DEVICE_FACTORIES,
     FUNCTIONAL_LOSSES,
-    SAME_DEVICE_METHODS,
     STATELESS_MODULES,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
@@ -1493,9 +1492,11 @@ class _Interpreter:
             if key == first[1]:
                 continue
             (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = first, (node, key, arrival)
-            if a_arrival:  # name the stage that is known, move the input
+            if a_arrival and not isinstance(at, cst.AugAssign):  # name the stage that is known, move the input
                 (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = (o_node, o_key, o_arrival), (a_node, a_key, a_arrival)
-            root = _device_root(a_node) if dispatched else a_node.value if isinstance(a_node, cst.Name) else None
+            root = _device_root(a_node, {self.self_name, *self.facts.imports}) if dispatched else (
+                a_node.value if isinstance(a_node, cst.Name) else None
+            )
             expression = f"{root}.device" if root else (
                 None if a_key.startswith((EACH, SPREAD)) else self.stages.shown.get(a_key) if self.stages else None
             )
@@ -2650,16 +2651,25 @@ class _Interpreter:
 _MAX_DEPTH = 3
 
 
-def _device_root(node: cst.CSTNode) -> Optional[str]:
-    """The name whose ``.device`` is ``node``'s: ``logits`` for
-    ``logits``, ``logits.view(-1, n)``, ``logits[:, -1]``."""
+#: tensor methods whose result may be somewhere else than their receiver
+_MOVING_METHODS = frozenset({"to", "cuda", "cpu", "type", "type_as", "pin_memory", "numpy", "tolist", "item"})
+
+
+def _device_root(node: cst.CSTNode, skip: Collection[str] = ()) -> Optional[str]:
+    """The name whose ``.device`` is ``node``'s, where ``node`` is a tensor
+    of a stage the flow found: ``logits`` for ``logits``,
+    ``logits.view(-1, n)``, ``logits[:, -1]``, ``(h * m).sum(1)`` (an
+    operation is on its first operand's stage); None for a name in ``skip``
+    (``self``, an imported module: ``torch.cat(...)`` is no method of a tensor)."""
     while True:
         if isinstance(node, cst.Name):
-            return node.value
+            return node.value if node.value not in skip else None
         if isinstance(node, cst.Subscript):
             node = node.value
+        elif isinstance(node, cst.BinaryOperation):
+            node = node.left
         elif (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-              and node.func.attr.value in SAME_DEVICE_METHODS):
+              and node.func.attr.value not in _MOVING_METHODS):
             node = node.func.value
         else:
             return None

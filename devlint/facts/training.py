@@ -527,6 +527,9 @@ def _as_map_location(device: str, how: str, index: bool = False) -> Optional[str
 
 
 class _TrainingCollector(cst.CSTVisitor):
+    #: devlint.walk keeps ``self.parents``: the ancestors of the node visited
+    TRACKS_PARENTS = True
+
     def __init__(self, facts: FileFacts) -> None:
         self.facts = facts
         self.scopes: Dict[str, ScriptScope] = {MODULE_SCOPE: ScriptScope(MODULE_SCOPE, "module")}
@@ -549,17 +552,6 @@ class _TrainingCollector(cst.CSTVisitor):
     @property
     def scope(self) -> ScriptScope:
         return self.scopes[".".join(self.stack) if self.stack else MODULE_SCOPE]
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        go = super().on_visit(node)
-        if go:
-            self.parents.append(node)
-        return go
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        super().on_leave(original_node)
-        if self.parents and self.parents[-1] is original_node:
-            self.parents.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.stack.append(node.name.value)
@@ -799,12 +791,15 @@ class _TrainingCollector(cst.CSTVisitor):
                 if ds_ref is not None and ds_ref in self._target_scope(ds_ref).loaders:
                     places = places or self._target_scope(ds_ref).loaders[ds_ref].places_on_device
         if not is_dl:
-            places = _mentions_placing(value) or self._holds_placed(sf, value)
-            if not looks_like_loader(ref) and ref not in sf.loaders:
+            remembered = looks_like_loader(ref) or ref in sf.loaders
+            if not remembered:
                 # remember datasets built with a device (TensorDataset(x.cuda()))
                 dotted = dotted_name(value.func) if isinstance(value, cst.Call) else None
-                if not (places and dotted is not None and "dataset" in dotted.rsplit(".", 1)[-1].lower()):
-                    return
+                if dotted is None or "dataset" not in dotted.rsplit(".", 1)[-1].lower():
+                    return  # (asked first: rendering the value to look for a device is dear)
+            places = _mentions_placing(value) or self._holds_placed(sf, value)
+            if not remembered and not places:
+                return
         old = sf.loaders.get(ref)
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
@@ -1036,7 +1031,7 @@ def is_file_bytes(facts: FileFacts, node: cst.CSTNode, scope: Optional[ScriptSco
     ``scope`` bound to one. A read of an in-memory buffer of ``scope``
     (``buf.read()`` after ``torch.save(obj, buf)``) and an archive member
     read by name (``archive.read(name)``) are not."""
-    if scope is not None and code_of(node) in scope.file_bytes:
+    if scope is not None and scope.file_bytes and code_of(node) in scope.file_bytes:
         return True
     if (
         isinstance(node, cst.Call)
