@@ -17,6 +17,7 @@ from devlint.facts.classes import Classes
 from devlint.facts.store import FactStore
 from devlint.limits import SCAN_FIRST_BYTES, hostile
 from devlint.noqa import UNUSED_NOQA, remove_unused_noqa, unused_noqa
+from devlint.positions import positions_of
 from devlint.rule import Context, Rule, all_rules
 from devlint.source import SourceError, decode_source
 from devlint.suppress import Suppressions, parse_suppressions
@@ -174,11 +175,12 @@ def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analy
     return Analysis(module, store, diagnostics, dispatcher.errors)
 
 
-def _positions(module: cst.Module, diagnostics: List[Diagnostic], lines: List[str]) -> None:
+def _positions(module: cst.Module, diagnostics: List[Diagnostic], lines: List[str], text: str) -> None:
     if not diagnostics:
         return
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    wanted = [d.node for d in diagnostics if d.node is not None]
+    wanted += [old for d in diagnostics if d.fix is not None for old, _ in d.fix.replacements]
+    positions = positions_of(module, wanted, text)
     for d in diagnostics:
         pos = positions.get(d.node) if d.node is not None else None
         if pos is not None:
@@ -321,7 +323,7 @@ def _report(
     suppressions, the engine-level unused-noqa rule, sorted findings."""
     result.internal_errors.extend(analysis.errors)
     diagnostics = analysis.diagnostics
-    _positions(module, diagnostics, lines)
+    _positions(module, diagnostics, lines, text)
     # suppress=False: the caller applies its own (flake8's noqa)
     suppressions = parse_suppressions(text) if suppress else Suppressions()
     kept = []
