@@ -60,6 +60,32 @@ def test_forward_reads_leave_out_reads_where_the_device_does_not_matter():
     assert {"cache", "grids"} <= set(cls.forward_writes)
 
 
+def test_a_table_indexed_before_it_is_moved_is_read_on_its_device():
+    facts = _facts(
+        """
+        import torch
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.table = torch.zeros(10, 3)
+                self.sliced = torch.zeros(10, 3)
+                self.row = torch.zeros(10, 3)
+
+            def forward(self, ids, x):
+                a = self.table[ids, :].to(x.device)
+                b = self.sliced[:, :2].to(x.device) + self.row[-1].to(x.device)
+                return a + b
+        """
+    )
+    reads = set(facts.classes["M"].forward_reads)
+    # indexing by ids (maybe a tensor on the inputs' device) happens on the
+    # table's device, before the move; slices and constant rows do not meet
+    assert "table" in reads
+    assert not {"sliced", "row"} & reads
+
+
 def test_forward_reads_of_a_subclass_count_for_the_base():
     facts = _facts(
         """

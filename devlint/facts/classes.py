@@ -1723,12 +1723,16 @@ class _SelfAttributeUses(cst.CSTVisitor):
             self._store(node.asname.name)
 
     def _quiet_chain(self, node: cst.BaseExpression) -> None:
-        # self.pe[:, :n].float().to(x.device): the read of self.pe is moved
+        # self.pe[:, :n].float().to(x.device): the read of self.pe is moved;
+        # self.table[ids].to(d) is not: indexing by what may be a tensor
+        # happens before the move (the flow says whether it is one)
         while True:
             if self_attribute(node, self.self_name) is not None or dynamic_self_attribute(node, self.self_name):
                 self._quiet.add(id(node))
                 return
             if isinstance(node, cst.Subscript):
+                if not all(_constant_index(e) for e in node.slice):
+                    return
                 node = node.value
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _MOVE_CHAIN:
                 node = node.func.value
@@ -1929,3 +1933,15 @@ def _string_list(node: Optional[cst.BaseExpression]) -> List[str]:
         return []
     out = [string_value(e.value) for e in node.elements if isinstance(e, cst.Element)]
     return [s for s in out if s]
+
+
+def _constant_index(element: cst.SubscriptElement) -> bool:
+    """A subscript element no tensor can be: a slice, an integer, ``None``,
+    ``...``."""
+    s = element.slice
+    if isinstance(s, cst.Slice):
+        return True
+    v = s.value
+    if isinstance(v, cst.UnaryOperation):
+        v = v.expression
+    return isinstance(v, (cst.Integer, cst.Ellipsis)) or (isinstance(v, cst.Name) and v.value == "None")
