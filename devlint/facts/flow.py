@@ -1511,15 +1511,13 @@ class _Interpreter:
         stages = self.stages
         assert stages is not None and self.cls is not None
         if stages.spread(attr):
-            return _tensor(stage_device(LAST if stages.dispatched else SPREAD + attr))
+            return _tensor(stage_device(SPREAD + attr))
         target = stages.of_attribute(attr)
         if target is None:
             return _tensor(ANY)
         a = self.facts.class_attribute(self.cls.name, attr)
         receiving = self.facts.classes.get(a.module_class) if a is not None else None
-        if not (receiving is not None and receiving.moves_inputs) and not stages.dispatched:
-            # a part that moves its own inputs takes any (and so does one a
-            # device_map placed: its hook moves them)
+        if not (receiving is not None and receiving.moves_inputs):  # a part that moves its own inputs takes any
             expression = stages.expression(attr)
             for arg, v in self._stage_args(args):
                 self._expect(arg, v, target, node, f"`{self.self_name}.{attr}`", expression)
@@ -1941,8 +1939,9 @@ class _Interpreter:
         if a.kind in ("parameter", "buffer"):
             return _tensor(own, anchor=name)
         if a.kind in ("module", "nn_container"):
-            if self.stages is not None and self.stages.dispatched and self.stages.of_attribute(attr):
-                return Value(MODULE, stage_device(self.stages.of_attribute(attr) or ""))  # self.embed.weight
+            stage = self.stages.of_attribute(attr) if self.stages is not None and self.stages.dispatched else None
+            if stage is not None:
+                return Value(MODULE, stage_device(stage))  # self.embed.weight: on the part's stage
             return Value(MODULE, LOCAL)
         if a.kind == "device":
             # self.device = device in __init__: fixed when the module was
