@@ -29,8 +29,14 @@ model.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
 
 Not flagged: `map_location` given by keyword or as the second positional
 argument, a call with `**kwargs` or `*args` (which may carry it), an
-in-process round trip (`torch.save(obj, buf)` then `torch.load(buf)` in the
-same function: the devices are the ones this process has), and bytes held in
+in-process round trip (a file the same function wrote before it loads it:
+`torch.save(obj, path)`, `trainer.save(path=out_dir)` or
+`save_checkpoint(state, path)` then `torch.load(path)`,
+`torch.load(os.path.join(out_dir, "model.pt"))`; the devices are the ones
+this process has, unless the file runs distributed, where rank 0 saves and
+every rank loads onto rank 0's GPU), a file shipped inside the package
+(a path built from `__file__`, `importlib.resources` or `pkg_resources`:
+every CPU-only install loads it too, so it holds CPU tensors), and bytes held in
 memory (`torch.load(io.BytesIO(data))`, or a name bound to one): that is how
 code hands tensors to itself or a peer (pickling a storage, RPC, an export
 archive member read by name, `archive.read(name)`), and keeping their
@@ -262,8 +268,10 @@ def embeddings(path, device):
             return
         scope = self.training.scopes.get(self.scopes.name)
         file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
-        if file_arg is not None and scope is not None and code_of(file_arg) in scope.saved_files:
-            return  # torch.save(obj, buf) ... torch.load(buf): an in-process round trip
+        if scope is not None and node in scope.round_trips and not self.training.distributed:
+            return  # torch.save(obj, p) ... torch.load(p): an in-process round trip
+        if scope is not None and node in scope.package_files:
+            return  # a file shipped inside the package loads on CPU-only machines too
         if file_arg is not None and (
             is_memory_buffer(self.facts, file_arg, scope) or (scope is not None and code_of(file_arg) in scope.buffers)
         ):

@@ -891,3 +891,46 @@ def test_a_collective_sends_a_maybe_0_dim_cpu_tensor():
         return dist.all_reduce(t)
     """
     assert [m[3] for m in meetings(src)] == ["collective"]
+
+
+def test_a_parameter_every_caller_hands_a_cpu_tensor_is_on_the_cpu():
+    src = """
+    class Loader:
+        def ids(self):
+            return torch.randint(1, 100, (7,))
+
+        def pad(self, ids):
+            return torch.cat((torch.zeros(3, dtype=torch.int64), ids))
+
+        def __next__(self):
+            return self.pad(self.ids())
+
+    def append_eos(ids):
+        return torch.cat([ids, torch.tensor([2])])
+
+    def collate(samples):
+        return [append_eos(torch.as_tensor(s)) for s in samples]
+
+    def public(x):
+        return torch.add(x, torch.ones(1))
+
+    if __name__ == "__main__":
+        public(torch.ones(2))
+    """
+    # pad's and append_eos's callers hand them CPU tensors; public is only
+    # called by the module's own demo code, which says nothing of its callers
+    assert meetings(src) == [("public", 19, 19, "torch.add")]
+
+
+def test_one_caller_on_the_inputs_device_keeps_the_parameter_there():
+    src = """
+    class Net(nn.Module):
+        def pad(self, ids):
+            return torch.cat((torch.zeros(3, dtype=torch.int64), ids))
+
+        def forward(self, x):
+            a = self.pad(torch.randint(1, 100, (7,)))
+            return self.pad(x) + a
+    """
+    # forward's input reaches pad: its zeros meet a tensor on the inputs' device
+    assert ("pad", 4, 4, "torch.cat") in meetings(src)

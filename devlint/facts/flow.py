@@ -533,6 +533,7 @@ class DeviceFlow:
         self.nested: Dict[cst.FunctionDef, cst.FunctionDef] = {}
         self.module = module
         self._gloo: Optional[bool] = None
+        self._collate_fns: Optional[Set[str]] = None
         self._index(module.body, None)
         self.numpy_imported = any(
             t == "numpy" or t.startswith("numpy.") for ts in facts.imports.values() for t in ts
@@ -652,8 +653,12 @@ class DeviceFlow:
         hints = self._hints.get(node)
         if hints is not None:
             return hints
-        callers = [c for c in self._method_callers(node) if c is not node]
-        unknown = [k for k, v in _Interpreter(self, node, hinted=False)._params().items() if v == LOCAL_UNKNOWN] if callers else []
+        method = self.owner.get(node) is not None
+        callers = [c for c in (self._method_callers(node) if method else self._function_callers(node)) if c is not node]
+        own = _Interpreter(self, node, hinted=False)._params() if callers else {}
+        # parameters read as following the inputs: by default (unknown), or
+        # a tensor by its use or annotation (whose device only callers show)
+        unknown = [k for k, v in own.items() if v.device == LOCAL and v.kind in (TENSOR, UNKNOWN)]
         if not unknown:
             self._hints[node] = {}
             return self._hints[node]
@@ -664,9 +669,16 @@ class DeviceFlow:
         if sites:
             for p in unknown:
                 vals = [site.get(p) for site in sites]
-                if all(v is not None and v.kind == TENSOR and v.device == LOCAL for v in vals):
+                if method and own[p] == LOCAL_UNKNOWN and all(v is not None and v.kind == TENSOR and v.device == LOCAL for v in vals):
                     # a guess stays a guess in the callee: no fix names it
                     hints[p] = Value(TENSOR, LOCAL, anchor=p, guessed=any(v.guessed for v in vals))
+                elif all(v is not None and v.kind == TENSOR and v.device == CPU for v in vals):
+                    # every caller here hands it a CPU tensor (a CPU data
+                    # helper, a test's inputs): nothing shows it on a GPU,
+                    # so a CPU tensor made beside it does not meet the
+                    # inputs' device there (a CPU-born argument's own
+                    # meetings are still the caller's, see _pass_pinned)
+                    hints[p] = Value(TENSOR, CPU, anchor=p)
         self._hints[node] = hints
         return hints
 
@@ -676,6 +688,16 @@ class DeviceFlow:
             found = self._body[node] = _BodyFacts(self.facts, self.numpy_imported)
             walk(node.body, found)
         return found
+
+    def _function_callers(self, node: cst.FunctionDef) -> List[cst.FunctionDef]:
+        """For a module-level function: the functions and methods of the
+        file that call it by name (``f(...)``). The module's own statements
+        (demo code under ``__main__``) are not asked: a function they call
+        once with made-up inputs is still the library's."""
+        name = node.name.value
+        if self.functions.get(name) is not node:
+            return []
+        return [fn for fn in self.owner if name in self.body_facts(fn).called_names]
 
     def _method_callers(self, node: cst.FunctionDef) -> List[cst.FunctionDef]:
         """For a method: the methods of its class, and of the file's classes
@@ -757,16 +779,38 @@ class DeviceFlow:
         return False
 
     def runs_in_loader(self, fn: cst.FunctionDef) -> bool:
-        """A method of a ``torch.utils.data`` dataset or sampler: it runs in
-        the data loader, on the CPU, before the batch is moved."""
+        """A method of a ``torch.utils.data`` dataset or sampler, or collate
+        code: it runs in the data loader, on the CPU, before the batch is
+        moved."""
         cls = self.owner.get(fn)
         if cls is None:
-            return False
+            return self._collates(fn, fn.name.value)
         for name in self.facts.lineage(cls):
             q = name if "." in name and name.startswith("torch.") else self.facts.qualify_dotted(name) if name not in self.facts.classes else None
             if q in LOADER_BASES:
                 return True
-        return False
+        return self._collates(fn, cls)
+
+    def _collates(self, fn: cst.FunctionDef, name: str) -> bool:
+        """Collate code: a function or class named for the ``DataLoader``'s
+        ``collate_fn`` (``collate``, ``pad_collate``, ``FastCollateMixup``,
+        ``DataCollatorForLM``), or a function the file passes as
+        ``collate_fn=``; it batches the CPU samples a loader's workers read,
+        unless it places tensors on a device itself."""
+        if "collat" not in name.lower() and name not in self.collate_fns():
+            return False
+        cls = self.owner.get(fn)
+        scope = [fn] if cls is None else list(self.methods.get(cls, {}).values())
+        return not any(self.body_facts(f).places for f in scope)
+
+    def collate_fns(self) -> Set[str]:
+        """Names the file passes as ``collate_fn=`` (``DataLoader(ds,
+        collate_fn=pad_batch)``)."""
+        if self._collate_fns is None:
+            finder = _CollateFnFinder()
+            walk(self.module, finder)
+            self._collate_fns = finder.found
+        return self._collate_fns
 
     def init_time(self, fn: cst.FunctionDef) -> bool:
         """A method of a module class that runs while the module is built,
@@ -933,6 +977,17 @@ def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
     return out
 
 
+class _CollateFnFinder(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: Set[str] = set()
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value == "collate_fn":
+            d = dotted_name(node.value)
+            if d is not None:
+                self.found.add(d.rsplit(".", 1)[-1])
+
+
 class _GlooFinder(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found = False
@@ -966,6 +1021,12 @@ class _BodyFacts(cst.CSTVisitor):
         #: literal (``x + torch.zeros(3)``, ``x * mask``): a tensor or a
         #: number, and for forward's input (or what it passes on) a tensor
         self.operands: Set[str] = set()
+        #: it puts something on a device (``.to(...)``, ``.cuda()``, ``device=``)
+        self.places = False
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None and node.keyword.value == "device":
+            self.places = True
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         for a, b in ((node.left, node.right), (node.right, node.left)):
@@ -980,6 +1041,8 @@ class _BodyFacts(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
+            self.places = True
         if isinstance(func, cst.Name):
             self.called.add(func.value)
             self.called_names.add(func.value)
@@ -1120,7 +1183,7 @@ class _Interpreter:
         operands = self.flows.body_facts(self.node).operands
         env.update(
             (k, replace(v, guessed=False) if v.guessed and k in operands else v)  # forward's input, used as a tensor
-            for k, v in self.hints.items() if k in env and env[k] == LOCAL_UNKNOWN
+            for k, v in self.hints.items() if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU)
         )
         env.update((k, v) for k, v in self.overrides.items() if k in env or "." in k)
         local_inputs = any(v.kind == TENSOR and v.device == LOCAL for v in env.values())

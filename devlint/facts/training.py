@@ -12,7 +12,7 @@ are carried into the functions of the same file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Collection, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -25,6 +25,7 @@ from devlint.syntax import (
     dotted_name,
     keyword_arg,
     positional_args,
+    free_names,
     ref_of,
     self_attribute,
     string_value,
@@ -145,6 +146,23 @@ class ScriptScope:
     rng_states: List[str] = field(default_factory=list)
     #: file arguments given to ``torch.save`` here (an in-process round trip)
     saved_files: List[str] = field(default_factory=list)
+    #: what the calls that write files here were given so far, in the
+    #: walk's order (``trainer.save(path=out_dir)``, ``torch.save(sd, p)``,
+    #: ``save_checkpoint(state, filename)``): the dotted names and path
+    #: strings they mention
+    written: Set[str] = field(default_factory=set)
+    #: names bound here to a path inside the package itself
+    #: (``os.path.join(os.path.dirname(__file__), "w.pt")``,
+    #: ``Path(__file__).parent / "w.pt"``, ``importlib.resources.files(...)``)
+    package_paths: Set[str] = field(default_factory=set)
+    #: ``torch.load`` calls here that read a file this scope wrote earlier:
+    #: a round trip within one process, whose devices exist (unless the
+    #: file runs distributed: every rank would load rank 0's GPU)
+    round_trips: Set[cst.Call] = field(default_factory=set)
+    #: ``torch.load`` calls here that read a file shipped inside the
+    #: package: it loads on every user's machine, CPU-only ones included,
+    #: so it holds CPU tensors
+    package_files: Set[cst.Call] = field(default_factory=set)
     #: names bound to an in-memory buffer (``buf = io.BytesIO(data)``)
     buffers: List[str] = field(default_factory=list)
     #: expressions holding the bytes of a file or a download read here
@@ -547,6 +565,8 @@ class _TrainingCollector(cst.CSTVisitor):
         self._unnamed: Dict[str, List[Tuple[str, str, str]]] = {}
         # method scope -> local name -> self.<x> it is stored in (self.device = device)
         self._kept: Dict[str, Dict[str, str]] = {}
+        #: the file calls torch.distributed or wraps in DDP
+        self.distributed = False
 
     # -- scopes --------------------------------------------------------------
     @property
@@ -654,6 +674,11 @@ class _TrainingCollector(cst.CSTVisitor):
         if not whole:
             self._bind_placement(sf, ref, value)
             self._bind_load(sf, ref, value)
+            if "." not in ref:
+                if self._package_path(value, sf.package_paths | self.scopes[MODULE_SCOPE].package_paths):
+                    sf.package_paths.add(ref)
+                else:
+                    sf.package_paths.discard(ref)
             if "." not in ref:
                 if is_cpu_collator(self.facts, value):
                     if ref not in sf.cpu_collators:
@@ -826,6 +851,16 @@ class _TrainingCollector(cst.CSTVisitor):
                     return fn.complete and not fn.moves_data
         return False
 
+    def _package_path(self, value: cst.BaseExpression, package: Set[str]) -> bool:
+        """``value`` names a path inside the installed package: it reads
+        ``__file__``, a name bound to such a path, or asks the package's
+        resources (``importlib.resources.files``, ``pkg_resources``)."""
+        if "__file__" in free_names(value) or free_names(value) & package:
+            return True
+        finder = _ResourceFinder(self.facts)
+        walk(value, finder)
+        return finder.found
+
     def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         if "." in ref:
             return
@@ -902,6 +937,23 @@ class _TrainingCollector(cst.CSTVisitor):
             f = args[1].value if len(args) > 1 else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
             if f is not None:
                 sf.saved_files.append(code_of(f))
+                sf.written |= path_refs(f, self.facts.imports)
+        elif _writes_files(node.func):
+            for a in node.args:
+                if not a.star:
+                    sf.written |= path_refs(a.value, self.facts.imports)
+        elif is_torch_load(self.facts, node.func):
+            args = positional_args(node)
+            f = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
+            if f is not None:
+                refs = path_refs(f, self.facts.imports)
+                if any(_same_file(r, w) for r in refs for w in sf.written):
+                    sf.round_trips.add(node)
+                package = sf.package_paths | self.scopes[MODULE_SCOPE].package_paths
+                if refs & package or self._package_path(f, package):
+                    sf.package_files.add(node)
+        if q is not None and (q.startswith("torch.distributed.") or q.endswith("DistributedDataParallel")):
+            self.distributed = True
         func = node.func
         callee = None
         is_method = False
@@ -932,6 +984,78 @@ class _TrainingCollector(cst.CSTVisitor):
     def leave_Module(self, original_node: cst.Module) -> None:
         for scope, names in self.rng_candidates.items():
             self.scopes[scope].rng_states = sorted(n for n, ok in names.items() if ok)
+
+
+_RESOURCE_APIS = (
+    "importlib.resources.files", "importlib.resources.path", "importlib.resources.open_binary",
+    "importlib_resources.files", "pkg_resources.resource_filename", "pkg_resources.resource_stream",
+)
+
+
+class _ResourceFinder(cst.CSTVisitor):
+    """Whether an expression asks the package's own resources."""
+
+    def __init__(self, facts: FileFacts) -> None:
+        self.facts = facts
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.qualify(node.func) in _RESOURCE_APIS:
+            self.found = True
+
+
+def _writes_files(func: cst.BaseExpression) -> bool:
+    """A call that writes a file by its name: ``trainer.save(...)``,
+    ``save_checkpoint(...)``, ``model.save_pretrained(out)``."""
+    name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+    return name == "save" or name.startswith("save_") or name.endswith("_save")
+
+
+def path_refs(node: cst.BaseExpression, imported: Collection[str] = ()) -> Set[str]:
+    """What names a file in an expression: its dotted names (``save_path``,
+    ``args.out_dir``; not the functions it calls, ``os.path.join``, nor
+    the ``imported`` modules it reads) and its path-like strings
+    (``"ckpt/model.pt"``, ``"best.pt"``)."""
+    out: Set[str] = set()
+
+    class _Find(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> bool:
+            for a in n.args:
+                walk(a.value, self)
+            if isinstance(n.func, cst.Attribute):  # Path(p).joinpath(...): the receiver names it
+                walk(n.func.value, self)
+            return False
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            d = dotted_name(n)
+            if d is not None:
+                if d.split(".")[0] not in imported:
+                    out.add(d)
+                return False
+            return True
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value not in ("self", "None", "True", "False") and n.value not in imported:
+                out.add(n.value)
+
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            v = string_value(n)
+            if v and (("/" in v) or ("." in v and not v.startswith("."))) and " " not in v and "{" not in v:
+                out.add(f"'{v}")
+
+    walk(node, _Find())
+    return out
+
+
+def _same_file(ref: str, written: str) -> bool:
+    """``ref`` (from a load's path) names what ``written`` (from a write's
+    arguments) named: the same name, or a path string inside a directory
+    string it was given."""
+    if ref == written:
+        return True
+    if ref.startswith("'") and written.startswith("'"):
+        return ref.startswith(written.rstrip("/") + "/")
+    return False
 
 
 def _device_kept(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
@@ -1208,7 +1332,7 @@ def _module_binds(module: ScriptScope, name: str) -> bool:
     return name in module.device_names or name in module.rank_names or name in module.placements
 
 
-def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, ScriptScope]:
+def build_training_facts(module: cst.Module, facts: FileFacts) -> "TrainingFacts":
     """Collect the script facts of every scope, then carry models and loaders
     passed as arguments into the functions defined in the same file."""
     collector = _TrainingCollector(facts)
@@ -1250,7 +1374,7 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> Dict[str, Scri
                         changed = True
         if not changed:
             break
-    return scopes
+    return TrainingFacts(facts, scopes, collector.distributed)
 
 
 @dataclass
@@ -1261,6 +1385,8 @@ class TrainingFacts:
     facts: FileFacts
     #: scope name (``<module>``, ``main``, ``Trainer``, ``Trainer.fit``) -> its facts
     scopes: Dict[str, ScriptScope]
+    #: the file calls ``torch.distributed`` or wraps a model in DDP
+    distributed: bool = False
 
 
 class Training(Provider):
@@ -1272,7 +1398,7 @@ class Training(Provider):
     @classmethod
     def build(cls, store: FactStore) -> TrainingFacts:
         facts = store[Classes]
-        return TrainingFacts(facts, build_training_facts(store.module, facts))
+        return build_training_facts(store.module, facts)
 
 
 def _mentions_placing_code(code: str) -> bool:

@@ -1,0 +1,94 @@
+"""The Training provider: which ``torch.load`` calls read a file the same
+scope wrote before (an in-process round trip) or one shipped inside the
+package, and whether the file runs distributed."""
+
+import textwrap
+
+import libcst as cst
+
+from devlint.facts.classes import Classes
+from devlint.facts.store import FactStore
+from devlint.facts.training import Training, TrainingFacts, path_refs
+
+
+def _training(src: str) -> TrainingFacts:
+    return FactStore(cst.parse_module(textwrap.dedent(src)), [Classes, Training])[Training]
+
+
+def _loads(facts: TrainingFacts, scope: str, kind: str):
+    """The first argument's code of each load of ``kind`` in ``scope``."""
+    calls = getattr(facts.scopes[scope], kind)
+    return sorted(cst.Module([]).code_for_node(c.args[0].value) for c in calls)
+
+
+def test_a_file_written_before_it_is_read_is_a_round_trip():
+    facts = _training(
+        """
+        import os
+        import torch
+
+        def test_save(trainer, model, tmp):
+            out = str(tmp)
+            trainer.save(path=out, model_filename="m.pt")
+            a = torch.load(os.path.join(out, "m.pt"))
+            trainer.save_checkpoint("runs/exp1/")
+            b = torch.load("runs/exp1/last.pt")
+            c = torch.load("runs/exp2/last.pt")
+
+        def resume(model, path):
+            model.load_state_dict(torch.load(path))
+            torch.save(model.state_dict(), path)
+        """
+    )
+    assert _loads(facts, "test_save", "round_trips") == ['"runs/exp1/last.pt"', 'os.path.join(out, "m.pt")']
+    # read before it is written: a previous run's file
+    assert _loads(facts, "resume", "round_trips") == []
+    assert not facts.distributed
+
+
+def test_files_inside_the_package():
+    facts = _training(
+        """
+        import os
+        from importlib.resources import files
+        from pathlib import Path
+        import torch
+
+        WEIGHTS = Path(__file__).parent / "w.pt"
+
+        def load_all(user_path):
+            here = os.path.dirname(__file__)
+            p = os.path.join(here, "data", "net.pt")
+            a = torch.load(p)
+            b = torch.load(str(WEIGHTS))
+            c = torch.load(files("mypkg") / "head.pt")
+            d = torch.load(user_path)
+            p = user_path
+            e = torch.load(p)
+        """
+    )
+    assert _loads(facts, "load_all", "package_files") == ['files("mypkg") / "head.pt"', "p", "str(WEIGHTS)"]
+    # the rebound `p` (a user's path) is not the package's: only one `p` load counts
+    assert len(facts.scopes["load_all"].package_files) == 3
+
+
+def test_a_distributed_file():
+    facts = _training(
+        """
+        import torch
+        import torch.distributed as dist
+
+        def main(model, path):
+            dist.init_process_group("nccl")
+            torch.save(model.state_dict(), path)
+            model.load_state_dict(torch.load(path))
+        """
+    )
+    assert facts.distributed
+    assert len(facts.scopes["main"].round_trips) == 1  # recorded; DL010 does not excuse it under DDP
+
+
+def test_path_refs_name_the_file_not_the_functions():
+    expr = cst.parse_expression('os.path.join(args.out_dir, f"{epoch}.pt", "best.pt", "a b")')
+    assert path_refs(expr, {"os"}) == {"args.out_dir", "epoch", "'best.pt"}
+    assert "os.path" in path_refs(expr)  # a name, unless it is known to be a module
