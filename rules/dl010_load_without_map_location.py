@@ -33,8 +33,9 @@ in-process round trip (a file the same function wrote before it loads it:
 `torch.save(obj, path)`, `trainer.save(path=out_dir)` or
 `save_checkpoint(state, path)` then `torch.load(path)`,
 `torch.load(os.path.join(out_dir, "model.pt"))`; the devices are the ones
-this process has, unless the file runs distributed, where rank 0 saves and
-every rank loads onto rank 0's GPU), a file shipped inside the package
+this process has, unless the file runs distributed and the path is not a
+`tempfile` of the process's own, where rank 0 saves and every rank loads
+onto rank 0's GPU), a file shipped inside the package
 (a path built from `__file__`, `importlib.resources` or `pkg_resources`:
 every CPU-only install loads it too, so it holds CPU tensors), and bytes held in
 memory (`torch.load(io.BytesIO(data))`, or a name bound to one): that is how
@@ -268,7 +269,7 @@ def embeddings(path, device):
             return
         scope = self.training.scopes.get(self.scopes.name)
         file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
-        if scope is not None and node in scope.round_trips and not self.training.distributed:
+        if scope is not None and node in scope.round_trips and (not self.training.distributed or node in scope.private_round_trips):
             return  # torch.save(obj, p) ... torch.load(p): an in-process round trip
         if scope is not None and node in scope.package_files:
             return  # a file shipped inside the package loads on CPU-only machines too

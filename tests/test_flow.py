@@ -934,3 +934,19 @@ def test_one_caller_on_the_inputs_device_keeps_the_parameter_there():
     """
     # forward's input reaches pad: its zeros meet a tensor on the inputs' device
     assert ("pad", 4, 4, "torch.cat") in meetings(src)
+
+
+def test_a_legacy_cpu_constructor_is_on_the_cpu_whatever_it_is_given():
+    src = """
+    def chunk_mask(x_len, starts):
+        starts = torch.Tensor(starts).long()
+        rows = torch.arange(0, x_len).unsqueeze(-1)
+        return rows < torch.nn.functional.pad(starts, (0, 1), value=x_len)
+
+    def widths(x):
+        w = torch.LongTensor(x)
+        return w + torch.ones(3)
+    """
+    # torch.Tensor(t) refuses a CUDA tensor: what it returns is on the CPU,
+    # so the CPU tensors made beside it meet no GPU there
+    assert meetings(src) == []

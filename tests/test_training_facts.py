@@ -92,3 +92,26 @@ def test_path_refs_name_the_file_not_the_functions():
     expr = cst.parse_expression('os.path.join(args.out_dir, f"{epoch}.pt", "best.pt", "a b")')
     assert path_refs(expr, {"os"}) == {"args.out_dir", "epoch", "'best.pt"}
     assert "os.path" in path_refs(expr)  # a name, unless it is known to be a module
+
+
+def test_a_temporary_file_is_the_process_own():
+    facts = _training(
+        """
+        import tempfile
+        import torch
+        import torch.distributed as dist
+
+        def check(model_ddp, shared_path):
+            with tempfile.NamedTemporaryFile() as tmp:
+                torch.save(model_ddp, tmp.name)
+                a = torch.load(tmp.name)
+            d = tempfile.mkdtemp()
+            torch.save(model_ddp, d + "/m.pt")
+            b = torch.load(d + "/m.pt")
+            torch.save(model_ddp.state_dict(), shared_path)
+            c = torch.load(shared_path)
+        """
+    )
+    scope = facts.scopes["check"]
+    assert facts.distributed and len(scope.round_trips) == 3
+    assert _loads(facts, "check", "private_round_trips") == ['d + "/m.pt"', "tmp.name"]

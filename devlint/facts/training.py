@@ -159,6 +159,11 @@ class ScriptScope:
     #: a round trip within one process, whose devices exist (unless the
     #: file runs distributed: every rank would load rank 0's GPU)
     round_trips: Set[cst.Call] = field(default_factory=set)
+    #: names bound here to a temporary file or folder (``tempfile.*``):
+    #: private to this process, even when every rank runs the same code
+    temp_paths: Set[str] = field(default_factory=set)
+    #: the round trips through such a temporary path (excused under DDP too)
+    private_round_trips: Set[cst.Call] = field(default_factory=set)
     #: ``torch.load`` calls here that read a file shipped inside the
     #: package: it loads on every user's machine, CPU-only ones included,
     #: so it holds CPU tensors
@@ -675,6 +680,8 @@ class _TrainingCollector(cst.CSTVisitor):
             self._bind_placement(sf, ref, value)
             self._bind_load(sf, ref, value)
             if "." not in ref:
+                if self._temporary(value):
+                    sf.temp_paths.add(ref)
                 if self._package_path(value, sf.package_paths | self.scopes[MODULE_SCOPE].package_paths):
                     sf.package_paths.add(ref)
                 else:
@@ -891,6 +898,13 @@ class _TrainingCollector(cst.CSTVisitor):
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._note_bound_target(node.asname.name)
+            if isinstance(node.asname.name, cst.Name) and self._temporary(node.item):
+                self.scope.temp_paths.add(node.asname.name.value)
+
+    def _temporary(self, value: cst.BaseExpression) -> bool:
+        """``tempfile.NamedTemporaryFile()``, ``tempfile.mkdtemp()``, ...:
+        a path of this process's own."""
+        return isinstance(value, cst.Call) and (self.facts.qualify(value.func) or "").startswith("tempfile.")
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._note_bound_target(node.target)
@@ -949,6 +963,8 @@ class _TrainingCollector(cst.CSTVisitor):
                 refs = path_refs(f, self.facts.imports)
                 if any(_same_file(r, w) for r in refs for w in sf.written):
                     sf.round_trips.add(node)
+                    if any(r.split(".")[0] in sf.temp_paths for r in refs):
+                        sf.private_round_trips.add(node)
                 package = sf.package_paths | self.scopes[MODULE_SCOPE].package_paths
                 if refs & package or self._package_path(f, package):
                     sf.package_files.add(node)
@@ -1374,7 +1390,11 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> "TrainingFacts
                         changed = True
         if not changed:
             break
-    return TrainingFacts(facts, scopes, collector.distributed)
+    distributed = collector.distributed or any(
+        q == "torch.distributed" or q.startswith("torch.distributed.") or q.endswith("DistributedDataParallel")
+        for qs in facts.imports.values() for q in qs
+    )
+    return TrainingFacts(facts, scopes, distributed)
 
 
 @dataclass
@@ -1385,7 +1405,7 @@ class TrainingFacts:
     facts: FileFacts
     #: scope name (``<module>``, ``main``, ``Trainer``, ``Trainer.fit``) -> its facts
     scopes: Dict[str, ScriptScope]
-    #: the file calls ``torch.distributed`` or wraps a model in DDP
+    #: the file imports or calls ``torch.distributed``, or wraps a model in DDP
     distributed: bool = False
 
 
