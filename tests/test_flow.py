@@ -936,17 +936,18 @@ def test_one_caller_on_the_inputs_device_keeps_the_parameter_there():
     assert ("pad", 4, 4, "torch.cat") in meetings(src)
 
 
-def test_a_legacy_cpu_constructor_is_on_the_cpu_whatever_it_is_given():
+def test_a_typed_legacy_constructor_is_on_the_cpu_whatever_it_is_given():
     src = """
     def chunk_mask(x_len, starts):
-        starts = torch.Tensor(starts).long()
+        starts = torch.LongTensor(starts)
         rows = torch.arange(0, x_len).unsqueeze(-1)
         return rows < torch.nn.functional.pad(starts, (0, 1), value=x_len)
 
-    def widths(x):
-        w = torch.LongTensor(x)
-        return w + torch.ones(3)
+    def scales(layer_ids: torch.Tensor):
+        s = torch.Tensor(layer_ids + 1)
+        return s * torch.ones(3)
     """
-    # torch.Tensor(t) refuses a CUDA tensor: what it returns is on the CPU,
-    # so the CPU tensors made beside it meet no GPU there
-    assert meetings(src) == []
+    # torch.LongTensor(t) refuses a CUDA tensor: what it returns is on the
+    # CPU, so the CPU tensors made beside it meet no GPU there; torch.Tensor(t)
+    # is t itself, wherever t is (checked: a meta tensor stays on meta)
+    assert [m[:3] for m in meetings(src)] == [("scales", 9, 9)]

@@ -2135,10 +2135,11 @@ class _Interpreter:
             if q.startswith("torch.cuda.") or keyword_arg(node, "device") is not None:
                 return _tensor(CURRENT if q.startswith("torch.cuda.") else ANY)  # torch.Tensor(..., device=d): not a CPU birth
             data = args[0][1] if args and args[0][0].keyword is None else UNKNOWN_VALUE
-            if data.kind == TENSOR and (q == "torch.from_numpy" or data.device in (CPU, HELD)):
-                return replace(data, anchor=None)
-            # torch.Tensor(t), torch.LongTensor(t): CPU constructors, which
-            # refuse a CUDA tensor; what they return is on the CPU
+            if data.kind == TENSOR and (q in ("torch.from_numpy", "torch.Tensor") or data.device in (CPU, HELD)):
+                return replace(data, anchor=None)  # torch.Tensor(t): t itself, wherever it is
+            # torch.LongTensor(t), torch.FloatTensor(t): typed CPU
+            # constructors, which refuse a tensor of another device (or
+            # dtype); what they return is on the CPU
             if q != "torch.from_numpy" and (not args or all(v.kind == NUMBER for _, v in args)):
                 return _tensor(CPU)  # torch.Tensor(3, 4): an uninitialised shape
             return self._born(node, q.rsplit(".", 1)[-1], env)
