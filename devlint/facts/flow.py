@@ -654,6 +654,11 @@ class DeviceFlow:
         if hints is not None:
             return hints
         method = self.owner.get(node) is not None
+        if not method and not self.may_meet(node):
+            # a module-level function gets CPU hints only, which matter only
+            # where a CPU-born tensor could meet its parameters
+            self._hints[node] = {}
+            return self._hints[node]
         callers = [c for c in (self._method_callers(node) if method else self._function_callers(node)) if c is not node]
         own = _Interpreter(self, node, hinted=False)._params() if callers else {}
         # parameters read as following the inputs: by default (unknown), or
@@ -805,11 +810,12 @@ class DeviceFlow:
 
     def collate_fns(self) -> Set[str]:
         """Names the file passes as ``collate_fn=`` (``DataLoader(ds,
-        collate_fn=pad_batch)``)."""
+        collate_fn=pad_batch)``), read from the function bodies' facts."""
         if self._collate_fns is None:
-            finder = _CollateFnFinder()
-            walk(self.module, finder)
-            self._collate_fns = finder.found
+            found: Set[str] = set()
+            for fn in (*self.owner, self.module_function()):
+                found |= self.body_facts(fn).collate_fns
+            self._collate_fns = found
         return self._collate_fns
 
     def init_time(self, fn: cst.FunctionDef) -> bool:
@@ -977,17 +983,6 @@ def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
     return out
 
 
-class _CollateFnFinder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: Set[str] = set()
-
-    def visit_Arg(self, node: cst.Arg) -> None:
-        if node.keyword is not None and node.keyword.value == "collate_fn":
-            d = dotted_name(node.value)
-            if d is not None:
-                self.found.add(d.rsplit(".", 1)[-1])
-
-
 class _GlooFinder(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found = False
@@ -1023,10 +1018,16 @@ class _BodyFacts(cst.CSTVisitor):
         self.operands: Set[str] = set()
         #: it puts something on a device (``.to(...)``, ``.cuda()``, ``device=``)
         self.places = False
+        #: the names it passes as ``collate_fn=``
+        self.collate_fns: Set[str] = set()
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and node.keyword.value == "device":
             self.places = True
+        elif node.keyword is not None and node.keyword.value == "collate_fn":
+            d = dotted_name(node.value)
+            if d is not None:
+                self.collate_fns.add(d.rsplit(".", 1)[-1])
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         for a, b in ((node.left, node.right), (node.right, node.left)):

@@ -151,10 +151,9 @@ class ScriptScope:
     #: ``save_checkpoint(state, filename)``): the dotted names and path
     #: strings they mention
     written: Set[str] = field(default_factory=set)
-    #: names bound here to a path inside the package itself
-    #: (``os.path.join(os.path.dirname(__file__), "w.pt")``,
-    #: ``Path(__file__).parent / "w.pt"``, ``importlib.resources.files(...)``)
-    package_paths: Set[str] = field(default_factory=set)
+    #: plain names -> the value last bound to them so far in the walk
+    #: (read when a ``torch.load`` asks what its path is built from)
+    values: Dict[str, cst.BaseExpression] = field(default_factory=dict)
     #: ``torch.load`` calls here that read a file this scope wrote earlier:
     #: a round trip within one process, whose devices exist (unless the
     #: file runs distributed: every rank would load rank 0's GPU)
@@ -682,10 +681,7 @@ class _TrainingCollector(cst.CSTVisitor):
             if "." not in ref:
                 if self._temporary(value):
                     sf.temp_paths.add(ref)
-                if self._package_path(value, sf.package_paths | self.scopes[MODULE_SCOPE].package_paths):
-                    sf.package_paths.add(ref)
-                else:
-                    sf.package_paths.discard(ref)
+                sf.values[ref] = value
             if "." not in ref:
                 if is_cpu_collator(self.facts, value):
                     if ref not in sf.cpu_collators:
@@ -858,15 +854,28 @@ class _TrainingCollector(cst.CSTVisitor):
                     return fn.complete and not fn.moves_data
         return False
 
-    def _package_path(self, value: cst.BaseExpression, package: Set[str]) -> bool:
-        """``value`` names a path inside the installed package: it reads
-        ``__file__``, a name bound to such a path, or asks the package's
-        resources (``importlib.resources.files``, ``pkg_resources``)."""
-        if "__file__" in free_names(value) or free_names(value) & package:
+    def _package_path(self, sf: ScriptScope, value: cst.BaseExpression, depth: int = 0) -> bool:
+        """``value`` names a path inside the installed package
+        (``os.path.join(os.path.dirname(__file__), "w.pt")``,
+        ``Path(__file__).parent / "w.pt"``, ``importlib.resources.files(...)``):
+        it reads ``__file__``, a name bound (here or at module level) to such
+        a path, or asks the package's resources. Asked only of a
+        ``torch.load``'s path, so the walk pays nothing for other bindings."""
+        names = free_names(value)
+        if "__file__" in names:
             return True
         finder = _ResourceFinder(self.facts)
         walk(value, finder)
-        return finder.found
+        if finder.found:
+            return True
+        if depth >= 3:
+            return False
+        module = self.scopes[MODULE_SCOPE]
+        for n in names:
+            bound = sf.values.get(n) if n in sf.values else module.values.get(n)
+            if bound is not None and bound is not value and self._package_path(sf, bound, depth + 1):
+                return True
+        return False
 
     def _bind_load(self, sf: ScriptScope, ref: str, value: cst.BaseExpression) -> None:
         if "." in ref:
@@ -965,8 +974,7 @@ class _TrainingCollector(cst.CSTVisitor):
                     sf.round_trips.add(node)
                     if any(r.split(".")[0] in sf.temp_paths for r in refs):
                         sf.private_round_trips.add(node)
-                package = sf.package_paths | self.scopes[MODULE_SCOPE].package_paths
-                if refs & package or self._package_path(f, package):
+                if self._package_path(sf, f):
                     sf.package_files.add(node)
         if q is not None and (q.startswith("torch.distributed.") or q.endswith("DistributedDataParallel")):
             self.distributed = True
