@@ -106,9 +106,12 @@ class ResultCache:
 
     # -- keys --------------------------------------------------------------
     @staticmethod
-    def entry_key(digest: str, codes: Sequence[str], ignore: Sequence[str]) -> str:
-        """The content digest salted with the rules that run on the file."""
-        return f"{digest}:{','.join(codes)}:{','.join(ignore)}"
+    def entry_key(digest: str, codes: Sequence[str], ignore: Sequence[str], project: str = "") -> str:
+        """The content digest salted with the rules that run on the file and,
+        in a project run, the file's module name and role (a result checked
+        alone never stands for one checked with its project, nor the reverse)."""
+        key = f"{digest}:{','.join(codes)}:{','.join(ignore)}"
+        return f"{key}:{project}" if project else key
 
     # -- reading -----------------------------------------------------------
     def _load(self) -> None:

@@ -115,6 +115,12 @@ class _Run:
         meta = click.get_current_context().meta
         #: the ast candidate scan (--no-scan: only to compare findings without it)
         self.scan = not meta.get("devlint.no_scan", False)
+        #: the project run's plan: module names, import order (--no-project: none)
+        self.plan = None
+        if not meta.get("devlint.no_project", False):
+            from devlint.project.plan import make_plan
+
+            self.plan = make_plan(self.files, cfg.source_roots())
         self.cache = None
         if not meta.get("devlint.no_cache", False):
             from devlint.cache import ResultCache, cache_dir
@@ -147,6 +153,13 @@ _common = [
     click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes to use (default: usable cores)."),
     click.option("--verbose", "-v", is_flag=True, help="Say more about what is skipped and why."),
     click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember, help="Neither read nor write the result cache (.devlint_cache/)."),
+    click.option(
+        "--no-project",
+        is_flag=True,
+        expose_value=False,
+        callback=_remember,
+        help="Check each file alone, without the facts of the project modules it imports.",
+    ),
     click.option("--no-scan", is_flag=True, expose_value=False, callback=_remember, hidden=True, help="Parse every file with libcst, without the ast candidate scan (to compare findings)."),
     click.option(
         "--hook",
@@ -194,7 +207,7 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     if click.get_current_context().meta.get("devlint.add_noqa"):
         _add_noqa(run, jobs, color)
-    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan), jobs or default_jobs(), cache=run.cache)
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan), jobs or default_jobs(), cache=run.cache, plan=run.plan)
     run.save_cache()
     run.file_problems(results)
     diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
@@ -230,7 +243,7 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
 def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
     """``check --add-noqa``: write the comments, list what could not be suppressed."""
     # no result cache: a cached result would skip the file without writing it
-    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan, add_noqa=True), jobs or default_jobs())
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan, add_noqa=True), jobs or default_jobs(), plan=run.plan)
     run.file_problems(results)
     left = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
     report_text(left, _Stdout(_use_color(color)), _use_color(color))
@@ -262,7 +275,7 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
         from devlint.harness.command import read_cases_texts
 
         before_fix = read_cases_texts(run.files)
-    results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply, scan=run.scan), jobs or default_jobs(), cache=run.cache)
+    results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply, scan=run.scan), jobs or default_jobs(), cache=run.cache, plan=run.plan)
     run.save_cache()
     run.file_problems(results)
     out = _Stdout(_use_color(color))

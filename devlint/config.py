@@ -37,6 +37,9 @@ class Config:
     extend_exclude: Tuple[str, ...] = ()
     per_file_ignores: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
     unsafe_fixes: bool = False
+    #: source roots, relative to ``root``: where module names start (a
+    #: file's module name is its path below the deepest root holding it)
+    src: Tuple[str, ...] = (".", "src")
     #: the folder holding the pyproject.toml the config came from (patterns
     #: in exclude / per-file-ignores are relative to it)
     root: str = "."
@@ -63,8 +66,11 @@ class Config:
                 out.extend(codes)
         return tuple(out)
 
+    def source_roots(self) -> List[str]:
+        return [os.path.join(self.root, r) for r in self.src]
+
     def cache_key(self) -> str:
-        return repr((self.select, self.ignore, self.extend_select, self.per_file_ignores))
+        return repr((self.select, self.ignore, self.extend_select, self.per_file_ignores, self.src))
 
 
 def _matches_any(code: str, prefixes: Iterable[str]) -> bool:
@@ -96,6 +102,7 @@ _KEYS = {
     "extend-exclude": "strings",
     "per-file-ignores": "table",
     "unsafe-fixes": "bool",
+    "src": "strings",
 }
 
 
@@ -172,7 +179,7 @@ def config_from_table(table: Dict[str, Any], source: str, root: str = ".") -> Co
     cfg = Config(root=root, source=source)
     if "per_file_ignores" in values:
         values["per_file_ignores"] = tuple((k, tuple(v)) for k, v in values["per_file_ignores"].items())
-    for k in ("select", "ignore", "extend_select", "exclude", "extend_exclude"):
+    for k in ("select", "ignore", "extend_select", "exclude", "extend_exclude", "src"):
         if k in values:
             values[k] = tuple(values[k])
     return replace(cfg, **values)

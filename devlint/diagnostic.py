@@ -75,6 +75,8 @@ class Diagnostic:
     cell: Optional[int] = None
     #: in a notebook: the line of the notebook's JSON text holding the finding's line (0: unknown)
     file_line: int = 0
+    #: where the other half of a cross-file finding is: (path, line, what is there)
+    related: List[Tuple[str, int, str]] = field(default_factory=list)
 
     @property
     def fixable(self) -> bool:
@@ -104,6 +106,8 @@ class Diagnostic:
         if self.cell is not None:  # notebooks: location, end_location and edits are in the cell
             out["cell"] = self.cell
             out["notebook_line"] = self.file_line or None
+        if self.related:
+            out["related"] = [{"filename": p, "line": l, "message": m} for p, l, m in self.related]
         return out
 
     @classmethod
@@ -137,6 +141,11 @@ class Diagnostic:
             no_fix_reason=data.get("no_fix_reason") or "",
             cell=data["cell"] if type(data.get("cell")) is int else None,
             file_line=data["notebook_line"] if type(data.get("notebook_line")) is int else 0,
+            related=[
+                (str(r["filename"]), int(r["line"]), str(r["message"]))
+                for r in data.get("related") or []
+                if isinstance(r, dict) and type(r.get("line")) is int and "filename" in r and "message" in r
+            ],
         )
 
 
@@ -155,15 +164,25 @@ class FileResult:
     fixed_text: Optional[str] = None
     applied: List[Diagnostic] = field(default_factory=list)
     skipped: bool = False  # no enabled rule could fire (pre-filter)
+    #: in a project run: what the file exports to the project index
+    #: (``devlint.project.summary``), and the digest of each summary of
+    #: another module its check read (the cached result is valid while they are)
+    summary: Optional[dict] = None
+    consulted: Dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "path": self.path,
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "error": self.error,
             "internal_errors": self.internal_errors,
             "skipped": self.skipped,
         }
+        if self.summary is not None:
+            out["summary"] = self.summary
+        if self.consulted:
+            out["consulted"] = self.consulted
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> "FileResult":
@@ -173,4 +192,6 @@ class FileResult:
             error=data.get("error"),
             internal_errors=list(data.get("internal_errors", [])),
             skipped=bool(data.get("skipped")),
+            summary=data.get("summary") if isinstance(data.get("summary"), dict) else None,
+            consulted={str(k): str(v) for k, v in data.get("consulted", {}).items()} if isinstance(data.get("consulted"), dict) else {},
         )

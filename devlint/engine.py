@@ -126,10 +126,12 @@ def _token_filter(text: str, rules: Sequence[Type[Rule]]) -> List[Type[Rule]]:
     return [r for r in rules if any(tok in text for tok in r.tokens)]
 
 
-def _scan_filter(text: str, rules: List[Type[Rule]]) -> List[Type[Rule]]:
+def _scan_filter(text: str, rules: List[Type[Rule]], project=None) -> List[Type[Rule]]:
     """The rules that may fire according to the ``ast`` candidate scan
     (:mod:`devlint.scan`); all of them when no rule has a hook or CPython
-    cannot parse the file. A hook that raises counts as a candidate."""
+    cannot parse the file. A hook that raises counts as a candidate.
+    ``project``: the file's place in a project run; the names it imports
+    from the project's modules may be modules (the scan cannot see them)."""
     if not any(r.candidate.__func__ is not Rule.candidate.__func__ for r in rules):  # type: ignore[attr-defined]
         return rules
     from devlint.scan import scan_source
@@ -137,6 +139,8 @@ def _scan_filter(text: str, rules: List[Type[Rule]]) -> List[Type[Rule]]:
     summary = scan_source(text)
     if summary is None:
         return rules
+    if project is not None:
+        summary.project_names = project.index.project_names(summary.imports, project.module, project.is_package)
     out = []
     for r in rules:
         try:
@@ -157,10 +161,10 @@ class Analysis:
     errors: List[str]
 
 
-def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]]) -> Analysis:
+def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]], project=None) -> Analysis:
     # the engine reads the classes itself (the class stack); everything
     # else is built only if a rule that declared it asks
-    store = FactStore(module, [Classes, *(p for r in rules for p in r.requires)])
+    store = FactStore(module, [Classes, *(p for r in rules for p in r.requires)], project)
     context = Context(store, path)
     instances = [r(context) for r in rules]
     dispatcher = _Dispatcher(context, instances)
@@ -260,12 +264,19 @@ def lint_source(
     ignore: Sequence[str] = (),
     scan: bool = True,
     suppress: bool = True,
+    project=None,
+    summarize: bool = False,
 ) -> FileResult:
     """Check one file's source. ``codes``: the enabled rule codes (default:
     the rules enabled by default); ``ignore``: codes or prefixes ignored for
     this file; ``scan``: skip rules the ``ast`` candidate scan rules out
     (off only to test that the scan drops nothing); ``suppress``: apply
-    ``# noqa`` comments (off for a caller with its own, like flake8)."""
+    ``# noqa`` comments (off for a caller with its own, like flake8).
+    ``project``: the file's :class:`~devlint.project.index.ProjectContext`
+    in a project run (its imports resolve through the index; the result
+    carries what it consulted); ``summarize``: also export the file's
+    summary (other files of the project import it), parsing it for that
+    alone when no rule needs it."""
     result = FileResult(path=path)
     try:
         text = decode_source(source).text if isinstance(source, bytes) else source
@@ -274,6 +285,8 @@ def lint_source(
         return result
     rules = [r for r in select_rules(codes) if not any(r.code.startswith(i) for i in ignore)]
     ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
+    if project is not None:
+        project.index.consulted = {}
     rules = _token_filter(text, rules)
     # the hostile-input pre-scan runs before libcst's parse; before CPython's
     # too, unless the file is small enough for CPython's own limits
@@ -283,9 +296,11 @@ def lint_source(
         result.error = f"skipped: {reason}"
         return result
     if rules and scan:
-        rules = _scan_filter(text, rules)
+        rules = _scan_filter(text, rules, project)
     if not rules:
         result.skipped = True
+        if summarize and project is not None and project.module and "class" in text and not hostile(text):
+            _summary_only(result, text, project)
         return result
     reason = hostile(text) if not early else None
     if reason is not None:
@@ -301,12 +316,47 @@ def lint_source(
         result.error = f"skipped: too deeply nested or too large to parse ({type(exc).__name__})"
         return result
     try:
-        analysis = analyse(module, path, rules)
+        analysis = analyse(module, path, rules, project)
+        if project is not None:
+            _export(result, analysis.store, project, summarize, text)
     except RecursionError:
         result.error = "skipped: too deeply nested to analyse"
         return result
     _report(result, text, path, module, analysis, ran, lines, suppress)
     return result
+
+
+def _export(result: FileResult, store: FactStore, project, summarize: bool, text: str) -> None:
+    """A project run: the file's summary (when others import it) and what
+    its check read of other files' summaries."""
+    from devlint.project.summary import export
+
+    facts = store[Classes]
+    if summarize and project.module:
+        result.summary = export(facts, project.module, lambda n: project.index.absolute_name(n, project.module), text)
+    result.consulted = dict(sorted(project.index.consulted.items()))
+
+
+def _summary_only(result: FileResult, text: str, project) -> None:
+    """The summary of a file no rule needs to check (a models module other
+    files import): one parse and the class facts, nothing else; and only when
+    some class of it may be an ``nn.Module`` (the summaries of other classes
+    say nothing a rule asks)."""
+    from devlint.scan import scan_source
+
+    scan = scan_source(text)
+    if scan is not None:
+        scan.project_names = project.index.project_names(scan.imports, project.module, project.is_package)
+        if not any(scan.class_may_be_module(c) for c in scan.bases):
+            return
+    try:
+        module = parse(text)
+    except (cst.ParserSyntaxError, RecursionError, MemoryError):
+        return
+    try:
+        _export(result, FactStore(module, [Classes], project), project, True, text)
+    except RecursionError:
+        return
 
 
 def _report(
@@ -392,6 +442,8 @@ def fix_source(
     unsafe: bool = False,
     ignore: Sequence[str] = (),
     scan: bool = True,
+    project=None,
+    summarize: bool = False,
 ) -> FileResult:
     """Fix one file's (decoded) source in rounds until nothing changes.
 
@@ -407,13 +459,15 @@ def fix_source(
         active = _token_filter(text, rules)
         early = _round == 0 and bool(active) and (not scan or len(text) > SCAN_FIRST_BYTES)
         if early and hostile(text) is not None:
-            return lint_source(source, path, codes, ignore, scan=scan)  # the same "skipped" message
+            return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize)  # the same "skipped" message
         if active and scan:
-            active = _scan_filter(text, active)
+            active = _scan_filter(text, active, project)
         if _round == 0 and active and not early and hostile(text) is not None:
-            return lint_source(source, path, codes, ignore, scan=scan)
+            return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize)
         if not active:
             if _round == 0:  # no rule can fire: nothing to fix, nothing to report
+                if summarize and project is not None:
+                    return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=True)
                 result.fixed_text = source
                 result.skipped = True
                 return result
@@ -422,7 +476,7 @@ def fix_source(
             module = parse(text)
         except cst.ParserSyntaxError:
             if _round == 0:
-                return lint_source(source, path, codes, ignore, scan=scan)
+                return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize)
             result.internal_errors.append(
                 f"internal error: fixes by {', '.join(sorted({d.code for d in result.applied}))} produced code that does not parse; "
                 "the file was not changed; please report this as a devlint bug"
@@ -435,7 +489,9 @@ def fix_source(
             result.fixed_text = source
             return result
         try:
-            analysis = analyse(module, path, active)
+            analysis = analyse(module, path, active, project)
+            if _round == 0 and project is not None:
+                _export(result, analysis.store, project, summarize, text)
         except RecursionError:
             result.error = "skipped: too deeply nested to analyse"
             result.fixed_text = source
@@ -465,7 +521,7 @@ def fix_source(
             # libcst would not write the untouched parts back byte for byte
             result.error = "not fixed: devlint's parser does not reproduce this file byte for byte (unusual line endings?)"
             result.fixed_text = source
-            result.diagnostics = lint_source(source, path, codes, ignore).diagnostics
+            result.diagnostics = lint_source(source, path, codes, ignore, project=project, summarize=False).diagnostics
             return result
         try:
             new_module, applied = _apply_round(module, [d for _, _, d in fixable], positions)
@@ -483,7 +539,7 @@ def fix_source(
             )
             result.fixed_text = source
             result.applied = []
-            result.diagnostics = lint_source(source, path, codes, ignore).diagnostics
+            result.diagnostics = lint_source(source, path, codes, ignore, project=project, summarize=False).diagnostics
             return result
         if not applied:
             break
@@ -510,12 +566,12 @@ def fix_source(
             text = source
             result.applied = []
     if UNUSED_NOQA[0] in {r.code for r in rules}:
-        stale = [d for d in lint_source(text, path, codes, ignore, scan=scan).diagnostics if d.code == UNUSED_NOQA[0] and d.fix]
+        stale = [d for d in lint_source(text, path, codes, ignore, scan=scan, project=project, summarize=False).diagnostics if d.code == UNUSED_NOQA[0] and d.fix]
         if stale:
             text = remove_unused_noqa(text, stale)
             result.applied.extend(stale)
     result.fixed_text = text
-    remaining = lint_source(text, path, codes, ignore, scan=scan)
+    remaining = lint_source(text, path, codes, ignore, scan=scan, project=project, summarize=False)
     result.diagnostics = remaining.diagnostics
     result.error = remaining.error
     for e in remaining.internal_errors:

@@ -72,6 +72,11 @@ def report_github(diagnostics: Sequence[Diagnostic], out: TextIO) -> None:
         out.write(f"::{level} {props}::{_escape_data(f'{d.code} {d.message}')}\n")
 
 
+def _uri(path: str) -> str:
+    uri = path.replace(os.sep, "/")
+    return uri[2:] if uri.startswith("./") else uri
+
+
 def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]], out: TextIO) -> None:
     rule_ids = sorted(rules)
     index = {code: i for i, code in enumerate(rule_ids)}
@@ -120,6 +125,18 @@ def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]]
             else:
                 del phys["region"]
             res["properties"] = {"cell": d.cell, "cellLine": d.line, "cellColumn": d.col}
+        if d.related:
+            res["relatedLocations"] = [
+                {
+                    "id": i,
+                    "message": {"text": m},
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(p)},
+                        "region": {"startLine": max(l, 1)},
+                    },
+                }
+                for i, (p, l, m) in enumerate(d.related)
+            ]
         if d.code in index:
             res["ruleIndex"] = index[d.code]
         if d.fix is not None and d.fix.edits and d.cell is None:

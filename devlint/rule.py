@@ -190,7 +190,10 @@ class Rule(cst.CSTVisitor):
         message: Optional[str] = None,
         fix: Optional[Fix] = None,
         no_fix_reason: str = "",
+        related: Sequence[Tuple[str, int, str]] = (),
     ) -> None:
+        """Report a finding at ``node``. ``related``: where the other half of
+        a cross-file finding is, as (path, line, what is there)."""
         self.diagnostics.append(
             Diagnostic(
                 code=self.code,
@@ -199,6 +202,7 @@ class Rule(cst.CSTVisitor):
                 fix=fix,
                 no_fix_reason=no_fix_reason if fix is None else "",
                 node=node,
+                related=list(related),
             )
         )
 

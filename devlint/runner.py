@@ -7,7 +7,7 @@ import difflib
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
 
 from devlint.config import Config
@@ -18,6 +18,7 @@ from devlint.source import SourceError, decode_source
 
 if TYPE_CHECKING:  # pragma: no cover
     from devlint.cache import ResultCache
+    from devlint.project.plan import ProjectPlan
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,18 @@ class Job:
     scan: bool = True
     #: check, then add ``# noqa: CODE`` comments for every finding (--add-noqa)
     add_noqa: bool = False
+    #: a project run: the file's module name (None: not importable by name),
+    #: whether it is a package's ``__init__``, whether others import it (it
+    #: exports a summary); see :mod:`devlint.project`
+    project: bool = False
+    module: Optional[str] = None
+    is_package: bool = False
+    summarize: bool = False
+
+
+#: the project index of the run in progress: set by :func:`run_jobs` before
+#: each wave's workers fork (they inherit it), read by :func:`_run_job`
+_INDEX = None
 
 
 #: never read more than this from one file (the engine skips anything over a few MB)
@@ -115,11 +128,17 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
         src = decode_source(raw)
     except SourceError as exc:
         return FileResult(path=job.path, error=str(exc))
+    project = None
+    if job.project and _INDEX is not None:
+        from devlint.project.index import ProjectContext
+
+        project = ProjectContext(job.module, job.is_package, _INDEX)
     if job.add_noqa:
-        return _add_noqa(job, raw, src)
+        return _add_noqa(job, raw, src, project)
     if not job.fix:
-        return lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
-    result = fix_source(src.text, job.path, job.codes, unsafe=job.unsafe, ignore=job.ignore, scan=job.scan)
+        return lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project, summarize=job.summarize)
+    result = fix_source(src.text, job.path, job.codes, unsafe=job.unsafe, ignore=job.ignore, scan=job.scan,
+                        project=project, summarize=job.summarize)
     if result.fixed_text is None or result.fixed_text == src.text:
         result.fixed_text = None
         return result
@@ -128,19 +147,19 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
         if problem:
             result.error = problem
             # nothing was written: the findings are those of the original
-            original = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
+            original = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project)
             result.diagnostics = original.diagnostics
             result.applied = []
     return result
 
 
-def _add_noqa(job: Job, raw: bytes, src) -> FileResult:
+def _add_noqa(job: Job, raw: bytes, src, project=None) -> FileResult:
     """``check --add-noqa``: suppress every finding in place. ``applied``: the
     findings now suppressed; ``diagnostics``: those that could not be."""
     from devlint.engine import lint_source
     from devlint.noqa import add_noqa
 
-    result = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan)
+    result = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project, summarize=job.summarize)
     if result.error or not result.diagnostics:
         return result
     added = add_noqa(src.text, result.diagnostics)
@@ -213,12 +232,53 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]" = None) -> List[FileResult]:
+def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]" = None,
+             plan: "Optional[ProjectPlan]" = None) -> List[FileResult]:
     """Run jobs, in a process pool when it pays; results in job order.
 
     With a ``cache``, a file whose content, rules and configuration match a
     cached result is not checked again (nor fixed, when the cached result has
-    no fix to apply), and fresh results are stored in it."""
+    no fix to apply), and fresh results are stored in it.
+
+    With a project ``plan`` (:mod:`devlint.project.plan`), the files run in
+    import order, wave by wave; each wave sees the summaries of the waves
+    before it through the project index, and a cached result is reused only
+    while every summary it consulted is unchanged."""
+    if plan is None:
+        return _run_jobs(jobs, processes, cache)
+    global _INDEX
+    from devlint.project.index import ProjectIndex
+
+    index = ProjectIndex(aliases=plan.aliases, paths=plan.paths)
+    by_path = {j.path: i for i, j in enumerate(jobs)}
+    results: List[Optional[FileResult]] = [None] * len(jobs)
+    placed: set = set()
+    for wave in plan.waves + [[j.path for j in jobs]]:
+        wave_ix = [by_path[p] for p in wave if p in by_path and by_path[p] not in placed]
+        if not wave_ix:
+            continue
+        placed.update(wave_ix)
+        wave_jobs = []
+        for i in wave_ix:
+            fp = plan.files.get(jobs[i].path)
+            job = jobs[i]
+            if fp is not None:
+                job = replace(job, project=True, module=fp.module, is_package=fp.is_package, summarize=fp.summarize)
+            wave_jobs.append(job)
+        _INDEX = index
+        try:
+            done = _run_jobs(wave_jobs, processes, cache, index)
+        finally:
+            _INDEX = None
+        for i, job, result in zip(wave_ix, wave_jobs, done):
+            results[i] = result
+            if job.module and result.summary is not None:
+                index.add(job.module, result.summary)
+    return [r for r in results if r is not None]
+
+
+def _run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]" = None,
+              index=None) -> List[FileResult]:
     results: List[Optional[FileResult]] = [None] * len(jobs)
     keys: List[Optional[str]] = [None] * len(jobs)
     sizes = [0] * len(jobs)
@@ -234,8 +294,10 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
                 todo.append(i)
                 continue
             sizes[i] = len(raw)
-            keys[i] = cache.entry_key(content_digest(raw), job.codes, job.ignore)
+            keys[i] = cache.entry_key(content_digest(raw), job.codes, job.ignore, _project_key(job))
             hit = cache.get(job.path, keys[i])
+            if hit is not None and job.project and not _still_valid(hit, job, index):
+                hit = None
             if hit is not None and not (job.fix and _has_fix_to_apply(hit, job.unsafe)):
                 results[i] = hit
             else:
@@ -246,8 +308,22 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
         results[i] = result
         job = jobs[i]
         if cache is not None and digest is not None and (not job.fix or result.fixed_text is None):
-            cache.put(job.path, cache.entry_key(digest, job.codes, job.ignore), result)
+            cache.put(job.path, cache.entry_key(digest, job.codes, job.ignore, _project_key(job)), result)
     return [r for r in results if r is not None]
+
+
+def _project_key(job: Job) -> str:
+    if not job.project:
+        return ""
+    return f"project={job.module or ''}{'/' if job.is_package else ''}{'+summary' if job.summarize else ''}"
+
+
+def _still_valid(hit: FileResult, job: Job, index) -> bool:
+    """A cached result of a project run holds while every summary it read is
+    unchanged (mypy's interface hashes), and it has the summary others need."""
+    if index is None:
+        return False
+    return all(index.digest_of(m) == d for m, d in hit.consulted.items())
 
 
 def _has_fix_to_apply(result: FileResult, unsafe: bool) -> bool:

@@ -148,6 +148,10 @@ class ScanSummary:
         #: static or class method, and whether some parameter (``self`` apart)
         #: may hold a tensor (see :meth:`may_hold_local_tensors_in`)
         self.function_inputs: Dict[Tuple[Optional[str], str], Tuple[bool, bool]] = {}
+        #: in a project run: local names bound to a class or module of the
+        #: project (the index knows them; this walk cannot see inside), each
+        #: of which may be a module class
+        self.project_names: Set[str] = set()
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 
@@ -195,7 +199,7 @@ class ScanSummary:
             if not v.startswith("call:"):
                 continue
             callee = v[5:]
-            if not callee or self.class_may_be_module(callee):
+            if not callee or self.class_may_be_module(callee) or self.from_project(callee):
                 return True
             if any(_is_torch_module_name(q) for q in self.resolve(callee)):
                 return True
@@ -203,8 +207,17 @@ class ScanSummary:
 
     def may_build_module(self, callee: str) -> bool:
         """Whether a call of ``callee`` may build a module: a class of this
-        file or a ``torch.nn`` class."""
-        return self.class_may_be_module(callee) or any(_is_torch_module_name(q) for q in self.resolve(callee))
+        file, a ``torch.nn`` class, or (in a project run) a project class."""
+        return (
+            self.class_may_be_module(callee)
+            or any(_is_torch_module_name(q) for q in self.resolve(callee))
+            or self.from_project(callee)
+        )
+
+    def from_project(self, dotted: Optional[str]) -> bool:
+        """``dotted`` is, or is reached through, a name imported from the
+        project's own modules (a project run only)."""
+        return bool(dotted) and dotted.partition(".")[0] in self.project_names  # type: ignore[union-attr]
 
     def class_may_be_module(self, name: str) -> bool:
         """Whether ``name`` is a class of this file that may be an
@@ -223,7 +236,7 @@ class ScanSummary:
                     todo.append(base)
                 elif base.rsplit(".", 1)[-1] in KNOWN_MODULE_BASES or any(
                     _is_torch_module_name(q) for q in self.resolve(base)
-                ):
+                ) or self.from_project(base):
                     return True
         return False
 
@@ -246,8 +259,8 @@ class ScanSummary:
                 if base in self.bases:
                     todo.append(base)
                     continue
-                if base == "object":
-                    continue
+                if base == "object" or self.from_project(base):
+                    continue  # a project base: the index says, and it may lack one
                 known = KNOWN_MODULE_BASES.get(base.rsplit(".", 1)[-1])
                 if known:
                     return False
@@ -528,7 +541,7 @@ class ScanSummary:
             dotted = _dotted(func)
             if dotted is None:
                 return False
-            if self.class_may_be_module(dotted):
+            if self.class_may_be_module(dotted) or self.from_project(dotted):
                 return True
             if dotted.rpartition(".")[2] in self.function_names and dotted.count(".") <= 1:
                 return True  # a helper of this file, which may return a module: self._make_layer(i)

@@ -84,7 +84,7 @@ wrap, and it is still needed for the wrap that stays).
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -247,14 +247,22 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         self._inner_in_scripts()
         self._double_wraps()
 
-    def _emit(self, node: cst.CSTNode, message: str, replacements: Optional[List[Tuple[cst.CSTNode, object]]], description: str, no_fix: str = "") -> None:
+    def _emit(self, node: cst.CSTNode, message: str, replacements: Optional[List[Tuple[cst.CSTNode, object]]], description: str, no_fix: str = "",
+              related: Sequence[Tuple[str, int, str]] = ()) -> None:
         if id(node) in self._reported:
             return
         self._reported.add(id(node))
         if replacements:
-            self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, description))
+            self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, description), related=related)
         else:
-            self.report(node, message, no_fix_reason=no_fix or "the wrapped module is not a positional argument")
+            self.report(node, message, no_fix_reason=no_fix or "the wrapped module is not a positional argument", related=related)
+
+    def _related_class(self, name: str) -> List[Tuple[str, int, str]]:
+        """Where a project class of another file is (for a cross-file finding)."""
+        origin = self.facts.class_origin(name) if name else None
+        if origin is None:
+            return []
+        return [(origin[0], origin[1], f"{name.rsplit('.', 1)[-1]} holds the wrapped part as a submodule")]
 
     # -- a wrapper inside a model class ----------------------------------------
     def _outer_wraps(self) -> Dict[str, Tuple[str, str, bool]]:
@@ -351,13 +359,14 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                     node = self.wrap_nodes[(where.index, inner.index)]
                     model = origin.classes[0] if origin.classes else (ev.wrapped_class or ev.wrapped_name)
                     message = (
-                        f"`{name}` is wrapped in {_short(inner.wrapper)} and then built into `{model}`, "
+                        f"`{name}` is wrapped in {_short(inner.wrapper)} and then built into {self.facts.shown_class(model)}, "
                         f"which is wrapped in {_short(ev.wrapper)}: the inner wrapper fails on the replicas"
                     )
                     replacements = self.unwrap_replacements(node, inner)
                     if replacements is not None and inner.target:
                         replacements += self.module_read_fixes(inner.target, where, inner.index)
-                    self._emit(node, message, replacements, f"remove the inner {_short(inner.wrapper)} ({_WHY_UNSAFE})")
+                    self._emit(node, message, replacements, f"remove the inner {_short(inner.wrapper)} ({_WHY_UNSAFE})",
+                               related=self._related_class(model))
 
     # -- the same model wrapped twice ------------------------------------------------
     def _double_wraps(self) -> None:
@@ -411,10 +420,10 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
             return
         model = origin.classes[0] if origin.classes else (ev.wrapped_class or ev.wrapped_name)
         message = (
-            f"`{name}` is wrapped in {_short(inner.wrapper)} by `{inner.helper}` and then built into `{model}`, "
+            f"`{name}` is wrapped in {_short(inner.wrapper)} by `{inner.helper}` and then built into {self.facts.shown_class(model)}, "
             f"which is wrapped in {_short(ev.wrapper)}: the inner wrapper fails on the replicas"
         )
-        self._emit(node, message, None, "", no_fix=_helper_no_fix(inner.helper))
+        self._emit(node, message, None, "", no_fix=_helper_no_fix(inner.helper), related=self._related_class(model))
 
     def _wrapping_function(self, scope: ScopeFacts, call: str) -> Optional[ScopeFacts]:
         helper = self.scripts.callee_scope(scope, call)

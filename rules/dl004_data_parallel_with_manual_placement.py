@@ -183,24 +183,28 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        self._found: List[Tuple[cst.Call, ScopeFacts, WrapEvent, str]] = []
+        self._found: List[Tuple[cst.Call, ScopeFacts, WrapEvent, str, List[Tuple[str, int, str]]]] = []
+        #: where the class that places its parts is, when another file of the project has it
+        self._related: List[Tuple[str, int, str]] = []
 
     def on_wrap(self, node: cst.Call, scope: ScopeFacts, event: WrapEvent) -> None:
+        self._related = []
         why = self._manual_placement(scope, event)
         if why:
-            self._found.append((node, scope, event, why))
+            self._found.append((node, scope, event, why, self._related))
 
     def on_file_end(self) -> None:
-        for node, scope, event, why in self._found:
+        for node, scope, event, why, related in self._found:
             wrapper = WRAPPER_SHORT.get(event.wrapper, event.wrapper)
             message = self.message.format(wrapper=wrapper, why=why)
             replacements = self.unwrap_replacements(node, event)
             if replacements is None:
-                self.report(node, message, no_fix_reason="the wrapped model is not a positional argument")
+                self.report(node, message, no_fix_reason="the wrapped model is not a positional argument", related=related)
                 continue
             if event.target:
                 replacements += self.module_read_fixes(event.target, scope, event.index)
-            self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, f"remove the {wrapper} wrapper, keep the manual placement"))
+            self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, f"remove the {wrapper} wrapper, keep the manual placement"),
+                        related=related)
 
     # -- what makes a model manually placed -------------------------------------
     def _manual_placement(self, scope: ScopeFacts, event: WrapEvent) -> str:
@@ -237,17 +241,20 @@ model = AutoModelForCausalLM.from_pretrained("gpt2", device_map="auto")
         return ""
 
     def _class_split(self, name: str, depth: int) -> str:
-        cls = self.facts.classes.get(name)
+        cls = self.facts.class_facts(name)
         if cls is None or not cls.is_module:
             return ""
         pinned = cls.pinned_devices()
         if any(is_explicit_device(d) for d in pinned.values()) or len(set(pinned.values())) >= 2:
             parts = ", ".join(f"`{a}` on `{shown_device(d)}`" for a, d in _distinct(list(pinned.items())))
-            return f"`{name}` puts {parts}"
+            origin = self.facts.class_origin(name)
+            if origin is not None:
+                self._related = [(origin[0], origin[1], f"{name.rsplit('.', 1)[-1]} places its parts on devices itself")]
+            return f"{self.facts.shown_class(name)} puts {parts}"
         if depth > 1:
             for attr in cls.attributes.values():
                 sub = attr.module_class or attr.element_class
-                if sub and sub in self.facts.classes and sub != name:
+                if sub and sub != name and self.facts.class_facts(sub) is not None:
                     why = self._class_split(sub, depth - 1)
                     if why:
                         return why

@@ -399,7 +399,7 @@ def _parameter_path(facts, class_name: str, depth: int = 0) -> Optional[str]:
     """A path from an instance of ``class_name`` to a parameter it holds
     (``weight`` for ``nn.Linear``, ``encoder.weight`` for a local module):
     ``tensor_path_of_class`` without buffers, whose dtype may differ."""
-    cls = facts.classes.get(class_name)
+    cls = facts.class_facts(class_name)
     if cls is None:
         return layer_parameter(class_name)
     if not cls.is_module:

@@ -18,7 +18,7 @@ writes, and a path to a tensor the instance holds (a device anchor).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -59,6 +59,10 @@ from devlint.torch_api import (
     canonical,
 )
 from devlint.walk import walk
+from devlint.project.names import absolute
+
+if TYPE_CHECKING:  # pragma: no cover
+    from devlint.project.index import ProjectContext, ProjectIndex
 
 
 def module_class_of(
@@ -202,6 +206,9 @@ class ClassFacts:
     #: (accelerate's hooks move each part's inputs to it; its output stays
     #: there): see ``FileFacts.split_units``
     dispatched: bool = False
+    #: "" for a class of this file; for one read from the project index, the
+    #: dotted name of the module that defines it
+    origin: str = ""
 
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
@@ -243,6 +250,19 @@ class FileFacts:
     module_assigned: List[str] = field(default_factory=list)
     #: class names some class's ``_no_split_modules`` lists
     split_units: Set[str] = field(default_factory=set)
+    #: in a project run: this file's dotted module name (None when it has
+    #: none) and the project index it consults for the classes it imports
+    module: Optional[str] = None
+    index: Optional["ProjectIndex"] = None
+
+    def class_facts(self, name: str) -> Optional[ClassFacts]:
+        """The facts of class ``name``: a class of this file, else (in a
+        project run) a project class the name resolves to through the index;
+        None for anything else (a torch class, a third-party one)."""
+        cls = self.classes.get(name)
+        if cls is None and self.index is not None and name:
+            cls = self.index.class_facts(name, self.module)
+        return cls
     # -- name resolution ---------------------------------------------------
     def qualify_dotted(self, dotted: str) -> Optional[str]:
         head, _, rest = dotted.partition(".")
@@ -301,15 +321,39 @@ class FileFacts:
             return dotted
         return self.qualify_dotted(dotted)
 
+    def class_origin(self, name: str) -> Optional[Tuple[str, int]]:
+        """(path, line) of a project class read from the index; None for a
+        class of this file or one the index does not know."""
+        if name in self.classes or self.index is None:
+            return None
+        cls = self.class_facts(name)
+        if cls is None or not cls.origin:
+            return None
+        return self.index.path_of(cls.origin), cls.line
+
+    def shown_class(self, name: str) -> str:
+        """``name`` as a message shows it, in backticks: a class of this file
+        by its name; a project class by the name this file gives it, and
+        where it is (```CharGPT` (models.py:24)``); any other by its
+        qualified name."""
+        origin = self.class_origin(name)
+        if origin is None:
+            return f"`{name}`"
+        short = self.local_name_for(name) or name.rsplit(".", 1)[-1]
+        path, line = origin
+        return f"`{short}` ({path}:{line})" if line else f"`{short}` ({path})"
+
     def is_module_class(self, name: str) -> bool:
-        if name in self.classes:
-            return self.classes[name].is_module
+        cls = self.class_facts(name)
+        if cls is not None:
+            return cls.is_module
         return _is_torch_module_name(name)
 
     def lineage(self, class_name: str) -> Iterator[str]:
         """``class_name`` and its bases, breadth first, each once: classes of
-        this file are followed to their own bases; an imported base (a
-        qualified name) is yielded but not followed."""
+        this file and (in a project run) project classes are followed to
+        their own bases; any other base (a qualified name) is yielded but
+        not followed."""
         seen: Set[str] = set()
         todo = [class_name]
         while todo:
@@ -318,7 +362,7 @@ class FileFacts:
                 continue
             seen.add(name)
             yield name
-            cls = self.classes.get(name)
+            cls = self.class_facts(name)
             if cls is not None:
                 todo.extend(cls.bases)
 
@@ -326,7 +370,7 @@ class FileFacts:
         """``attr`` as assigned by class ``class_name`` or a base class defined
         in this file."""
         for name in self.lineage(class_name):
-            cls = self.classes.get(name)
+            cls = self.class_facts(name)
             if cls is not None and attr in cls.attributes:
                 return cls.attributes[attr]
         return None
@@ -336,12 +380,12 @@ class FileFacts:
         torch.nn classes have none; a class of this file has one when it (or
         a base) defines or assigns it; anything else (an external class) is
         assumed to have one rather than cry wolf."""
-        cls = self.classes.get(class_name)
+        cls = self.class_facts(class_name)
         if cls is None:
             # DistributedDataParallel sets ``self.device``; no other torch.nn module does
             return not _is_torch_module_name(class_name) or class_name == DISTRIBUTED_DATA_PARALLEL
         for name in self.lineage(class_name):
-            c = self.classes.get(name)
+            c = self.class_facts(name)
             if c is not None and (c.defines_device or "device" in c.self_assigned or "__getattr__" in c.methods):
                 return True
         return False
@@ -350,7 +394,7 @@ class FileFacts:
         """A path from an instance of ``class_name`` to a tensor it holds
         (``weight`` for ``nn.Linear``, ``ln1.weight`` for a local ``Block``),
         or None."""
-        cls = self.classes.get(class_name)
+        cls = self.class_facts(class_name)
         if cls is not None:
             return cls.anchor_tensor or None
         return layer_parameter(class_name)
@@ -498,9 +542,13 @@ def _is_python_number(node: cst.BaseExpression, scalar_names: Iterable[str] = ()
 
 
 class _FactsBuilder:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, project: Optional["ProjectContext"] = None) -> None:
         self.module = module
         self.facts = FileFacts()
+        self._project = project
+        if project is not None:
+            self.facts.module = project.module
+            self.facts.index = project.index
         self._class_nodes: Dict[str, cst.ClassDef] = {}
         #: class -> module-container attributes whose modules are registered another way
         self._registered_attrs: Dict[str, Set[str]] = {}
@@ -517,6 +565,9 @@ class _FactsBuilder:
 
     # -- imports -----------------------------------------------------------
     def _add_import(self, local: str, target: str) -> None:
+        if target.startswith(".") and self._project is not None:
+            # a relative import, made absolute against this file's package
+            target = absolute(target, self._project.module, self._project.is_package) or target
         targets = self.facts.imports.setdefault(local, [])
         if target not in targets:
             targets.append(target)
@@ -696,6 +747,9 @@ class _FactsBuilder:
             if base in self.facts.classes:
                 if self._class_is_module(self.facts.classes[base], seen):
                     return True
+            elif self.facts.index is not None and self.facts.class_facts(base) is not None:
+                if self.facts.class_facts(base).is_module:  # a project class (the index)
+                    return True
             elif _is_torch_module_name(base) or base.rsplit(".", 1)[-1] in KNOWN_MODULE_BASES:
                 return True
         return False
@@ -708,6 +762,9 @@ class _FactsBuilder:
             if base in self.facts.classes:
                 b = self.facts.classes[base]
                 if b.defines_device or self._base_defines_device(b, seen):
+                    return True
+            elif self.facts.index is not None and self.facts.class_facts(base) is not None:
+                if self.facts.class_facts(base).defines_device:  # a project class: what it says
                     return True
             elif KNOWN_MODULE_BASES.get(base.rsplit(".", 1)[-1]):
                 return True
@@ -1902,9 +1959,10 @@ class _SelfAssignments(cst.CSTVisitor):
         self._target(node.target)
 
 
-def build_facts(module: cst.Module) -> FileFacts:
-    """Compute the shared facts of one parsed file."""
-    return _FactsBuilder(module).build()
+def build_facts(module: cst.Module, project: Optional["ProjectContext"] = None) -> FileFacts:
+    """Compute the shared facts of one parsed file (``project``: its place in
+    a project run, whose index resolves the classes it imports)."""
+    return _FactsBuilder(module, project).build()
 
 
 class Classes(Provider):
@@ -1913,7 +1971,7 @@ class Classes(Provider):
 
     @classmethod
     def build(cls, store: FactStore) -> FileFacts:
-        return build_facts(store.module)
+        return build_facts(store.module, store.project)
 
 
 def _is_dtype_expr(facts: FileFacts, node: cst.BaseExpression) -> bool:

@@ -1012,14 +1012,14 @@ def contained_classes(facts, roots: Sequence[str]) -> List[str]:
     """``roots`` and the local module classes their submodules are built
     from, transitively (``Seq2Seq`` -> ``Encoder`` -> ``EncoderLayer``)."""
     seen: List[str] = []
-    todo = [r for r in roots if r in facts.classes]
+    todo = [r for r in roots if facts.class_facts(r) is not None]
     while todo:
         name = todo.pop()
         if name in seen:
             continue
         seen.append(name)
-        for attr in facts.classes[name].attributes.values():
+        for attr in facts.class_facts(name).attributes.values():
             for c in (attr.module_class, attr.element_class):
-                if c and c in facts.classes and c not in seen:
+                if c and c not in seen and facts.class_facts(c) is not None:
                     todo.append(c)
     return seen

@@ -58,8 +58,10 @@ class FactStore:
     require). ``store[P]`` builds ``P`` the first time and returns the same
     record afterwards."""
 
-    def __init__(self, module: cst.Module, declared: Iterable[Type[Provider]]) -> None:
+    def __init__(self, module: cst.Module, declared: Iterable[Type[Provider]], project: Any = None) -> None:
         self.module = module
+        #: in a project run, the file's :class:`~devlint.project.index.ProjectContext`
+        self.project = project
         self.declared = closure(declared)
         self._built: Dict[Type[Provider], Any] = {}
         #: providers being built, innermost last (their reads are checked

@@ -1,0 +1,84 @@
+"""The plan of a project run: each file's module name, the import graph
+between the files of the run, the order of analysis and who needs a
+summary. Built in the parent process from the files' text (no parse)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set
+
+from devlint.files import PYTHON_SUFFIXES
+from devlint.project.imports import project_edges, read_imports
+from devlint.project.index import waves
+from devlint.project.names import is_package_file, module_name
+
+#: a plan reads at most this much of a file for its imports
+_READ = 2 * 1024 * 1024
+
+
+@dataclass
+class FilePlan:
+    module: Optional[str]
+    is_package: bool
+    #: other files of the run import it: it exports a summary
+    summarize: bool = False
+
+
+@dataclass
+class ProjectPlan:
+    files: Dict[str, FilePlan] = field(default_factory=dict)
+    #: module -> local name -> absolute import target
+    aliases: Dict[str, Dict[str, str]] = field(default_factory=dict)
+    #: module -> path
+    paths: Dict[str, str] = field(default_factory=dict)
+    #: paths in analysis order, wave by wave; files without a module name
+    #: (not importable by name) come in the last wave
+    waves: List[List[str]] = field(default_factory=list)
+
+
+def _text(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(_READ)
+    except OSError:
+        return ""
+    return raw.decode("utf-8", errors="replace")
+
+
+def make_plan(paths: Sequence[str], roots: Sequence[str]) -> ProjectPlan:
+    plan = ProjectPlan()
+    targets: Dict[str, Set[str]] = {}
+    for path in paths:
+        if not path.endswith(PYTHON_SUFFIXES):
+            continue
+        module = module_name(path, roots)
+        if module is not None and module in plan.paths:
+            module = None  # two files claim one name (a .py and its .pyi): the first keeps it
+        pkg = is_package_file(path)
+        plan.files[path] = FilePlan(module, pkg)
+        text = _text(path)
+        imports = read_imports(text, module, pkg)
+        targets[path] = imports.targets
+        if module is not None:
+            plan.paths[module] = path
+            plan.aliases[module] = imports.aliases
+    modules = set(plan.paths)
+    edges: Dict[str, List[str]] = {}
+    unnamed_deps: Set[str] = set()
+    for path, fp in plan.files.items():
+        deps = project_edges(targets.get(path, set()), fp.module, modules)
+        for d in deps:
+            plan.files[plan.paths[d]].summarize = True
+        if fp.module is not None:
+            edges[fp.module] = deps
+        else:
+            unnamed_deps.update(deps)
+    order = waves(sorted(modules), edges)
+    plan.waves = [[plan.paths[m] for m in wave] for wave in order]
+    rest = [p for p in paths if p not in plan.files or plan.files[p].module is None]
+    if rest:
+        plan.waves.append(rest)
+    if not plan.waves:
+        plan.waves = [list(paths)]
+    return plan

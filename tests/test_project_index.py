@@ -1,0 +1,287 @@
+"""The project index (``devlint/project/``): module names, imports read
+without a parse, the import order, summaries and lookups, and the cache
+that depends on the summaries a file consulted."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from devlint.config import Config
+from devlint.engine import lint_source
+from devlint.files import discover
+from devlint.project.imports import project_edges, read_imports
+from devlint.project.index import ProjectContext, ProjectIndex, waves
+from devlint.project.names import absolute, module_name
+from devlint.project.plan import make_plan
+from devlint.project.index import digest
+from devlint.project.summary import SUMMARY_VERSION
+from devlint.rule import all_rules
+from devlint.runner import jobs_for, run_jobs
+
+CODES = [c for c, r in all_rules().items() if r.enabled_by_default]
+
+
+# -- module names ---------------------------------------------------------------
+def test_module_name_below_the_deepest_root(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    f = tmp_path / "src" / "pkg" / "models.py"
+    f.write_text("")
+    roots = [str(tmp_path), str(tmp_path / "src")]
+    assert module_name(str(f), roots) == "pkg.models"
+    assert module_name(str(tmp_path / "src" / "pkg" / "__init__.py"), roots) == "pkg"
+    assert module_name(str(tmp_path / "my-scripts" / "x.py"), roots) is None  # not an identifier
+    assert module_name(str(tmp_path / "notes.txt"), roots) is None
+
+
+def test_module_name_outside_the_roots_crawls_up_the_packages(tmp_path):
+    (tmp_path / "proj" / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "proj" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "proj" / "pkg" / "sub" / "__init__.py").write_text("")
+    f = tmp_path / "proj" / "pkg" / "sub" / "mod.py"
+    f.write_text("")
+    assert module_name(str(f), [str(tmp_path / "elsewhere")]) == "pkg.sub.mod"
+    loose = tmp_path / "proj" / "train.py"
+    loose.write_text("")
+    assert module_name(str(loose), [str(tmp_path / "elsewhere")]) == "train"
+
+
+@pytest.mark.parametrize(
+    "target, module, is_package, expected",
+    [
+        (".models.Net", "pkg.train", False, "pkg.models.Net"),
+        (".Net", "pkg", True, "pkg.Net"),
+        ("..base.Head", "pkg.heads.anchor", False, "pkg.base.Head"),
+        (".x", "top", False, "x"),
+        ("..x", "top", False, None),  # above the top package
+        ("torch.nn.Module", "pkg.train", False, "torch.nn.Module"),
+        (".x", None, False, None),
+    ],
+)
+def test_absolute(target, module, is_package, expected):
+    assert absolute(target, module, is_package) == expected
+
+
+# -- imports read without a parse -------------------------------------------------
+def test_read_imports():
+    text = (
+        "import torch.nn as nn\n"
+        "import os, pkg.models\n"
+        "from .lm import LanguageModel as LM, Block\n"
+        "from . import (\n    heads,\n    utils as u,\n)\n"
+        "from pkg.data import \\\n    make_loader\n"
+    )
+    got = read_imports(text, "pkg.train", False)
+    assert got.aliases["LM"] == "pkg.lm.LanguageModel"
+    assert got.aliases["Block"] == "pkg.lm.Block"
+    assert got.aliases["heads"] == "pkg.heads"
+    assert got.aliases["u"] == "pkg.utils"
+    assert got.aliases["make_loader"] == "pkg.data.make_loader"
+    assert got.aliases["nn"] == "torch.nn"
+    assert {"pkg.models", "os", "pkg.lm", "pkg"} <= got.targets
+
+
+def test_project_edges_name_the_module_not_its_parents():
+    modules = {"pkg", "pkg.lm", "pkg.train", "models"}
+    assert project_edges({"pkg.lm.LanguageModel", "torch.nn"}, "pkg.train", modules) == ["pkg.lm"]
+    # a class re-exported by the package: the package
+    assert project_edges({"pkg.LanguageModel"}, "pkg.train", modules) == ["pkg"]
+    # a script's sibling import by bare name
+    assert project_edges({"lm.Block"}, "pkg.train", modules) == ["pkg.lm"]
+    # ``import torch`` inside pkg never names pkg
+    assert project_edges({"torch", "torch.nn"}, "pkg.lm", modules) == []
+
+
+def test_waves_put_dependencies_first_and_cycles_together():
+    edges = {"pkg": ["pkg.embed", "pkg.unet"], "pkg.unet": ["pkg", "pkg.embed"], "train": ["pkg"]}
+    assert waves(["pkg", "pkg.embed", "pkg.unet", "train"], edges) == [["pkg.embed"], ["pkg", "pkg.unet"], ["train"]]
+    assert waves([], {}) == []
+
+
+# -- summaries and lookups --------------------------------------------------------
+MODELS = """
+import torch
+import torch.nn as nn
+
+devices = ["cuda:0", "cuda:1"]
+
+
+class Base(nn.Module):
+    pass
+
+
+class Split(Base):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4).to(devices[0])
+        self.b = nn.Linear(4, 4).to(devices[1])
+
+    def forward(self, x):
+        return self.b(self.a(x).to(devices[1]))
+"""
+
+
+def _summary_of(text: str, module: str) -> dict:
+    index = ProjectIndex()
+    result = lint_source(text, f"{module}.py", CODES, project=ProjectContext(module, False, index), summarize=True)
+    assert result.summary is not None
+    return result.summary
+
+
+def test_summary_is_versioned_json_with_absolute_names():
+    summary = _summary_of(MODELS, "pkg.models")
+    assert summary["version"] == SUMMARY_VERSION
+    assert json.loads(json.dumps(summary)) == summary
+    split = summary["classes"]["Split"]
+    assert split["bases"] == ["pkg.models.Base"]
+    assert split["is_module"] and split["line"] == 12
+    assert split["attributes"]["a"]["device"] == "devices[0]"
+    assert "assignments" not in split  # what only the file's own rules read stays home
+
+
+def test_a_lookup_follows_reexports_and_records_what_it_read():
+    summary = _summary_of(MODELS, "pkg.models")
+    index = ProjectIndex({"pkg.models": summary}, aliases={"pkg": {"Split": "pkg.models.Split"}}, paths={"pkg.models": "pkg/models.py"})
+    cls = index.class_facts("pkg.Split", "train")
+    assert cls is not None and cls.is_module and cls.origin == "pkg.models"
+    assert cls.pinned_devices() == {"a": "devices[0]", "b": "devices[1]"}
+    assert index.consulted == {"pkg.models": digest(summary)}
+    assert index.class_facts("pkg.Missing", "train") is None
+    assert index.class_facts("torch.nn.Linear", "train") is None
+    # a script's sibling import by bare name
+    assert index.class_facts("models.Split", "pkg.train") is not None
+
+
+def test_alias_cycles_end():
+    index = ProjectIndex({"a": {"version": 1, "module": "a", "classes": {}}},
+                         aliases={"a": {"X": "b.X"}, "b": {"X": "a.X"}})
+    assert index.class_facts("a.X", None) is None
+
+
+def test_a_subclass_of_a_project_module_is_a_module():
+    index = ProjectIndex({"pkg.models": _summary_of(MODELS, "pkg.models")})
+    text = (
+        "import torch\n"
+        "from pkg.models import Base\n\n\n"
+        "class Head(Base):\n"
+        "    def forward(self, x):\n"
+        "        return x + torch.ones(3)\n"
+    )
+    alone = lint_source(text, "head.py", CODES)
+    with_index = lint_source(text, "head.py", CODES, project=ProjectContext("pkg.head", False, index))
+    assert [d.code for d in with_index.diagnostics] == ["DL001"]
+    assert with_index.consulted == {"pkg.models": index.digest_of("pkg.models")}
+    assert [d.code for d in alone.diagnostics] == ["DL001"] or alone.diagnostics == []
+
+
+# -- runs -------------------------------------------------------------------------
+TRAIN = """
+import torch.nn as nn
+
+from models import Split
+
+model = nn.DataParallel(Split())
+"""
+
+
+def _project(tmp_path):
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "train.py").write_text(TRAIN)
+
+
+def _check(tmp_path, cache=None, project=True):
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        config = Config(root=".")
+        files = discover(["."], config).files
+        plan = make_plan(files, config.source_roots()) if project else None
+        return {os.path.normpath(r.path): r for r in run_jobs(jobs_for(files, config, CODES), 1, cache=cache, plan=plan)}
+    finally:
+        os.chdir(cwd)
+
+
+def test_a_cross_file_finding_says_where_the_other_half_is(tmp_path):
+    _project(tmp_path)
+    found = _check(tmp_path)["train.py"].diagnostics
+    assert [d.code for d in found] == ["DL004"]
+    assert "`Split` (models.py:12)" in found[0].message
+    assert found[0].related == [("models.py", 12, "Split places its parts on devices itself")]
+    data = found[0].to_json()
+    assert data["related"] == [{"filename": "models.py", "line": 12, "message": "Split places its parts on devices itself"}]
+    assert _check(tmp_path, project=False)["train.py"].diagnostics == []
+
+
+def test_the_cache_depends_on_the_summaries_consulted(tmp_path):
+    from devlint.cache import ResultCache
+
+    _project(tmp_path)
+    folder = str(tmp_path / ".cache")
+    first = _check(tmp_path, ResultCache(folder, "k"))
+    assert [d.code for d in first["train.py"].diagnostics] == ["DL004"]
+    # an edit of a body that leaves the summary unchanged: train.py's cached result stands
+    (tmp_path / "models.py").write_text(MODELS.replace("return self.b(self.a(x).to(devices[1]))", "y = self.a(x)\n        return self.b(y.to(devices[1]))"))
+    cache = ResultCache(folder, "k")
+    second = _check(tmp_path, cache)
+    assert second["train.py"].consulted == first["train.py"].consulted
+    # an edit that changes the summary (no more manual placement): train.py is checked again
+    (tmp_path / "models.py").write_text(MODELS.replace(".to(devices[0])", "").replace(".to(devices[1])", ""))
+    third = _check(tmp_path, ResultCache(folder, "k"))
+    assert third["train.py"].diagnostics == []
+    assert third["train.py"].consulted != first["train.py"].consulted
+
+
+def test_a_result_checked_alone_never_stands_for_a_project_one(tmp_path):
+    from devlint.cache import ResultCache
+
+    _project(tmp_path)
+    folder = str(tmp_path / ".cache")
+    assert _check(tmp_path, ResultCache(folder, "k"), project=False)["train.py"].diagnostics == []
+    assert [d.code for d in _check(tmp_path, ResultCache(folder, "k"))["train.py"].diagnostics] == ["DL004"]
+
+
+def test_the_cli_checks_the_project_and_no_project_turns_it_off(tmp_path):
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+
+    _project(tmp_path)
+    runner = CliRunner()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        on = runner.invoke(main, ["check", "--no-cache", "--output-format", "sarif", "."])
+        off = runner.invoke(main, ["check", "--no-cache", "--no-project", "."])
+    finally:
+        os.chdir(cwd)
+    assert on.exit_code == 1, on.output
+    sarif = json.loads(on.output)
+    result = sarif["runs"][0]["results"][0]
+    assert result["ruleId"] == "DL004"
+    assert result["relatedLocations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "models.py"
+    assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] == 12
+    assert off.exit_code == 0, off.output
+
+
+def test_a_module_that_does_not_parse_leaves_its_importers_checked(tmp_path):
+    (tmp_path / "models.py").write_text("import torch\n\n\nclass Broken(:\n")
+    (tmp_path / "train.py").write_text(TRAIN.replace("Split", "Broken"))
+    results = _check(tmp_path)
+    assert results["models.py"].diagnostics[0].code == "DL000"  # the syntax error
+    assert results["train.py"].diagnostics == [] and not results["train.py"].internal_errors
+
+
+def test_a_warm_project_run_never_imports_libcst(tmp_path):
+    import subprocess
+    import sys
+
+    _project(tmp_path)
+    env = dict(os.environ)
+    env["DEVLINT_CACHE_DIR"] = str(tmp_path / ".cache")
+    cmd = [sys.executable, "-X", "importtime", "-m", "devlint", "check", "."]
+    cold = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    warm = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert cold.returncode == warm.returncode == 1 and "DL004" in warm.stdout
+    assert "libcst" not in warm.stderr
