@@ -122,11 +122,20 @@ def _module_only(rule_type: type) -> bool:
     return found
 
 
-def _token_filter(text: str, rules: Sequence[Type[Rule]]) -> List[Type[Rule]]:
-    return [r for r in rules if any(tok in text for tok in r.tokens)]
+def _token_filter(text: str, rules: Sequence[Type[Rule]], project=None) -> List[Type[Rule]]:
+    """The rules one of whose tokens the text holds; in a project run also
+    those with ``project_keys`` when the file imports from the project (a
+    helper or a base class of another module may be what the rule needs)."""
+    out = []
+    for r in rules:
+        if any(tok in text for tok in r.tokens):
+            out.append(r)
+        elif project is not None and r.project_keys and project.index.imports_project(project.module):
+            out.append(r)  # the scan's candidate hook decides, with the index
+    return out
 
 
-def _scan_filter(text: str, rules: List[Type[Rule]], project=None) -> List[Type[Rule]]:
+def _scan_filter(text: str, rules: List[Type[Rule]], project=None, keep: Optional[list] = None) -> List[Type[Rule]]:
     """The rules that may fire according to the ``ast`` candidate scan
     (:mod:`devlint.scan`); all of them when no rule has a hook or CPython
     cannot parse the file. A hook that raises counts as a candidate.
@@ -139,8 +148,13 @@ def _scan_filter(text: str, rules: List[Type[Rule]], project=None) -> List[Type[
     summary = scan_source(text)
     if summary is None:
         return rules
+    if keep is not None:
+        keep.append(summary)  # the project summary reuses it
     if project is not None:
         summary.project_names = project.index.project_names(summary.imports, project.module, project.is_package)
+        summary.cpu_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "returns")
+        summary.parameter_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "first_parameter")
+        summary.parameter_properties = project.index.parameter_properties(summary.imports, project.module, project.is_package)
     out = []
     for r in rules:
         try:
@@ -161,10 +175,11 @@ class Analysis:
     errors: List[str]
 
 
-def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]], project=None) -> Analysis:
+def analyse(module: cst.Module, path: str, rules: Sequence[Type[Rule]], project=None, exports: Sequence[str] = ()) -> Analysis:
     # the engine reads the classes itself (the class stack); everything
-    # else is built only if a rule that declared it asks
-    store = FactStore(module, [Classes, *(p for r in rules for p in r.requires)], project)
+    # else is built only if a rule that declared it asks (or, for the
+    # functions other files import, the project summary)
+    store = FactStore(module, [Classes, *(p for r in rules for p in r.requires), *_summary_providers(exports)], project)
     context = Context(store, path)
     instances = [r(context) for r in rules]
     dispatcher = _Dispatcher(context, instances)
@@ -266,6 +281,7 @@ def lint_source(
     suppress: bool = True,
     project=None,
     summarize: bool = False,
+    exports: Sequence[str] = (),
 ) -> FileResult:
     """Check one file's source. ``codes``: the enabled rule codes (default:
     the rules enabled by default); ``ignore``: codes or prefixes ignored for
@@ -276,7 +292,8 @@ def lint_source(
     in a project run (its imports resolve through the index; the result
     carries what it consulted); ``summarize``: also export the file's
     summary (other files of the project import it), parsing it for that
-    alone when no rule needs it."""
+    alone when no rule needs it; ``exports``: the names other files import
+    from it, whose function summaries it exports ("*": any function)."""
     result = FileResult(path=path)
     try:
         text = decode_source(source).text if isinstance(source, bytes) else source
@@ -287,7 +304,7 @@ def lint_source(
     ran = {r.code for r in rules}  # rules filtered out below ran too: they cannot fire
     if project is not None:
         project.index.consulted = {}
-    rules = _token_filter(text, rules)
+    rules = _token_filter(text, rules, project)
     # the hostile-input pre-scan runs before libcst's parse; before CPython's
     # too, unless the file is small enough for CPython's own limits
     early = bool(rules) and (not scan or len(text) > SCAN_FIRST_BYTES)
@@ -295,12 +312,13 @@ def lint_source(
     if reason is not None:
         result.error = f"skipped: {reason}"
         return result
+    scanned: list = []
     if rules and scan:
-        rules = _scan_filter(text, rules, project)
+        rules = _scan_filter(text, rules, project, scanned)
     if not rules:
         result.skipped = True
-        if summarize and project is not None and project.module and "class" in text and not hostile(text):
-            _summary_only(result, text, project)
+        if summarize and project is not None and project.module and ("class" in text or exports) and not hostile(text):
+            _summary_only(result, text, project, exports, scanned[0] if scanned else None)
         return result
     reason = hostile(text) if not early else None
     if reason is not None:
@@ -316,9 +334,9 @@ def lint_source(
         result.error = f"skipped: too deeply nested or too large to parse ({type(exc).__name__})"
         return result
     try:
-        analysis = analyse(module, path, rules, project)
+        analysis = analyse(module, path, rules, project, exports)
         if project is not None:
-            _export(result, analysis.store, project, summarize, text)
+            _export(result, analysis.store, project, summarize, text, exports, scanned[0] if scanned else None)
     except RecursionError:
         result.error = "skipped: too deeply nested to analyse"
         return result
@@ -326,35 +344,65 @@ def lint_source(
     return result
 
 
-def _export(result: FileResult, store: FactStore, project, summarize: bool, text: str) -> None:
+def _absolute(name: str, project) -> Optional[str]:
+    from devlint.project.names import absolute
+
+    return absolute(name, project.module, project.is_package)
+
+
+def _summary_providers(exports: Sequence[str]) -> list:
+    if not exports:
+        return []
+    from devlint.facts.flow import Flow
+    from devlint.facts.scripts import Scripts
+
+    return [Flow, Scripts]
+
+
+def _export(result: FileResult, store: FactStore, project, summarize: bool, text: str, exports: Sequence[str] = (),
+            scan=None) -> None:
     """A project run: the file's summary (when others import it) and what
     its check read of other files' summaries."""
-    from devlint.project.summary import export
+    from devlint.project.summary import export, function_summaries
 
     facts = store[Classes]
     if summarize and project.module:
-        result.summary = export(facts, project.module, lambda n: project.index.absolute_name(n, project.module), text)
+        result.summary = export(facts, project.module, lambda n: project.index.absolute_name(n, project.module), text,
+                                store.module)
+        if exports:
+            result.summary["functions"] = function_summaries(store, exports, text, scan)
     result.consulted = dict(sorted(project.index.consulted.items()))
 
 
-def _summary_only(result: FileResult, text: str, project) -> None:
+def _summary_only(result: FileResult, text: str, project, exports: Sequence[str] = (), scan=None) -> None:
     """The summary of a file no rule needs to check (a models module other
-    files import): one parse and the class facts, nothing else; and only when
-    some class of it may be an ``nn.Module`` (the summaries of other classes
-    say nothing a rule asks)."""
+    files import), only when some class of it may be an ``nn.Module`` or it
+    has functions others import: from the scan alone when that says all an
+    importer may ask (``summary.needs_parse``), else one parse and the facts
+    the summary reads, nothing else."""
+    from devlint.project.summary import export_light, needs_parse
     from devlint.scan import scan_source
 
-    scan = scan_source(text)
+    if scan is None:
+        scan = scan_source(text)
     if scan is not None:
         scan.project_names = project.index.project_names(scan.imports, project.module, project.is_package)
-        if not any(scan.class_may_be_module(c) for c in scan.bases):
+        if not any(scan.class_may_be_module(c) for c in scan.bases) and not (exports and scan.function_names):
+            return
+        if not needs_parse(scan, exports):
+            # only which classes are modules: the scan says, no parse
+            def absolute(name: str) -> str:
+                return project.index.absolute_name(_absolute(name, project) or name, project.module)
+
+            result.summary = export_light(scan, project.module, absolute, text)
+            result.consulted = dict(sorted(project.index.consulted.items()))
             return
     try:
         module = parse(text)
     except (cst.ParserSyntaxError, RecursionError, MemoryError):
         return
     try:
-        _export(result, FactStore(module, [Classes], project), project, True, text)
+        _export(result, FactStore(module, [Classes, *_summary_providers(exports)], project), project, True, text, exports, scan)
     except RecursionError:
         return
 
@@ -444,6 +492,7 @@ def fix_source(
     scan: bool = True,
     project=None,
     summarize: bool = False,
+    exports: Sequence[str] = (),
 ) -> FileResult:
     """Fix one file's (decoded) source in rounds until nothing changes.
 
@@ -456,18 +505,18 @@ def fix_source(
     text = source
     rounds: List[Tuple[List[str], str]] = []  # (codes applied, text after) per round
     for _round in range(MAX_FIX_ROUNDS):
-        active = _token_filter(text, rules)
+        active = _token_filter(text, rules, project)
         early = _round == 0 and bool(active) and (not scan or len(text) > SCAN_FIRST_BYTES)
         if early and hostile(text) is not None:
-            return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize)  # the same "skipped" message
+            return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize, exports=exports)  # the same "skipped" message
         if active and scan:
             active = _scan_filter(text, active, project)
         if _round == 0 and active and not early and hostile(text) is not None:
-            return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize)
+            return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize, exports=exports)
         if not active:
             if _round == 0:  # no rule can fire: nothing to fix, nothing to report
                 if summarize and project is not None:
-                    return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=True)
+                    return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=True, exports=exports)
                 result.fixed_text = source
                 result.skipped = True
                 return result
@@ -476,7 +525,7 @@ def fix_source(
             module = parse(text)
         except cst.ParserSyntaxError:
             if _round == 0:
-                return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize)
+                return lint_source(source, path, codes, ignore, scan=scan, project=project, summarize=summarize, exports=exports)
             result.internal_errors.append(
                 f"internal error: fixes by {', '.join(sorted({d.code for d in result.applied}))} produced code that does not parse; "
                 "the file was not changed; please report this as a devlint bug"
@@ -489,9 +538,9 @@ def fix_source(
             result.fixed_text = source
             return result
         try:
-            analysis = analyse(module, path, active, project)
+            analysis = analyse(module, path, active, project, exports if _round == 0 else ())
             if _round == 0 and project is not None:
-                _export(result, analysis.store, project, summarize, text)
+                _export(result, analysis.store, project, summarize, text, exports)
         except RecursionError:
             result.error = "skipped: too deeply nested to analyse"
             result.fixed_text = source

@@ -145,6 +145,10 @@ class Rule(cst.CSTVisitor):
     message: ClassVar[str]
     fix_safety: ClassVar[str] = "safe"  # "safe", "unsafe" or "safe/unsafe"
     tokens: ClassVar[Tuple[str, ...]] = ("torch",)
+    #: in a project run, the keys of function summaries (``returns``,
+    #: ``wraps``, ``first_parameter``) that make a file naming such a
+    #: function of another module a candidate even without ``tokens``
+    project_keys: ClassVar[Tuple[str, ...]] = ()
     enabled_by_default: ClassVar[bool] = True
     #: the fact providers the rule reads besides :class:`Classes` (which
     #: every rule may read): ``(Flow,)``, ``(Scripts, Training)``; reading

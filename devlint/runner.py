@@ -42,6 +42,8 @@ class Job:
     module: Optional[str] = None
     is_package: bool = False
     summarize: bool = False
+    #: the names other files import from it (their summaries are exported)
+    exports: Tuple[str, ...] = ()
 
 
 #: the project index of the run in progress: set by :func:`run_jobs` before
@@ -136,9 +138,10 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
     if job.add_noqa:
         return _add_noqa(job, raw, src, project)
     if not job.fix:
-        return lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project, summarize=job.summarize)
+        return lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project,
+                           summarize=job.summarize, exports=job.exports)
     result = fix_source(src.text, job.path, job.codes, unsafe=job.unsafe, ignore=job.ignore, scan=job.scan,
-                        project=project, summarize=job.summarize)
+                        project=project, summarize=job.summarize, exports=job.exports)
     if result.fixed_text is None or result.fixed_text == src.text:
         result.fixed_text = None
         return result
@@ -159,7 +162,8 @@ def _add_noqa(job: Job, raw: bytes, src, project=None) -> FileResult:
     from devlint.engine import lint_source
     from devlint.noqa import add_noqa
 
-    result = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project, summarize=job.summarize)
+    result = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project,
+                         summarize=job.summarize, exports=job.exports)
     if result.error or not result.diagnostics:
         return result
     added = add_noqa(src.text, result.diagnostics)
@@ -263,7 +267,8 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
             fp = plan.files.get(jobs[i].path)
             job = jobs[i]
             if fp is not None:
-                job = replace(job, project=True, module=fp.module, is_package=fp.is_package, summarize=fp.summarize)
+                job = replace(job, project=True, module=fp.module, is_package=fp.is_package, summarize=fp.summarize,
+                              exports=tuple(sorted(fp.exports)))
             wave_jobs.append(job)
         _INDEX = index
         try:
@@ -315,7 +320,8 @@ def _run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]
 def _project_key(job: Job) -> str:
     if not job.project:
         return ""
-    return f"project={job.module or ''}{'/' if job.is_package else ''}{'+summary' if job.summarize else ''}"
+    exports = ",".join(job.exports)
+    return f"project={job.module or ''}{'/' if job.is_package else ''}{'+summary' if job.summarize else ''}:{exports}"
 
 
 def _still_valid(hit: FileResult, job: Job, index) -> bool:

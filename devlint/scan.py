@@ -152,6 +152,14 @@ class ScanSummary:
         #: project (the index knows them; this walk cannot see inside), each
         #: of which may be a module class
         self.project_names: Set[str] = set()
+        #: in a project run: the names (as this file spells them) of project
+        #: functions of other files that return a tensor made on the CPU
+        self.cpu_helpers: Set[str] = set()
+        #: ... and of those that take the first parameter of a module they are given
+        self.parameter_helpers: Set[str] = set()
+        #: ... and the properties of imported project classes (and their
+        #: bases) that take ``next(self.parameters())``
+        self.parameter_properties: Set[str] = set()
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 

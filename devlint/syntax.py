@@ -512,3 +512,72 @@ def list_first_index(code: str) -> Optional[int]:
             return int(first.value)
         return _cuda_index_node(first, {}, 2)
     return None
+
+
+# -- the first parameter of a module -----------------------------------------
+def first_parameter_of(node: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, bool]]:
+    """``(X, exact)`` when ``node`` takes the first of ``X.parameters()``:
+    ``next(X.parameters())``, ``next(iter(X.parameters()))``,
+    ``list(X.parameters())[0]``, ``tuple(X.parameters())[0]``,
+    ``next(p for p in X.parameters())`` (exact: the parameter itself), or
+    ``next(p.device for p in X.parameters() if p.requires_grad)`` (not exact:
+    a generator that transforms or filters them, which raises all the same)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next":
+        args = positional_args(node)
+        if len(args) != 1 or len(node.args) != 1:
+            return None  # next(it, default) does not raise
+        inner = args[0].value
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter":
+            inner_args = positional_args(inner)
+            if len(inner_args) != 1:
+                return None
+            inner = inner_args[0].value
+        if isinstance(inner, cst.GeneratorExp):
+            comp = inner.for_in
+            if comp.asynchronous is not None or comp.inner_for_in is not None:
+                return None
+            owner = parameters_owner(comp.iter)
+            if owner is None:
+                return None
+            exact = (
+                not comp.ifs
+                and isinstance(comp.target, cst.Name)
+                and isinstance(inner.elt, cst.Name)
+                and inner.elt.value == comp.target.value
+            )
+            return owner, exact
+        owner = parameters_owner(inner)
+        return (owner, True) if owner is not None else None
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
+        index = node.slice[0].slice
+        if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"):
+            return None
+        seq = node.value
+        if isinstance(seq, cst.Call) and isinstance(seq.func, cst.Name) and seq.func.value in ("list", "tuple"):
+            args = positional_args(seq)
+            if len(args) == 1:
+                owner = parameters_owner(args[0].value)
+                return (owner, True) if owner is not None else None
+    return None
+
+
+def parameters_owner(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """``X`` in ``X.parameters()`` (no arguments or ``recurse=True``)."""
+    if (
+        isinstance(node, cst.Call)
+        and isinstance(node.func, cst.Attribute)
+        and node.func.attr.value == "parameters"
+        and not positional_args(node)
+    ):
+        return node.func.value
+    return None
+
+
+def catches_stop_iteration(kind: Optional[cst.BaseExpression]) -> bool:
+    """An ``except`` clause of this type catches StopIteration."""
+    if kind is None:
+        return True  # a bare ``except:``
+    if isinstance(kind, cst.Tuple):
+        return any(catches_stop_iteration(e.value) for e in kind.elements)
+    name = code_of(kind).rsplit(".", 1)[-1]
+    return name in ("StopIteration", "Exception", "BaseException")

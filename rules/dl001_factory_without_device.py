@@ -115,6 +115,7 @@ class FactoryWithoutDevice(Rule):
     message = "`torch.{fn}` in `{method}` creates its tensor on the CPU, not on the model's device"
     fix_safety = "safe"
     tokens = ("torch",)
+    project_keys = ("returns",)
 
     VALID = [
         Valid(
@@ -239,7 +240,8 @@ class RNN(nn.Module):
                 if not collective:
                     continue  # a function that holds no tensor following the inputs, and returns to no caller here
             fns = scan.torch_functions(call.func)
-            if not (fns & (DEVICE_FACTORIES | {"from_numpy"}) or scan.refers_to(call.func, LEGACY_TENSOR_CONSTRUCTORS)):
+            if not (fns & (DEVICE_FACTORIES | {"from_numpy"}) or scan.refers_to(call.func, LEGACY_TENSOR_CONSTRUCTORS)
+                    or call.func in scan.cpu_helpers):
                 continue
             if fns <= {"tensor", "as_tensor"} and call.first_arg == "attribute" and not scan.may_hold_sequence(call.cls, call.first_name):
                 continue  # torch.tensor(self.scale): the flow cannot tell it holds data
@@ -267,15 +269,27 @@ class RNN(nn.Module):
                     f"`torch.{found.name}` in `{found.where}` creates its tensor on the CPU; it meets "
                     f"{found.partner_text} through {found.how_text}, which fails when that is on a GPU"
                 )
+            related = []
+            if found.helper is not None:
+                # a project function of another file made it: say where
+                path, line, made_by = found.helper
+                made = f" with `torch.{made_by}`" if made_by else ""
+                message = (
+                    f"`{found.name}()` in `{found.where}` returns a tensor it creates on the CPU{made} ({path}:{line}); "
+                    f"it meets {found.partner_text} through {found.how_text}, which fails when that is on a GPU"
+                )
+                related = [(path, line, f"`{found.name.rsplit('.', 1)[-1]}` creates its tensor on the CPU")]
             if not found.anchors or not isinstance(origin, cst.Call):
-                self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created")
+                self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created",
+                            related=related)
                 continue
             anchor = f"{found.anchors[0]}.device"
-            if found.name in ("tensor", "as_tensor", "scalar_tensor") or self.facts.is_factory(origin.func):
+            if found.helper is None and (found.name in ("tensor", "as_tensor", "scalar_tensor") or self.facts.is_factory(origin.func)):
                 new = _add_device(origin, anchor)
-            else:  # torch.from_numpy(a), torch.FloatTensor(xs): no device argument
+            else:  # torch.from_numpy(a), torch.FloatTensor(xs), a helper: no device argument
                 new = cst.Call(func=cst.Attribute(value=origin, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(anchor))])
-            self.report(origin, message, fix=self.replace(origin, new, f"create it on `{anchor}`"))
+            description = f"move it to `{anchor}`" if found.helper is not None else f"create it on `{anchor}`"
+            self.report(origin, message, fix=self.replace(origin, new, description), related=related)
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

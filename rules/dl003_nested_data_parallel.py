@@ -112,6 +112,7 @@ class NestedDataParallel(ScriptRule):
     message = "{what}"
     fix_safety = "unsafe"
     tokens = ("DataParallel",)
+    project_keys = ("wraps",)
 
     VALID = [
         Valid(
@@ -257,6 +258,15 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         else:
             self.report(node, message, no_fix_reason=no_fix or "the wrapped module is not a positional argument", related=related)
 
+    def _helper_shown(self, helper: str) -> Tuple[str, List[Tuple[str, int, str]]]:
+        """How a message names a wrap helper, and where it is when another
+        file of the project defines it."""
+        found = self.facts.project_function(self.facts.qualify_dotted(helper) or "") if "." not in helper else None
+        if found is None:
+            return f"`{helper}`", []
+        path, line, _ = found
+        return f"`{helper}` ({path}:{line})", [(path, line, f"`{helper}` wraps its argument")]
+
     def _related_class(self, name: str) -> List[Tuple[str, int, str]]:
         """Where a project class of another file is (for a cross-file finding)."""
         origin = self.facts.class_origin(name) if name else None
@@ -381,11 +391,12 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                     # a function that wraps its argument, called on a wrapped model
                     node = self._helper_node(scope, ev)
                     if node is not None:
+                        shown, related = self._helper_shown(ev.helper)
                         message = (
-                            f"`{ev.wrapped_name}` is already wrapped ({earlier}) and `{ev.helper}` wraps it again "
+                            f"`{ev.wrapped_name}` is already wrapped ({earlier}) and {shown} wraps it again "
                             f"in {_short(ev.wrapper)}"
                         )
-                        self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper))
+                        self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper), related=related)
                     continue
                 node = self.wrap_nodes[(scope.index, ev.index)]
                 message = (

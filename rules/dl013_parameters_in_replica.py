@@ -95,12 +95,9 @@ from devlint.diagnostic import FixSafety
 from devlint.facts.classes import module_class_of, self_attribute_loads
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import code_of, positional_args
+from devlint.syntax import catches_stop_iteration, code_of, first_parameter_of, parameters_owner
 from devlint.torch_api import layer_parameter
 from devlint.walk import walk
-
-#: ``list(...)``, ``tuple(...)``: the ``[0]`` of them is the first parameter
-_SEQUENCES = ("list", "tuple")
 
 
 class ParametersInReplica(Rule):
@@ -113,6 +110,7 @@ class ParametersInReplica(Rule):
     )
     fix_safety = "safe/unsafe"
     tokens = ("parameters()",)
+    project_keys = ("first_parameter",)
 
     VALID = [
         Valid(
@@ -232,7 +230,11 @@ class Head(nn.Module):
         # a ``.parameters()`` call in a method that may run from forward, or
         # in one read as an attribute by such code (a property)
         reads = None
+        if scan.parameter_properties and scan.parameter_properties & scan.forward_attribute_reads():
+            return True  # self.device, a property of a project base class that takes next(self.parameters())
         for c in scan.calls:
+            if c.cls is not None and c.func in scan.parameter_helpers and scan.in_forward(c.cls, c.method):
+                return True  # to_device(self, x), a project function taking next(m.parameters())
             if c.attr != "parameters" or c.cls is None:
                 continue
             if scan.in_forward(c.cls, c.method):
@@ -246,13 +248,15 @@ class Head(nn.Module):
     def __init__(self, context) -> None:
         super().__init__(context)
         self._done: Set[int] = set()
+        #: (class, property) already reported as an inherited first-parameter property read
+        self._inherited_reported: Set[Tuple[str, str]] = set()
         # per class being visited: its properties that forward-reachable code reads
         self._properties: List[Set[str]] = []
         # expressions in the body of a ``try`` whose handler catches StopIteration
         self._guarded: Set[int] = set()
 
     def visit_Try(self, node: cst.Try) -> None:
-        if any(_catches_stop_iteration(h.type) for h in node.handlers):
+        if any(catches_stop_iteration(h.type) for h in node.handlers):
             collector = _Expressions()
             walk(node.body, collector)
             self._guarded |= collector.ids
@@ -278,9 +282,11 @@ class Head(nn.Module):
         return m is not None and bool(self._properties) and m.name.value in self._properties[-1]
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.facts.index is not None and isinstance(node.value, cst.Name) and node.value.value == self.context.self_name:
+            self._inherited_property(node)
         if node.attr.value != "device" or not self._in_scope(node):
             return
-        found = _first_parameter_of(node.value)
+        found = first_parameter_of(node.value)
         if found is None:
             return
         self._done.add(id(node.value))
@@ -290,11 +296,72 @@ class Head(nn.Module):
     def visit_Call(self, node: Union[cst.Call, cst.Subscript]) -> None:
         if id(node) in self._done or not self._in_scope(node):
             return
-        found = _first_parameter_of(node)
+        found = first_parameter_of(node)
         if found is not None:
             self._check(node, found[0], device=None, fixable=found[1])
+        elif isinstance(node, cst.Call) and self.facts.index is not None:
+            self._helper_call(node)
 
     visit_Subscript = visit_Call  # list(self.parameters())[0]
+
+    def _inherited_property(self, node: cst.Attribute) -> None:
+        """``self.device`` in forward-reachable code, where ``device`` is a
+        property a base class of another file of the project defines by
+        taking ``next(self.parameters())`` (transformers' ``ModuleUtilsMixin``);
+        the first such read of each class, since one change in the base fixes
+        them all."""
+        cls = self.context.current_class
+        name = node.attr.value
+        if cls is None or not cls.is_module or not self._in_scope(node) or self.scripts.never_replicated(cls):
+            return
+        for base in self.facts.lineage(cls.name):
+            owner = self.facts.class_facts(base)
+            if owner is None:
+                continue
+            if not owner.origin and (name in owner.methods or name in owner.attributes):
+                return  # defined (or assigned) in this file: read there
+            if owner.origin and name in owner.first_parameter_properties:
+                if (cls.name, name) in self._inherited_reported:
+                    return  # one finding per class and property: the fix is in the base class
+                self._inherited_reported.add((cls.name, name))
+                path, line = self.facts.class_origin(base) or (owner.origin, 0)
+                short = base.rsplit(".", 1)[-1]
+                message = (
+                    f"`{code_of(node)}` in {self._where()} reads `{short}.{name}` ({path}:{line}), a property that takes "
+                    f"`next(self.parameters())`, which raises StopIteration inside DataParallel replicas, whose `parameters()` is empty"
+                )
+                self.report(node, message, no_fix_reason=f"`{short}.{name}` is defined in {path}: make it not read the parameters there",
+                            related=[(path, line, f"`{short}.{name}` takes `next(self.parameters())`")])
+                return
+            if name in owner.methods or name in owner.attributes:
+                return
+
+    def _helper_call(self, node: cst.Call) -> None:
+        """``to_device(self, mask)``: a function of another file of the
+        project that takes the first parameter of the module it is given,
+        given this module (or a submodule) where a replica runs."""
+        callee = code_of(node.func)
+        found = self.facts.project_function(self.facts.qualify(node.func) or "")
+        if found is None or "first_parameter" not in found[2] or any(a.star for a in node.args):
+            return
+        path, line, record = found
+        args = [a for a in node.args if a.keyword is None]
+        for i in record["first_parameter"]:
+            if not (0 <= i < len(args)):
+                continue
+            owner = args[i].value
+            if self._module_class(owner) is None:
+                continue
+            message = (
+                f"`{callee}({code_of(owner)}, ...)` in {self._where()} takes the first of `{code_of(owner)}.parameters()` "
+                f"({path}:{line}), which raises StopIteration inside DataParallel replicas, whose `parameters()` is empty"
+            )
+            self.report(
+                node, message,
+                no_fix_reason=f"`{callee}` reads the module's first parameter: give it a tensor's device instead",
+                related=[(path, line, f"`{callee.rsplit('.', 1)[-1]}` takes `next(...parameters())`")],
+            )
+            return
 
     def visit_For(self, node: cst.For) -> None:
         """``for p in self.parameters(): return p.device`` as the last
@@ -307,7 +374,7 @@ class Head(nn.Module):
             return
         if not isinstance(m.body, cst.IndentedBlock) or not m.body.body or m.body.body[-1] is not node:
             return  # a fallback follows the loop, or the loop is in a nested block
-        owner = _parameters_owner(node.iter)
+        owner = parameters_owner(node.iter)
         first = node.body.body[0] if isinstance(node.body, cst.IndentedBlock) and node.body.body else None
         if owner is None or not isinstance(node.target, cst.Name) or not isinstance(first, cst.SimpleStatementLine):
             return
@@ -404,6 +471,8 @@ def _parameter_path(facts, class_name: str, depth: int = 0) -> Optional[str]:
         return layer_parameter(class_name)
     if not cls.is_module:
         return None
+    if cls.origin and not cls.methods and cls.anchor_tensor:
+        return cls.anchor_tensor  # a project class summarised from the scan: its anchor is a layer's parameter
     for name in cls.parameters:
         return name
     for name, attr in cls.attributes.items():
@@ -435,15 +504,6 @@ class _Expressions(cst.CSTVisitor):
         self.ids.add(id(node))
 
 
-def _catches_stop_iteration(kind: Optional[cst.BaseExpression]) -> bool:
-    if kind is None:
-        return True  # a bare ``except:``
-    if isinstance(kind, cst.Tuple):
-        return any(_catches_stop_iteration(e.value) for e in kind.elements)
-    name = code_of(kind).rsplit(".", 1)[-1]
-    return name in ("StopIteration", "Exception", "BaseException")
-
-
 def _properties_read_by_forward(node: cst.ClassDef, cls) -> Set[str]:
     """The properties of the class that ``forward``-reachable methods read as
     ``self.<name>``, also through other properties."""
@@ -465,59 +525,3 @@ def _properties_read_by_forward(node: cst.ClassDef, cls) -> Set[str]:
     return found
 
 
-def _first_parameter_of(node: cst.BaseExpression) -> Optional[Tuple[cst.BaseExpression, bool]]:
-    """``(X, exact)`` when ``node`` takes the first of ``X.parameters()``:
-    ``next(X.parameters())``, ``next(iter(X.parameters()))``,
-    ``list(X.parameters())[0]``, ``tuple(X.parameters())[0]``,
-    ``next(p for p in X.parameters())`` (exact: the parameter itself), or
-    ``next(p.device for p in X.parameters() if p.requires_grad)`` (not exact:
-    a generator that transforms or filters them, which raises all the same)."""
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "next":
-        args = positional_args(node)
-        if len(args) != 1 or len(node.args) != 1:
-            return None  # next(it, default) does not raise
-        inner = args[0].value
-        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter":
-            inner_args = positional_args(inner)
-            if len(inner_args) != 1:
-                return None
-            inner = inner_args[0].value
-        if isinstance(inner, cst.GeneratorExp):
-            comp = inner.for_in
-            if comp.asynchronous is not None or comp.inner_for_in is not None:
-                return None
-            owner = _parameters_owner(comp.iter)
-            if owner is None:
-                return None
-            exact = (
-                not comp.ifs
-                and isinstance(comp.target, cst.Name)
-                and isinstance(inner.elt, cst.Name)
-                and inner.elt.value == comp.target.value
-            )
-            return owner, exact
-        owner = _parameters_owner(inner)
-        return (owner, True) if owner is not None else None
-    if isinstance(node, cst.Subscript) and len(node.slice) == 1:
-        index = node.slice[0].slice
-        if not (isinstance(index, cst.Index) and isinstance(index.value, cst.Integer) and index.value.value == "0"):
-            return None
-        seq = node.value
-        if isinstance(seq, cst.Call) and isinstance(seq.func, cst.Name) and seq.func.value in _SEQUENCES:
-            args = positional_args(seq)
-            if len(args) == 1:
-                owner = _parameters_owner(args[0].value)
-                return (owner, True) if owner is not None else None
-    return None
-
-
-def _parameters_owner(node: cst.BaseExpression) -> Optional[cst.BaseExpression]:
-    """``X`` in ``X.parameters()`` (no arguments or ``recurse=True``)."""
-    if (
-        isinstance(node, cst.Call)
-        and isinstance(node.func, cst.Attribute)
-        and node.func.attr.value == "parameters"
-        and not positional_args(node)
-    ):
-        return node.func.value
-    return None

@@ -36,3 +36,25 @@ def update_snapshots() -> bool:
 def _isolated_result_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own empty result cache (never the repository's)."""
     monkeypatch.setenv("DEVLINT_CACHE_DIR", str(tmp_path_factory.mktemp("devlint_cache")))
+
+
+def check_tree(tree, project: bool = True, processes: int = 1, cache=None, **kw):
+    """Run devlint (the rules on by default) over every file under ``tree``,
+    from ``tree``, as one project (``project=False``: file by file); ``kw``
+    goes to the jobs (``fix=True``, ``unsafe=True``, ``apply=True``)."""
+    from devlint.config import Config
+    from devlint.files import discover
+    from devlint.project.plan import make_plan
+    from devlint.rule import all_rules
+    from devlint.runner import jobs_for, run_jobs
+
+    codes = [c for c, r in all_rules().items() if r.enabled_by_default]
+    cwd = os.getcwd()
+    os.chdir(tree)
+    try:
+        config = Config(root=".")
+        files = discover(["."], config).files
+        plan = make_plan(files, config.source_roots()) if project else None
+        return run_jobs(jobs_for(files, config, codes, **kw), processes, cache=cache, plan=plan)
+    finally:
+        os.chdir(cwd)

@@ -83,6 +83,17 @@ def test_kinds_and_devices(body, kind, device):
     assert (v.kind, v.device) == (kind, device)
 
 
+def test_a_0dim_tensor_with_a_value_of_unknown_kind_is_where_that_value_is():
+    # e3nn's soft_one_hot_linspace: 1.14 * torch.exp(torch.tensor(2.0)) * step(diff)
+    v = returns("def f(x: torch.Tensor):\n    return torch.exp(torch.tensor(2.0)) * unseen(x)\n", "f")
+    assert v.kind != TENSOR or v.device != CPU
+    assert not meetings("def f(x: torch.Tensor):\n    return x + torch.tensor(2.0) * unseen(x)\n")
+    # a tensor on the inputs' device that may be 0-dim (a row of an input) stays there (timm's convit)
+    assert returns("def f(x: torch.Tensor, scale):\n    q = x[0]\n    return q * scale\n", "f").device == LOCAL
+    # a non-0-dim CPU tensor keeps its birth whatever it meets
+    assert returns("def f(x: torch.Tensor):\n    return torch.ones(3) * unseen(x)\n", "f").device == CPU
+
+
 def test_parameters_are_tensors_only_on_evidence():
     # no annotation and no tensor-only use: the flow does not guess
     assert returns("def f(x):\n    return x + 1\n", "f").kind != TENSOR

@@ -8,10 +8,9 @@ import json
 import os
 
 import pytest
+from conftest import check_tree
 
-from devlint.config import Config
 from devlint.engine import lint_source
-from devlint.files import discover
 from devlint.project.imports import project_edges, read_imports
 from devlint.project.index import ProjectContext, ProjectIndex, waves
 from devlint.project.names import absolute, module_name
@@ -19,7 +18,6 @@ from devlint.project.plan import make_plan
 from devlint.project.index import digest
 from devlint.project.summary import SUMMARY_VERSION
 from devlint.rule import all_rules
-from devlint.runner import jobs_for, run_jobs
 
 CODES = [c for c, r in all_rules().items() if r.enabled_by_default]
 
@@ -34,6 +32,14 @@ def test_module_name_below_the_deepest_root(tmp_path):
     assert module_name(str(tmp_path / "src" / "pkg" / "__init__.py"), roots) == "pkg"
     assert module_name(str(tmp_path / "my-scripts" / "x.py"), roots) is None  # not an identifier
     assert module_name(str(tmp_path / "notes.txt"), roots) is None
+
+
+def test_a_file_in_a_package_is_named_by_its_packages_whatever_the_roots(tmp_path):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    f = tmp_path / "src" / "pkg" / "models.py"
+    f.write_text("")
+    assert module_name(str(f), [str(tmp_path)]) == "pkg.models"  # not src.pkg.models
 
 
 def test_module_name_outside_the_roots_crawls_up_the_packages(tmp_path):
@@ -80,7 +86,7 @@ def test_read_imports():
     assert got.aliases["u"] == "pkg.utils"
     assert got.aliases["make_loader"] == "pkg.data.make_loader"
     assert got.aliases["nn"] == "torch.nn"
-    assert {"pkg.models", "os", "pkg.lm", "pkg"} <= got.targets
+    assert {"pkg.models", "os", "pkg.lm.LanguageModel", "pkg.heads"} <= got.targets
 
 
 def test_project_edges_name_the_module_not_its_parents():
@@ -192,15 +198,7 @@ def _project(tmp_path):
 
 
 def _check(tmp_path, cache=None, project=True):
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        config = Config(root=".")
-        files = discover(["."], config).files
-        plan = make_plan(files, config.source_roots()) if project else None
-        return {os.path.normpath(r.path): r for r in run_jobs(jobs_for(files, config, CODES), 1, cache=cache, plan=plan)}
-    finally:
-        os.chdir(cwd)
+    return {os.path.normpath(r.path): r for r in check_tree(tmp_path, project=project, cache=cache)}
 
 
 def test_a_cross_file_finding_says_where_the_other_half_is(tmp_path):
@@ -285,3 +283,136 @@ def test_a_warm_project_run_never_imports_libcst(tmp_path):
     warm = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert cold.returncode == warm.returncode == 1 and "DL004" in warm.stdout
     assert "libcst" not in warm.stderr
+
+
+# -- function summaries -------------------------------------------------------------
+GRID = """
+import torch
+
+
+def create_grid(n):
+    return torch.linspace(0, 1, n)
+
+
+def like(x):
+    return torch.zeros_like(x)
+
+
+def placed(n, device):
+    return torch.arange(n, device=device)
+
+
+def device_of(m):
+    return next(m.parameters()).device
+
+
+def guarded_device_of(m):
+    try:
+        return next(m.parameters()).device
+    except StopIteration:
+        return torch.device("cpu")
+"""
+
+
+def test_only_functions_that_return_a_cpu_tensor_whatever_they_get_are_summarised():
+    index = ProjectIndex()
+    result = lint_source(GRID, "grid.py", CODES, project=ProjectContext("pkg.grid", False, index), summarize=True, exports=("*",))
+    assert result.summary["functions"] == {
+        "create_grid": {"returns": "cpu", "line": 5, "made_by": "linspace"},
+        "device_of": {"first_parameter": [0], "line": 17},  # guarded_device_of: a StopIteration fallback, as DL013 reads it
+    }
+    only = lint_source(GRID, "grid.py", CODES, project=ProjectContext("pkg.grid", False, ProjectIndex()), summarize=True,
+                       exports=("like",))
+    assert only.summary["functions"] == {}
+
+
+def test_the_plan_knows_which_names_each_module_exports(tmp_path):
+    (tmp_path / "grid.py").write_text(GRID)
+    (tmp_path / "a.py").write_text("from grid import create_grid\n")
+    (tmp_path / "b.py").write_text("import grid as G\n")
+    (tmp_path / "c.py").write_text("import torch\n")
+    (tmp_path / "d.py").write_text("from grid import like\n")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        plan = make_plan(["grid.py", "a.py", "c.py", "d.py"], ["."])
+        with_module = make_plan(["grid.py", "a.py", "b.py"], ["."])
+    finally:
+        os.chdir(cwd)
+    assert plan.files["grid.py"].exports == {"create_grid", "like"}
+    assert with_module.files["grid.py"].exports == {"create_grid", "*"}
+    assert plan.files["grid.py"].summarize and not plan.files["c.py"].summarize
+
+
+@pytest.mark.parametrize("spelling, call", [
+    ("from grid import create_grid", "create_grid(x.shape[-1])"),
+    ("import grid as G", "G.create_grid(x.shape[-1])"),
+])
+def test_a_cpu_tensor_made_by_a_project_function_meets_the_inputs(tmp_path, spelling, call):
+    (tmp_path / "grid.py").write_text(GRID)
+    (tmp_path / "model.py").write_text(
+        f"import torch.nn as nn\n\n{spelling}\n\n\nclass M(nn.Module):\n    def forward(self, x):\n        return x - {call}\n"
+    )
+    found = _check(tmp_path)["model.py"].diagnostics
+    assert [d.code for d in found] == ["DL001"]
+    assert "returns a tensor it creates on the CPU with `torch.linspace` (grid.py:5)" in found[0].message
+    assert found[0].related == [("grid.py", 5, "`create_grid` creates its tensor on the CPU")]
+    assert found[0].fix is not None and found[0].fix.is_safe
+    assert _check(tmp_path, project=False)["model.py"].diagnostics == []
+
+
+def test_a_module_no_rule_needs_is_summarised_from_the_scan_unless_importers_need_more(tmp_path):
+    (tmp_path / "blocks.py").write_text(
+        "import torch.nn as nn\n\n\nclass Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(4, 4)\n\n    def forward(self, x):\n        return self.proj(x)\n"
+    )
+    (tmp_path / "pinned.py").write_text(
+        "import torch.nn as nn\n\n\nclass Pinned(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.proj = nn.Linear(4, 4).to('cuda:1')\n\n    def forward(self, x):\n        return self.proj(x)\n"
+    )
+    (tmp_path / "train.py").write_text("from blocks import Block\nfrom pinned import Pinned\n")
+    results = _check(tmp_path)
+    light = results["blocks.py"].summary["classes"]["Block"]
+    assert light["light"] and light["is_module"] and light["anchor_tensor"] == "proj.weight"
+    full = results["pinned.py"].summary["classes"]["Pinned"]
+    assert "light" not in full and full["attributes"]["proj"]["device"] == "'cuda:1'"
+
+
+def test_lazy_and_type_checking_imports_do_not_order_the_files():
+    text = (
+        "import os\n"
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from .models.bert import BertModel\n"
+        "try:\n"
+        "    from .x import Y\n"
+        "except ImportError:\n"
+        "    pass\n\n\n"
+        "def f():\n"
+        "    from .lazy import Z\n"
+        "    return Z\n"
+    )
+    got = read_imports(text, "pkg", True)
+    assert "pkg.x.Y" in got.targets  # a guarded import runs with the module
+    assert not any(t.startswith(("pkg.models", "pkg.lazy")) for t in got.targets)
+    assert got.aliases["BertModel"] == "pkg.models.bert.BertModel"  # still a name of the module
+    assert "Z" not in got.aliases
+
+
+def test_a_module_of_another_file_meets_only_its_main_input(tmp_path):
+    (tmp_path / "text.py").write_text(
+        "import torch.nn as nn\n\n\nclass TextModel(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.embed = nn.Embedding(10, 4)\n\n    def forward(self, ids, encoder_attention_mask=None):\n"
+        "        return self.embed(ids)\n"
+    )
+    (tmp_path / "model.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nfrom text import TextModel\n\n\nclass M(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.text = TextModel()\n\n"
+        "    def forward(self, ids, feats):\n"
+        "        mask = torch.ones(feats.shape[:-1], dtype=torch.long)\n"
+        "        a = self.text(ids, encoder_attention_mask=mask)\n"
+        "        return a + self.text(torch.arange(ids.shape[1]))\n"
+    )
+    found = _check(tmp_path)["model.py"].diagnostics
+    # the mask goes to a forward devlint does not see (it may move it); the main input meets the weights
+    assert [(d.code, d.line) for d in found] == [("DL001", 15)]

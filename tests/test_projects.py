@@ -23,27 +23,13 @@ from typing import Dict, List
 import libcst
 import pytest
 
-from conftest import FIXTURES, update_snapshots
-from devlint.config import Config
-from devlint.files import discover
-from devlint.project.plan import make_plan
-from devlint.rule import all_rules
-from devlint.runner import jobs_for, run_jobs
+from conftest import FIXTURES, check_tree, update_snapshots
 
 CASES = sorted(p for p in (FIXTURES / "projects").iterdir() if (p / "tree").is_dir())
-CODES = [c for c, r in all_rules().items() if r.enabled_by_default]
 
 
 def _run(tree: Path, project: bool = True, processes: int = 1, **kw) -> list:
-    cwd = os.getcwd()
-    os.chdir(tree)
-    try:
-        config = Config(root=".")
-        files = discover(["."], config).files
-        plan = make_plan(files, config.source_roots()) if project else None
-        return run_jobs(jobs_for(files, config, CODES, **kw), processes, plan=plan)
-    finally:
-        os.chdir(cwd)
+    return check_tree(tree, project=project, processes=processes, **kw)
 
 
 def _render(results) -> List[str]:

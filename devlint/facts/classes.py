@@ -18,7 +18,7 @@ writes, and a path to a tensor the instance holds (a device anchor).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -209,6 +209,10 @@ class ClassFacts:
     #: "" for a class of this file; for one read from the project index, the
     #: dotted name of the module that defines it
     origin: str = ""
+    #: (from the project index) its properties that take the first of
+    #: ``self.parameters()`` (``ModuleUtilsMixin.device``), which raises
+    #: StopIteration in a DataParallel replica
+    first_parameter_properties: List[str] = field(default_factory=list)
 
     def attribute(self, name: str) -> Optional[AttributeFacts]:
         return self.attributes.get(name)
@@ -320,6 +324,18 @@ class FileFacts:
         if dotted in self.classes:
             return dotted
         return self.qualify_dotted(dotted)
+
+    def project_function(self, qualified: str) -> Optional[Tuple[str, int, Dict[str, Any]]]:
+        """(path, line, summary) of the project function ``qualified`` names
+        (in a project run, when another file of it defines the function and
+        its summary says something); None otherwise."""
+        if self.index is None or not qualified or qualified.startswith("torch."):
+            return None
+        found = self.index.function(qualified, self.module)
+        if found is None:
+            return None
+        mod, record = found
+        return self.index.path_of(mod), int(record.get("line", 0)), record
 
     def class_origin(self, name: str) -> Optional[Tuple[str, int]]:
         """(path, line) of a project class read from the index; None for a

@@ -434,6 +434,9 @@ class FunctionFlow:
     #: ``np.linalg.lstsq(x, y)``), which works on CPU tensors only: its inputs
     #: are on the CPU, and its own CPU tensors meet nothing on a device
     cpu_only: bool = False
+    #: origin call -> (path, line, factory) of the project function in
+    #: another file that made its tensor on the CPU (``create_grid(n)``)
+    helper_births: Dict[cst.CSTNode, Tuple[str, int, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -472,6 +475,9 @@ class OriginMeeting:
     #: the name holding the device the origin placed its tensor on, when it
     #: was fixed outside the call (``self.device``, ``DEVICE``); else ""
     source: str = ""
+    #: for a call of a project function of another file that returns a
+    #: tensor it made on the CPU: (path, line, factory) of that function
+    helper: Optional[Tuple[str, int, str]] = None
 
     @property
     def partner_text(self) -> str:
@@ -862,7 +868,7 @@ class DeviceFlow:
                     origin, meeting, home,
                     home.name.value if owner is None else f"{owner}.{home.name.value}",
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
-                    home_flow.placed_by.get(origin, ""),
+                    home_flow.placed_by.get(origin, ""), home_flow.helper_births.get(origin),
                 )
 
     def method(self, cls: str, name: str) -> Optional[cst.FunctionDef]:
@@ -1056,6 +1062,10 @@ class _BodyFacts(cst.CSTVisitor):
         if not q.startswith("torch."):
             if not self.source and isinstance(func, cst.Attribute) and func.attr.value in ("cuda", "to"):
                 self.source = True
+            if not self.source and q and self.facts.index is not None:
+                helper = self.facts.project_function(q)
+                if helper is not None and helper[2].get("returns") == "cpu":
+                    self.source = True  # a project function of another file that makes a CPU tensor
             return
         if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS or (q.count(".") == 1 and q[6:] in DEVICE_FACTORIES):
             self.source = True  # a factory: without device= on the CPU, with one maybe on a named GPU
@@ -1817,6 +1827,15 @@ class _Interpreter:
                 return _tensor(LOCAL)
             placed = next((v.device for v in (a, b) if is_placed(v.device)), None)
             return _tensor(placed or ANY)
+        if a.kind == TENSOR and a.scalar and a.device != LOCAL and b.kind == UNKNOWN:
+            # a 0-dim tensor put on the CPU (or a GPU) with something of
+            # unknown kind: a tensor there makes the result live where it
+            # is, a number keeps it 0-dim; never a CPU tensor that meets
+            # anything (a tensor on the inputs' device that may be 0-dim
+            # stays where it is)
+            return Value(UNKNOWN, b.device)
+        if b.kind == TENSOR and b.scalar and b.device != LOCAL and a.kind == UNKNOWN:
+            return Value(UNKNOWN, a.device)
         if a.kind == TENSOR:
             return replace(a, scalar=a.scalar and b.kind == NUMBER, anchor=None)
         if b.kind == TENSOR:
@@ -2144,6 +2163,13 @@ class _Interpreter:
             if q != "torch.from_numpy" and (not args or all(v.kind == NUMBER for _, v in args)):
                 return _tensor(CPU)  # torch.Tensor(3, 4): an uninitialised shape
             return self._born(node, q.rsplit(".", 1)[-1], env)
+        if q and self.facts.index is not None and not q.startswith("torch."):
+            helper = self.facts.project_function(q)
+            if helper is not None and helper[2].get("returns") == "cpu":
+                # create_grid(n) of another module of the project: a tensor
+                # made there on the CPU, whatever it was given
+                self.result.helper_births[node] = (helper[0], helper[1], str(helper[2].get("made_by", "")))
+                return self._born(node, dotted_name(func) or q, env)
         if q in _SAME_DEVICE_FUNCTIONS and args and args[0][0].keyword is None:
             # einops.rearrange(x, "b c h w -> b (h w) c"): x, reshaped
             first = as_tensor(args[0][1])
@@ -2564,8 +2590,15 @@ class _Interpreter:
             return out if out.kind != UNKNOWN else _tensor(LOCAL)
         # any other module: every tensor it is given meets its weights
         # (LSTM's (h, c) state, keyword masks), except lengths, which
-        # PyTorch wants on the CPU (pack_padded_sequence)
-        inputs = [t for arg, v in args if not _cpu_by_convention(arg) for t in _tensors_in(v)]
+        # PyTorch wants on the CPU (pack_padded_sequence). A module class of
+        # another file of the project runs a forward devlint does not see,
+        # which may move or rebuild what it is given (a mask handed to a mask
+        # builder): only its main input, the first positional one, surely
+        # meets its weights
+        given = args
+        if a is not None and a.module_class and self.facts.class_origin(a.module_class) is not None:
+            given = [(arg, v) for arg, v in args if arg.keyword is None and not arg.star][:1]
+        inputs = [t for arg, v in given if not _cpu_by_convention(arg) for t in _tensors_in(v)]
         self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
         return _tensor(LOCAL)
 

@@ -654,12 +654,14 @@ class _ScriptCollector(cst.CSTVisitor):
             if old is None or (old.conditional and not conditional):
                 cond = self._condition_params(scope, list(ev.branch) + list(branch), scope.params[param])
                 helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond)
-        if not helpers:
+        if not helpers and self.facts.index is None:
             return
         for si, callee, _k, node, ev in self.maybe_helper_calls:
             scope = self.scopes[si]
             shift = 1 if "." in callee else 0  # ``self.wrap(m)``: ``self`` is the first parameter
             helper = helpers.get(callee_name(scope, callee, helpers))
+            if helper is None and "." not in callee and callee in self.facts.imports:
+                helper = self._imported_helper(callee)
             if helper is None or any(a.star for a in node.args):
                 continue
             args = positional_args(node)
@@ -685,6 +687,16 @@ class _ScriptCollector(cst.CSTVisitor):
                     ev.wrapped_args = _arg_names(inner)
                 ev.wrapped_device_map = _device_map(inner)
             scope.helper_wraps.append(ev)
+
+    def _imported_helper(self, name: str) -> Optional[WrapHelper]:
+        """A wrap helper another file of the project defines (its summary
+        says it returns a parameter wrapped), called here by ``name``."""
+        found = self.facts.project_function(self.facts.qualify_dotted(name) or "")
+        if found is None or "wraps" not in found[2]:
+            return None
+        r = found[2]
+        return WrapHelper(int(r["wraps"]), str(r.get("param", "")), str(r.get("wrapper", "")), bool(r.get("conditional")),
+                          [(int(i), str(p)) for i, p in r.get("condition_params", [])])
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "module" and len(self.stack) > 1 and dotted_name(node.value) in self.scope.params:

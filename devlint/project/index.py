@@ -61,12 +61,14 @@ class ProjectIndex:
         self.consulted: Dict[str, str] = {}
         self._classes: "Dict[str, Optional[ClassFacts]]" = {}
         self._digests: Dict[str, str] = {}
+        self._imports_project: Dict[str, bool] = {}
 
     def add(self, module: str, summary: Optional[Dict[str, Any]]) -> None:
         if summary is not None:
             self.summaries[module] = summary
             self._digests.pop(module, None)
             self._classes.clear()
+            self._imports_project.clear()
 
     def digest_of(self, module: str) -> str:
         if module not in self._digests:
@@ -111,7 +113,7 @@ class ProjectIndex:
                 return None
             mod, name = split
             summary = self.summaries.get(mod)
-            if summary is not None and name in summary.get("classes", {}):
+            if summary is not None and (name in summary.get("classes", {}) or name in summary.get("functions", {})):
                 return mod, name
             target = self.aliases.get(mod, {}).get(name)
             if target is None:
@@ -138,7 +140,7 @@ class ProjectIndex:
             return cls
         found = self.resolve(dotted, importer)
         cls = None
-        if found is not None:
+        if found is not None and found[1] in self.summaries[found[0]].get("classes", {}):
             from devlint.project.summary import class_from_summary
 
             mod, name = found
@@ -146,6 +148,79 @@ class ProjectIndex:
             cls = class_from_summary(self.summaries[mod]["classes"][name], mod)
         self._classes[key] = cls
         return cls
+
+    def function(self, dotted: str, importer: Optional[str] = None) -> Optional[Tuple[str, Dict[str, Any]]]:
+        """(module, summary record) of the project function ``dotted`` names,
+        None when the index has no summary of it."""
+        found = self.resolve(dotted, importer)
+        if found is None:
+            return None
+        mod, name = found
+        record = self.summaries[mod].get("functions", {}).get(name)
+        if record is None:
+            return None
+        self._consult(mod)
+        return mod, record
+
+    def imports_project(self, module: Optional[str]) -> bool:
+        """Whether ``module`` imports something of the project (a class or a
+        function another file of the run defines, or one of its modules)."""
+        if module is None:
+            return False
+        known = self._imports_project.get(module)
+        if known is None:
+            known = any(
+                self._is_module(t, module) or self.resolve(t, module) is not None
+                for t in self.aliases.get(module, {}).values()
+                if not t.startswith("torch")
+            )
+            self._imports_project[module] = known
+        return known
+
+    def parameter_properties(self, imports: Dict[str, List[str]], importer: Optional[str], is_package: bool = False) -> Set[str]:
+        """The properties that take ``next(self.parameters())`` in the
+        lineage of the project classes a file imports (``device`` of
+        transformers' ``ModuleUtilsMixin``)."""
+        out: Set[str] = set()
+        for targets in imports.values():
+            for t in targets:
+                t = absolute(t, importer, is_package) or ""
+                if not t or t.startswith("torch") or self.resolve(t, importer) is None:
+                    continue
+                todo, seen = [t], set()
+                while todo:
+                    name = todo.pop()
+                    if name in seen:
+                        continue
+                    seen.add(name)
+                    cls = self.class_facts(name, importer)
+                    if cls is not None:
+                        out.update(cls.first_parameter_properties)
+                        todo.extend(cls.bases)
+        return out
+
+    def helpers(self, imports: Dict[str, List[str]], importer: Optional[str], is_package: bool, key: str) -> Set[str]:
+        """The dotted names (as a file spells them) of the project functions
+        it imports whose summary has ``key`` (``returns``: a tensor made on
+        the CPU; ``first_parameter``; ``wraps``): ``create_grid`` for ``from
+        utils import create_grid``, ``U.create_grid`` for ``import pkg.utils
+        as U``."""
+        out: Set[str] = set()
+        pkg = script_package(importer)
+        for local, targets in imports.items():
+            for t in targets:
+                t = absolute(t, importer, is_package) or ""
+                if not t or t.startswith("torch"):
+                    continue
+                found = self.function(t, importer)
+                if found is not None and key in found[1]:
+                    out.add(local)
+                for mod in (t, f"{pkg}.{t}" if pkg else ""):
+                    for name, record in self.summaries.get(mod, {}).get("functions", {}).items():
+                        if key in record:
+                            self._consult(mod)
+                            out.add(f"{local}.{name}")
+        return out
 
     def project_names(self, imports: Dict[str, List[str]], importer: Optional[str], is_package: bool = False) -> Set[str]:
         """The local names of a file's ``imports`` (local name -> targets)

@@ -1,11 +1,11 @@
 """Module identity: a file's dotted module name, and import targets made
 absolute.
 
-A file's module name is its path below the deepest source root that holds
-it (by default the project root and its ``src/``), with ``/`` as ``.``,
-``.py`` dropped and ``__init__`` naming its package. A file outside every
-source root is named as mypy's crawl names it: its folder and the folders
-above it that are packages (hold an ``__init__.py``). A path with a part that
+A file in a package (its folder holds an ``__init__.py``) is named as Python
+imports it, by the chain of packages above it (mypy's crawl). Any other file
+is named by its path below the deepest source root that holds it (by default
+the project root and its ``src/``), with ``/`` as ``.``, ``.py`` dropped; a
+file outside every root by its bare name. A path with a part that
 is not an identifier (``my-scripts/x.py``) has no module name: nothing can
 import it by name, and names it imports stay unknown unless they resolve
 another way (never guessed).
@@ -20,17 +20,22 @@ _SUFFIXES = (".py", ".pyi")
 
 
 def module_name(path: str, roots: Sequence[str]) -> Optional[str]:
-    """The dotted module name of ``path`` below the deepest of ``roots`` that
-    holds it; None when none does or a part is not an identifier."""
+    """The dotted module name of ``path``: for a file in a package (its
+    folder holds an ``__init__.py``), the chain of packages above it, as
+    Python imports it (mypy's crawl); otherwise its path below the deepest
+    of ``roots`` that holds it (namespace packages, a ``src`` layout's
+    loose modules), else its bare name (a script among its siblings). None
+    when a part is not an identifier."""
     full = os.path.abspath(path)
     best: Optional[str] = None
-    for root in roots:
-        r = os.path.abspath(root)
-        if full == r or not full.startswith(r.rstrip(os.sep) + os.sep):
-            continue
-        rel = full[len(r.rstrip(os.sep)) + 1:]
-        if best is None or len(rel) < len(best):
-            best = rel
+    if not os.path.isfile(os.path.join(os.path.dirname(full), "__init__.py")):
+        for root in roots:
+            r = os.path.abspath(root)
+            if full == r or not full.startswith(r.rstrip(os.sep) + os.sep):
+                continue
+            rel = full[len(r.rstrip(os.sep)) + 1:]
+            if best is None or len(rel) < len(best):
+                best = rel
     if best is None:
         best = _crawl(full)
     for suffix in _SUFFIXES:

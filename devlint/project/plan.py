@@ -4,12 +4,11 @@ summary. Built in the parent process from the files' text (no parse)."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set
 
 from devlint.files import PYTHON_SUFFIXES
-from devlint.project.imports import project_edges, read_imports
+from devlint.project.imports import imported_names, read_imports
 from devlint.project.index import waves
 from devlint.project.names import is_package_file, module_name
 
@@ -23,6 +22,9 @@ class FilePlan:
     is_package: bool
     #: other files of the run import it: it exports a summary
     summarize: bool = False
+    #: the names other files import from it ("*": the module itself is
+    #: imported, so any of its functions may be called)
+    exports: Set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -67,9 +69,12 @@ def make_plan(paths: Sequence[str], roots: Sequence[str]) -> ProjectPlan:
     edges: Dict[str, List[str]] = {}
     unnamed_deps: Set[str] = set()
     for path, fp in plan.files.items():
-        deps = project_edges(targets.get(path, set()), fp.module, modules)
-        for d in deps:
-            plan.files[plan.paths[d]].summarize = True
+        named = imported_names(targets.get(path, set()), fp.module, modules)
+        deps = sorted({d for d, _ in named})
+        for d, name in named:
+            target = plan.files[plan.paths[d]]
+            target.summarize = True
+            target.exports.add(name or "*")
         if fp.module is not None:
             edges[fp.module] = deps
         else:

@@ -18,7 +18,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, fields
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Sequence
+
+import libcst as cst
+
+from devlint.syntax import catches_stop_iteration, first_parameter_of
+from devlint.walk import walk
 
 from devlint.facts.classes import AttributeFacts, ClassFacts, FileFacts, FunctionFacts
 
@@ -41,12 +46,15 @@ def class_lines(text: str) -> Dict[str, int]:
     return out
 
 
-def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: str = "") -> Dict[str, Any]:
+def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: str = "",
+           tree: "cst.Module | None" = None) -> Dict[str, Any]:
     """The summary of one file whose module name is ``module``.
     ``absolute(name)`` turns a class name as the file spells it (a local
     class, an imported qualified name) into the absolute name of the class;
-    ``text``: the file's source, for the lines of its classes."""
+    ``text``: the file's source, for the lines of its classes; ``tree``: its
+    parse, for the properties that take the first parameter."""
     lines = class_lines(text) if text else {}
+    firsts = _first_parameter_properties(tree) if tree is not None else {}
 
     def name_of(n: str) -> str:
         if not n:
@@ -59,6 +67,7 @@ def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: 
     for name, cls in facts.classes.items():
         record = {f.name: getattr(cls, f.name) for f in fields(ClassFacts) if f.name not in _LOCAL_ONLY}
         record["line"] = lines.get(name, 0)
+        record["first_parameter_properties"] = firsts.get(name, [])
         record["bases"] = [name_of(b) for b in cls.bases]
         # the order of the calls a method makes on self means nothing to another file
         record["methods"] = {m: dict(asdict(fn), self_calls=sorted(fn.self_calls)) for m, fn in cls.methods.items()}
@@ -74,6 +83,111 @@ def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: 
     return {"version": SUMMARY_VERSION, "module": module, "classes": classes}
 
 
+def needs_parse(scan: Any, exports: Sequence[str]) -> bool:
+    """Whether a file no rule needs must be parsed for its summary: the scan
+    shows something of it an importer may ask beyond which classes are
+    modules (a class that places a part on a device outside ``forward``,
+    reads ``.parameters()``, declares ``_no_split_modules`` or has a
+    ``device``; an exported function that may return a CPU tensor, wrap a
+    model or read a parameter). Otherwise :func:`export_light` summarises it
+    from the scan."""
+    for call in scan.calls:
+        if call.cls is None:
+            continue
+        if call.attr == "parameters":
+            return True
+        if call.attr in ("to", "cuda") and call.device_arg is not None and not scan.in_forward(call.cls, call.method):
+            return True  # self.head = nn.Linear(...).to("cuda:1"), block.to(devices[i])
+    if "_no_split_modules" in scan.class_body_names:
+        return True
+    if any("device" in methods for methods in scan.methods.values()) or scan.self_device_stores:
+        return True
+    return bool(exports) and bool(exported_function_kinds(scan, exports))
+
+
+def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]:
+    """For each exported module-level function, what its calls may make it
+    (a bound on :func:`function_summaries`): "returns" (a torch factory
+    called without ``device=`` in it, or in a function of the file it calls),
+    "wraps" (a wrapper), "first_parameter" (``.parameters()``)."""
+    from devlint.torch_api import DEVICE_FACTORIES, WRAPPERS
+
+    everything = "*" in exports
+    kinds: Dict[str, set] = {}
+    calls: Dict[str, set] = {}
+    for call in scan.calls:
+        fn = call.function
+        if call.cls is not None or fn is None:
+            continue
+        k = kinds.setdefault(fn, set())
+        if call.attr == "parameters":
+            k.add("first_parameter")
+        if any(q in WRAPPERS for q in scan.resolve(call.func)):
+            k.add("wraps")
+        if "device" not in call.keywords and not call.has_star_kwargs and (
+            scan.torch_functions(call.func) & (DEVICE_FACTORIES | {"from_numpy"})
+        ):
+            k.add("returns")
+        if call.func and call.func in scan.function_names:
+            calls.setdefault(fn, set()).add(call.func)
+    changed = True
+    while changed:  # a function calling one of the file's CPU-making functions may return its tensor
+        changed = False
+        for fn, callees in calls.items():
+            if "returns" not in kinds.get(fn, set()) and any("returns" in kinds.get(c, set()) for c in callees):
+                kinds.setdefault(fn, set()).add("returns")
+                changed = True
+    return {fn: k for fn, k in kinds.items() if k and (everything or fn in exports)}
+
+
+def export_light(scan: Any, module: str, absolute: Callable[[str], str], text: str) -> Dict[str, Any]:
+    """The summary of a file no rule needs and :func:`needs_parse` lets go,
+    from the scan alone: its classes, their bases and whether each may be a
+    module or has a ``device``; nothing else (no parse)."""
+    lines = class_lines(text)
+    classes: Dict[str, Any] = {}
+    for name, bases in scan.bases.items():
+        shown = []
+        for b in bases:
+            if b in scan.bases:
+                shown.append(f"{module}.{b}")
+            else:
+                targets = scan.resolve(b)
+                shown.append(absolute(targets[0]) if targets else b)
+        classes[name] = {
+            "name": name, "line": lines.get(name, 0), "bases": shown,
+            "is_module": scan.class_may_be_module(name), "defines_device": not scan.class_may_lack_device(name),
+            "anchor_tensor": _light_anchor(scan, name), "light": True,
+        }
+    return {"version": SUMMARY_VERSION, "module": module, "classes": dict(sorted(classes.items()))}
+
+
+def _light_anchor(scan: Any, cls: str) -> str:
+    """A path to a parameter an instance of ``cls`` holds, from the scan: the
+    first ``self.<name> = nn.Layer(...)`` of its ``__init__`` whose layer has a
+    known parameter (``linear_1.weight``); "" when there is none."""
+    import ast
+
+    from devlint.torch_api import layer_parameter
+
+    for c, method, name, value in scan.attribute_stores:
+        if c != cls or method != "__init__" or not isinstance(value, ast.Call):
+            continue
+        func = value.func
+        dotted = []
+        while isinstance(func, ast.Attribute):
+            dotted.append(func.attr)
+            func = func.value
+        if not isinstance(func, ast.Name):
+            continue
+        dotted.append(func.id)
+        for q in scan.resolve(".".join(reversed(dotted))):
+            param = layer_parameter(q)
+            if param:
+                return f"{name}.{param}"
+    return ""
+
+
 def class_from_summary(record: Dict[str, Any], module: str) -> ClassFacts:
     """A :class:`ClassFacts` rebuilt from a summary record, for the file that
     imports the class. Its ``origin`` names the module that defines it."""
@@ -86,3 +200,125 @@ def class_from_summary(record: Dict[str, Any], module: str) -> ClassFacts:
     cls.attributes = {a: AttributeFacts(**{k: v for k, v in d.items() if k in at_fields}) for a, d in record.get("attributes", {}).items()}
     cls.origin = module
     return cls
+
+
+_DEF_LINE = re.compile(r"^(?:async[ \t]+)?def[ \t]+(\w+)", re.M)
+
+
+def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any = None) -> Dict[str, Any]:
+    """What the module-level functions other files import do with devices,
+    as far as a caller needs (``exports``: their names, or "*" for all).
+    Narrow on purpose, one record per function that does something a caller
+    must know, with the line of its ``def``:
+
+    - ``"returns": "cpu"``: its result is a tensor it creates on the CPU
+      whatever it is given (``create_grid(n)`` with ``torch.linspace`` and
+      no ``device=``), with the factory that made it (``made_by``);
+    - ``"wraps"``: it returns its parameter ``wraps`` (``param``) wrapped in
+      ``wrapper`` (on every path, or ``conditional``ly, where
+      ``condition_params`` are the other parameters the condition reads);
+    - ``"first_parameter"``: the indices of the parameters whose first
+      parameter it takes (``next(m.parameters())``), which raises
+      StopIteration when the module given is a DataParallel replica.
+    """
+    from devlint.facts.flow import CPU, TENSOR, Flow
+    from devlint.facts.scripts import Scripts
+    from devlint.scan import scan_source
+
+    if scan is None:
+        scan = scan_source(text)
+    kinds = exported_function_kinds(scan, exports) if scan is not None else None
+    if kinds is not None and not kinds:
+        return {}
+    flow = store[Flow]
+    wraps = kinds is None or any("wraps" in k for k in kinds.values())
+    helpers = store[Scripts].wrap_helpers if wraps else {}
+    lines: Dict[str, int] = {}
+    for m in _DEF_LINE.finditer(text):
+        lines.setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
+    everything = "*" in exports
+    out: Dict[str, Any] = {}
+    for node in store.module.body:
+        if not isinstance(node, cst.FunctionDef) or not (everything or node.name.value in exports):
+            continue
+        name = node.name.value
+        if kinds is not None and name not in kinds:
+            continue  # nothing in it can make a record
+        record: Dict[str, Any] = {}
+        result = flow.base(node) if kinds is None or "returns" in kinds[name] else None
+        r = result.returns if result is not None else None
+        if result is not None and r.kind == TENSOR and r.device == CPU and r.born and not r.scalar:
+            made_by = sorted(result.origin_names.get(b, "") for b in r.born)
+            record.update(returns="cpu", made_by=made_by[0] if made_by else "")
+        firsts = _first_parameter_params(node)
+        if firsts:
+            record["first_parameter"] = firsts
+        helper = helpers.get(name)
+        if helper is not None:
+            record.update(wraps=helper.param, param=helper.param_name, wrapper=helper.wrapper,
+                          conditional=helper.conditional, condition_params=[list(c) for c in helper.condition_params])
+        if record:
+            out[name] = dict(record, line=lines.get(name, 0))
+    return dict(sorted(out.items()))
+
+
+class _FirstParameters(cst.CSTVisitor):
+    def __init__(self, params: Sequence[str]) -> None:
+        self.params = list(params)
+        self.found: set = set()
+
+    def _check(self, node: cst.BaseExpression) -> None:
+        got = first_parameter_of(node)
+        if got is not None and isinstance(got[0], cst.Name) and got[0].value in self.params:
+            self.found.add(self.params.index(got[0].value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._check(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._check(node)
+
+    def visit_Try(self, node: cst.Try) -> bool:
+        if any(catches_stop_iteration(h.type) for h in node.handlers):
+            # a StopIteration fallback (as DL013 reads it in a file of its own)
+            for part in (*node.handlers, node.orelse, node.finalbody):
+                if part is not None:
+                    walk(part, self)
+            return False
+        return True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # a nested function is not this one
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+
+def _first_parameter_params(fn: cst.FunctionDef) -> list:
+    """Indices of the parameters of ``fn`` whose first parameter its body takes."""
+    params = [p.name.value for p in fn.params.params]
+    if not params:
+        return []
+    visitor = _FirstParameters(params)
+    walk(fn.body, visitor)
+    return sorted(visitor.found)
+
+
+def _first_parameter_properties(tree: cst.Module) -> Dict[str, list]:
+    """Class name -> its properties that take the first of ``self.parameters()``
+    (top-level classes)."""
+    out: Dict[str, list] = {}
+    for stmt in tree.body:
+        if not isinstance(stmt, cst.ClassDef):
+            continue
+        found = []
+        for fn in stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else ():
+            if not isinstance(fn, cst.FunctionDef) or not any(
+                isinstance(d.decorator, cst.Name) and d.decorator.value == "property" for d in fn.decorators
+            ):
+                continue
+            if 0 in _first_parameter_params(fn):
+                found.append(fn.name.value)
+        if found:
+            out[stmt.name.value] = sorted(found)
+    return out
