@@ -16,7 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from devlint import __version__
 from devlint.diagnostic import FileResult
@@ -132,6 +132,39 @@ class ResultCache:
         if result is not None:
             self.hits += 1
         return result
+
+    def project_summaries(self, skip: Iterable[str]) -> List[Tuple[str, str, bool, Dict[str, Any], str]]:
+        """The summaries a project run stored for files a run on a few files
+        does not check (``skip``: the files it checks): (path, module, is a
+        package, summary, text) of each file whose content is still the one
+        the summary was made from. A pre-commit hook or an editor run on
+        ``train.py`` so sees the classes of the ``models.py`` the last whole
+        run read, and nothing stale."""
+        skipped = {os.path.abspath(p) for p in skip}
+        out = []
+        for path, entry in sorted(self.entries.items()):
+            if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str) and isinstance(entry[1], dict)):
+                continue
+            key, data = entry
+            summary = data.get("summary")
+            if not isinstance(summary, dict) or os.path.abspath(path) in skipped:
+                continue
+            digest, _, rest = key.partition(":")
+            role = rest.rsplit(":project=", 1)[-1] if ":project=" in rest else ""
+            module = role.split(":", 1)[0].split("+", 1)[0]
+            is_package = module.endswith("/")
+            module = module.rstrip("/")
+            if not module:
+                continue
+            try:
+                with open(path, "rb") as fh:
+                    raw = fh.read()
+            except OSError:
+                continue
+            if content_digest(raw) != digest:
+                continue
+            out.append((path, module, is_package, summary, raw.decode("utf-8", errors="replace")))
+        return out
 
     # -- writing -----------------------------------------------------------
     def put(self, path: str, key: str, result: FileResult) -> None:

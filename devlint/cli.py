@@ -115,17 +115,19 @@ class _Run:
         meta = click.get_current_context().meta
         #: the ast candidate scan (--no-scan: only to compare findings without it)
         self.scan = not meta.get("devlint.no_scan", False)
-        #: the project run's plan: module names, import order (--no-project: none)
-        self.plan = None
-        if not meta.get("devlint.no_project", False):
-            from devlint.project.plan import make_plan
-
-            self.plan = make_plan(self.files, cfg.source_roots())
         self.cache = None
         if not meta.get("devlint.no_cache", False):
             from devlint.cache import ResultCache, cache_dir
 
             self.cache = ResultCache(cache_dir(cfg.root), cfg.cache_key())
+        #: the project run's plan: module names, import order (--no-project: none)
+        self.plan = None
+        if not meta.get("devlint.no_project", False):
+            from devlint.project.plan import make_plan
+
+            # files the run does not check: the summaries the last run that did stored
+            seed = self.cache.project_summaries(self.files) if self.cache is not None else ()
+            self.plan = make_plan(self.files, cfg.source_roots(), seed)
 
     def save_cache(self) -> None:
         if self.cache is not None:

@@ -138,10 +138,11 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
     if job.add_noqa:
         return _add_noqa(job, raw, src, project)
     if not job.fix:
-        return lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project,
-                           summarize=job.summarize, exports=job.exports)
+        return _depends(lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project,
+                                    summarize=job.summarize, exports=job.exports), project)
     result = fix_source(src.text, job.path, job.codes, unsafe=job.unsafe, ignore=job.ignore, scan=job.scan,
                         project=project, summarize=job.summarize, exports=job.exports)
+    _depends(result, project)
     if result.fixed_text is None or result.fixed_text == src.text:
         result.fixed_text = None
         return result
@@ -153,6 +154,15 @@ def _run_job(job: Job, raw: bytes) -> FileResult:
             original = lint_source(src.text, job.path, job.codes, job.ignore, scan=job.scan, project=project)
             result.diagnostics = original.diagnostics
             result.applied = []
+    return result
+
+
+def _depends(result: FileResult, project) -> FileResult:
+    """A project run: the result depends on the summaries of every project
+    module the file imports (as they are now, none included), besides
+    those its check read."""
+    if project is not None:
+        result.consulted = dict(sorted({**project.index.imported_modules(project.module), **result.consulted}.items()))
     return result
 
 
@@ -253,7 +263,7 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
     global _INDEX
     from devlint.project.index import ProjectIndex
 
-    index = ProjectIndex(aliases=plan.aliases, paths=plan.paths)
+    index = ProjectIndex(summaries=plan.seed, aliases=plan.aliases, paths=plan.paths)
     by_path = {j.path: i for i, j in enumerate(jobs)}
     results: List[Optional[FileResult]] = [None] * len(jobs)
     placed: set = set()

@@ -133,6 +133,9 @@ class ScanSummary:
         self.container_adds: List[Tuple[str, str, str, ast.AST, bool]] = []
         #: (class, method) -> every attribute name it uses (``x.a`` -> ``a``)
         self.method_attributes: Dict[Tuple[str, str], Set[str]] = {}
+        #: (class, method) -> the attribute names it reads on its first
+        #: parameter (``self.device`` -> ``device``)
+        self.self_reads: Dict[Tuple[str, str], Set[str]] = {}
         #: names of every function and method defined in the file (a call of
         #: one may return a tensor: ``self.kernel = make_kernel(5)``)
         self.function_names: Set[str] = set()
@@ -726,6 +729,8 @@ class _Scanner:
                 attributes.add(node.attr)
                 if used is not None:
                     used.add(node.attr)
+                    if type(node.value) is Name and node.value.id in s.method_self.get((cls, method), ()):  # type: ignore[attr-defined]
+                        s.self_reads.setdefault((cls, method), set()).add(node.attr)  # type: ignore[arg-type]
                 if node.attr == "device":
                     s.device_reads.append((cls, method) + _owner_shape(node.value))
             elif t is Constant:

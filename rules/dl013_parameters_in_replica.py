@@ -87,7 +87,7 @@ tensor devlint can name the finding has no fix.
 
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple, Union
+from typing import Dict, List, Optional, Set, Tuple, Union
 
 import libcst as cst
 
@@ -230,8 +230,10 @@ class Head(nn.Module):
         # a ``.parameters()`` call in a method that may run from forward, or
         # in one read as an attribute by such code (a property)
         reads = None
-        if scan.parameter_properties and scan.parameter_properties & scan.forward_attribute_reads():
-            return True  # self.device, a property of a project base class that takes next(self.parameters())
+        if scan.parameter_properties and any(
+            reads & scan.parameter_properties and scan.in_forward(c, m) for (c, m), reads in scan.self_reads.items()
+        ):
+            return True  # self.device in forward, a property of a project base class that takes next(self.parameters())
         for c in scan.calls:
             if c.cls is not None and c.func in scan.parameter_helpers and scan.in_forward(c.cls, c.method):
                 return True  # to_device(self, x), a project function taking next(m.parameters())
@@ -250,6 +252,7 @@ class Head(nn.Module):
         self._done: Set[int] = set()
         #: (class, property) already reported as an inherited first-parameter property read
         self._inherited_reported: Set[Tuple[str, str]] = set()
+        self._lineage_props: Dict[str, Set[str]] = {}
         # per class being visited: its properties that forward-reachable code reads
         self._properties: List[Set[str]] = []
         # expressions in the body of a ``try`` whose handler catches StopIteration
@@ -312,7 +315,9 @@ class Head(nn.Module):
         them all."""
         cls = self.context.current_class
         name = node.attr.value
-        if cls is None or not cls.is_module or not self._in_scope(node) or self.scripts.never_replicated(cls):
+        if cls is None or not cls.is_module or name not in self._lineage_properties(cls.name):
+            return
+        if not self._in_scope(node) or self.scripts.never_replicated(cls):
             return
         for base in self.facts.lineage(cls.name):
             owner = self.facts.class_facts(base)
@@ -335,6 +340,19 @@ class Head(nn.Module):
                 return
             if name in owner.methods or name in owner.attributes:
                 return
+
+    def _lineage_properties(self, class_name: str) -> Set[str]:
+        """The first-parameter properties the project classes of another file
+        in ``class_name``'s lineage define (once per class)."""
+        found = self._lineage_props.get(class_name)
+        if found is None:
+            found = set()
+            for base in self.facts.lineage(class_name):
+                owner = self.facts.class_facts(base)
+                if owner is not None and owner.origin:
+                    found.update(owner.first_parameter_properties)
+            self._lineage_props[class_name] = found
+        return found
 
     def _helper_call(self, node: cst.Call) -> None:
         """``to_device(self, mask)``: a function of another file of the

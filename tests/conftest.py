@@ -32,6 +32,17 @@ def update_snapshots() -> bool:
     return os.environ.get("DEVLINT_UPDATE_SNAPSHOTS") == "1"
 
 
+def check_snapshot(path: Path, actual: str) -> None:
+    """``actual`` must be the snapshot ``path`` holds; a missing snapshot is
+    written and fails the test (review it); ``DEVLINT_UPDATE_SNAPSHOTS=1``
+    rewrites them."""
+    if update_snapshots() or not path.exists():
+        path.write_text(actual)
+        if not update_snapshots():
+            pytest.fail(f"snapshot {path} was missing and has been written; review it")
+    assert actual == path.read_text(), f"{path} differs (DEVLINT_UPDATE_SNAPSHOTS=1 rewrites it)"
+
+
 @pytest.fixture(autouse=True)
 def _isolated_result_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own empty result cache (never the repository's)."""

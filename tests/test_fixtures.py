@@ -16,7 +16,7 @@ from pathlib import Path
 import libcst
 import pytest
 
-from conftest import FIXTURES, update_snapshots
+from conftest import FIXTURES, check_snapshot
 from devlint.engine import fix_source, lint_source
 from devlint.rule import all_rules
 
@@ -40,12 +40,6 @@ def _render(path: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _check_snapshot(path: Path, actual: str) -> None:
-    if update_snapshots() or not path.exists():
-        path.write_text(actual)
-        if not update_snapshots():
-            pytest.fail(f"snapshot {path.name} was missing and has been written; review it")
-    assert actual == path.read_text(), f"{path} differs (DEVLINT_UPDATE_SNAPSHOTS=1 rewrites it)"
 
 
 def test_every_rule_has_fixtures():
@@ -60,7 +54,7 @@ def test_bad_fixture_is_reported(path):
     rendered = _render(path)
     code = path.parent.name
     assert f" {code} " in rendered, f"{path} does not trigger {code}"
-    _check_snapshot(path.with_suffix(".txt"), rendered)
+    check_snapshot(path.with_suffix(".txt"), rendered)
 
 
 @pytest.mark.parametrize("path", BAD, ids=[f"{p.parent.name}/{p.name}" for p in BAD])
@@ -80,7 +74,7 @@ def test_bad_fixture_fix(path, unsafe):
         # no separate unsafe snapshot: unsafe fixes must not change anything more
         assert fixed == safe_target.read_text(), f"{path.name} has unsafe fixes: add {target.name}"
         return
-    _check_snapshot(target, fixed)
+    check_snapshot(target, fixed)
 
 
 @pytest.mark.parametrize("path", CLEAN, ids=[f"{p.parent.name}/{p.name}" for p in CLEAN])

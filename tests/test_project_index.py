@@ -416,3 +416,30 @@ def test_a_module_of_another_file_meets_only_its_main_input(tmp_path):
     found = _check(tmp_path)["model.py"].diagnostics
     # the mask goes to a forward devlint does not see (it may move it); the main input meets the weights
     assert [(d.code, d.line) for d in found] == [("DL001", 15)]
+
+
+def test_a_run_on_a_few_files_reads_the_summaries_the_last_whole_run_stored(tmp_path):
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+
+    _project(tmp_path)
+    runner = CliRunner()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    env = {"DEVLINT_CACHE_DIR": str(tmp_path / ".cache")}
+    try:
+        alone_first = runner.invoke(main, ["check", "train.py"], env=env)
+        whole = runner.invoke(main, ["check", "."], env=env)
+        alone = runner.invoke(main, ["check", "train.py"], env=env)
+        hook = runner.invoke(main, ["check", "--hook", "train.py"], env=env)
+        # models.py changed since: its stored summary no longer stands, nothing stale is reported
+        (tmp_path / "models.py").write_text(MODELS.replace(".to(devices[0])", "").replace(".to(devices[1])", ""))
+        after_edit = runner.invoke(main, ["check", "train.py"], env=env)
+    finally:
+        os.chdir(cwd)
+    assert alone_first.exit_code == 0, alone_first.output  # nothing stored yet: train.py alone
+    assert whole.exit_code == 1 and "DL004" in whole.output
+    assert alone.exit_code == 1 and "DL004" in alone.output and "models.py:12" in alone.output
+    assert hook.exit_code == 1 and "DL004" in hook.output
+    assert after_edit.exit_code == 0, after_edit.output

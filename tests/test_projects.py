@@ -23,7 +23,7 @@ from typing import Dict, List
 import libcst
 import pytest
 
-from conftest import FIXTURES, check_tree, update_snapshots
+from conftest import FIXTURES, check_snapshot, check_tree, update_snapshots
 
 CASES = sorted(p for p in (FIXTURES / "projects").iterdir() if (p / "tree").is_dir())
 
@@ -43,12 +43,6 @@ def _render(results) -> List[str]:
     return sorted(out)
 
 
-def _snapshot(path: Path, actual: str) -> None:
-    if update_snapshots() or not path.exists():
-        path.write_text(actual)
-        if not update_snapshots():
-            pytest.fail(f"snapshot {path} was missing and has been written; review it")
-    assert actual == path.read_text(), f"{path} differs (DEVLINT_UPDATE_SNAPSHOTS=1 rewrites it)"
 
 
 def _sources(root: Path) -> Dict[str, str]:
@@ -58,7 +52,7 @@ def _sources(root: Path) -> Dict[str, str]:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_project_findings(case):
     found = _render(_run(case / "tree"))
-    _snapshot(case / "expected.txt", "\n".join(found) + "\n")
+    check_snapshot(case / "expected.txt", "\n".join(found) + "\n")
     alone = _render(_run(case / "tree", project=False))
     assert set(found) - set(alone), f"{case.name}: every finding is also found file by file (not a cross-file case)"
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from devlint.project.names import absolute, script_package
@@ -42,6 +43,9 @@ def digest(summary: Optional[Dict[str, Any]]) -> str:
     data = json.dumps(summary, sort_keys=True, separators=(",", ":")).encode("utf-8")
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
+
+#: import heads that are never modules of the project being checked
+_NOT_PROJECT = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "numpy", "typing_extensions", "__future__"}
 
 #: how many re-exports a lookup follows before giving up (a cycle of aliases)
 _MAX_HOPS = 8
@@ -220,6 +224,30 @@ class ProjectIndex:
                         if key in record:
                             self._consult(mod)
                             out.add(f"{local}.{name}")
+        return out
+
+    def imported_modules(self, module: Optional[str]) -> Dict[str, str]:
+        """The project modules ``module`` imports (by its import aliases),
+        each with the digest of its summary now ("" when there is none yet):
+        what the file's result depends on even where no lookup succeeded (a
+        result made before a summary existed must not outlive it)."""
+        if module is None:
+            return {}
+        out: Dict[str, str] = {}
+        pkg = script_package(module)
+        for target in self.aliases.get(module, {}).values():
+            head = target.split(".", 1)[0]
+            if head in _NOT_PROJECT:
+                continue
+            parts = target.split(".")
+            for cand in (parts, (pkg.split(".") + parts) if pkg else None):
+                if not cand:
+                    continue
+                # every module the target may name, summarised or not yet
+                for i in range(1, len(cand) + 1):
+                    name = ".".join(cand[:i])
+                    if name != module:
+                        out[name] = self.digest_of(name)
         return out
 
     def project_names(self, imports: Dict[str, List[str]], importer: Optional[str], is_package: bool = False) -> Set[str]:

@@ -5,7 +5,7 @@ summary. Built in the parent process from the files' text (no parse)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from devlint.files import PYTHON_SUFFIXES
 from devlint.project.imports import imported_names, read_imports
@@ -37,6 +37,9 @@ class ProjectPlan:
     #: paths in analysis order, wave by wave; files without a module name
     #: (not importable by name) come in the last wave
     waves: List[List[str]] = field(default_factory=list)
+    #: module -> summary of files the run does not check, as the last run
+    #: that did stored them (still matching their content)
+    seed: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
 def _text(path: str) -> str:
@@ -48,7 +51,11 @@ def _text(path: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def make_plan(paths: Sequence[str], roots: Sequence[str]) -> ProjectPlan:
+def make_plan(paths: Sequence[str], roots: Sequence[str],
+              seed: Iterable[Tuple[str, str, bool, Dict[str, Any], str]] = ()) -> ProjectPlan:
+    """``seed``: (path, module, is a package, summary, text) of files the run
+    does not check whose stored summaries it may read
+    (``ResultCache.project_summaries``)."""
     plan = ProjectPlan()
     targets: Dict[str, Set[str]] = {}
     for path in paths:
@@ -65,6 +72,13 @@ def make_plan(paths: Sequence[str], roots: Sequence[str]) -> ProjectPlan:
         if module is not None:
             plan.paths[module] = path
             plan.aliases[module] = imports.aliases
+    for path, module, pkg, summary, text in seed:
+        if module in plan.paths:
+            continue  # the run checks a file of that name: its own summary comes
+        plan.seed[module] = summary
+        plan.paths[module] = path
+        plan.aliases[module] = read_imports(text, module, pkg).aliases
+    checked = {fp.module for fp in plan.files.values() if fp.module is not None}
     modules = set(plan.paths)
     edges: Dict[str, List[str]] = {}
     unnamed_deps: Set[str] = set()
@@ -72,14 +86,16 @@ def make_plan(paths: Sequence[str], roots: Sequence[str]) -> ProjectPlan:
         named = imported_names(targets.get(path, set()), fp.module, modules)
         deps = sorted({d for d, _ in named})
         for d, name in named:
-            target = plan.files[plan.paths[d]]
+            target = plan.files.get(plan.paths[d])
+            if target is None:
+                continue  # a file the run does not check: its stored summary stands in
             target.summarize = True
             target.exports.add(name or "*")
         if fp.module is not None:
             edges[fp.module] = deps
         else:
             unnamed_deps.update(deps)
-    order = waves(sorted(modules), edges)
+    order = waves(sorted(checked), edges)
     plan.waves = [[plan.paths[m] for m in wave] for wave in order]
     rest = [p for p in paths if p not in plan.files or plan.files[p].module is None]
     if rest:
