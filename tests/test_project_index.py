@@ -11,7 +11,7 @@ import pytest
 from conftest import check_tree
 
 from devlint.engine import lint_source
-from devlint.project.imports import project_edges, read_imports
+from devlint.project.imports import imported_names, read_imports
 from devlint.project.index import ProjectContext, ProjectIndex, waves
 from devlint.project.names import absolute, module_name
 from devlint.project.plan import make_plan
@@ -87,6 +87,10 @@ def test_read_imports():
     assert got.aliases["make_loader"] == "pkg.data.make_loader"
     assert got.aliases["nn"] == "torch.nn"
     assert {"pkg.models", "os", "pkg.lm.LanguageModel", "pkg.heads"} <= got.targets
+
+
+def project_edges(targets, importer, modules):
+    return sorted({m for m, _ in imported_names(targets, importer, modules)})
 
 
 def test_project_edges_name_the_module_not_its_parents():

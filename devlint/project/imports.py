@@ -121,21 +121,15 @@ def read_imports(text: str, module: Optional[str], is_package: bool) -> Imports:
     return Imports(targets, aliases)
 
 
-def project_edges(targets: Set[str], importer: Optional[str], modules: Set[str]) -> List[str]:
-    """The modules of ``modules`` that the import ``targets`` of ``importer``
-    name: for each target, the longest prefix of it that is a module (``pkg``
-    for ``pkg.Class``, ``pkg.mod`` for ``pkg.mod``), as an absolute name or
-    (a script's sibling imports) below ``importer``'s own package. Parent
-    packages an import runs are left out: they would put every package and
-    its submodules in one import cycle, and what a parent re-exports is
-    followed through its imports instead."""
-    return sorted({m for m, _ in imported_names(targets, importer, modules)})
-
-
 def imported_names(targets: Set[str], importer: Optional[str], modules: Set[str]) -> Set[tuple]:
     """(module, name) for each import target of ``importer`` that names a
-    module of ``modules`` (see :func:`project_edges`); ``name`` is the first
-    name taken from it ("" when the target is the module itself)."""
+    module of ``modules``: the longest prefix of the target that is a module
+    (``pkg`` for ``pkg.Class``, ``pkg.mod`` for ``pkg.mod``), as an absolute
+    name or (a script's sibling imports) below ``importer``'s own package;
+    ``name`` is the first name taken from it ("" when the target is the
+    module itself). Parent packages an import runs are left out: they would
+    put every package and its submodules in one import cycle, and what a
+    parent re-exports is followed through its imports instead."""
     from devlint.project.names import script_package
 
     out: Set[tuple] = set()
