@@ -100,7 +100,7 @@ from __future__ import annotations
 
 import ast
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -371,8 +371,14 @@ class Head(nn.Module):
     def _report(self, found: OriginMeeting, replica: bool) -> None:
         origin, meeting = found.origin, found.meeting
         code = _origin_code(origin)
+        related = []
         if found.source:
             held = "fixed when the module was built" if "." in found.source else "a module-level device fixed at import"
+            where = self._captured_in(found)
+            if where is not None:
+                cls_name, path, line = where
+                held = f"fixed when the module was built, by `{cls_name}` ({path}:{line})"
+                related = [(path, line, f"`{cls_name}` sets `{found.source}` while the module is built")]
             target = f"`{found.source}` ({held})"
         else:
             target = "the current GPU" if meeting.device == CURRENT else "a GPU named in the code"
@@ -402,14 +408,36 @@ class Head(nn.Module):
         source = retyped_like(origin)
         if source is not None:  # t.type(x.type()) -> t.to(x): x's dtype and device, index included
             new = origin.with_changes(func=origin.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(source)])  # type: ignore[attr-defined]
-            self.report(at, message, fix=self.replace(origin, new, f"take `{code_of(source)}`'s dtype and device with `.to({code_of(source)})`"))
+            self.report(at, message, fix=self.replace(origin, new, f"take `{code_of(source)}`'s dtype and device with `.to({code_of(source)})`"),
+                        related=related)
             return
         anchor = _anchor_for(origin, found.anchors)
         new = _placed_on(origin, f"{anchor}.device") if anchor is not None and isinstance(origin, cst.Call) else None
         if new is None:
-            self.report(at, message, no_fix_reason="no tensor on the right device is in scope where it is placed")
+            self.report(at, message, no_fix_reason="no tensor on the right device is in scope where it is placed", related=related)
         else:
-            self.report(at, message, fix=self.replace(origin, new, f"place it on `{anchor}.device`"))
+            self.report(at, message, fix=self.replace(origin, new, f"place it on `{anchor}.device`"), related=related)
+
+    def _captured_in(self, found: OriginMeeting) -> Optional[Tuple[str, str, int]]:
+        """(class as shown, path, line) of the project class of another file
+        that sets ``self.<attr>`` (``found.source``) for the class whose method
+        reads it: the base class that captured the device; None when the
+        attribute is set in this file."""
+        owner, dot, attr = found.source.partition(".")
+        cls = self.context.device_flow.class_facts(found.home)
+        if not dot or "." in attr or cls is None:
+            return None
+        for name in self.facts.lineage(cls.name):
+            c = self.facts.class_facts(name)
+            if c is None or attr not in c.attributes:
+                continue
+            origin = self.facts.class_origin(name)
+            if origin is None:
+                return None
+            path, _line = origin
+            short = self.facts.local_name_for(name) or name.rsplit(".", 1)[-1]
+            return short, path, c.attributes[attr].line
+        return None
 
 
 def _device_argument(call: cst.CSTNode) -> Optional[cst.BaseExpression]:

@@ -340,7 +340,12 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
             return
         ctx = self.context
         expr = f"{_code(owner)}.device"
+        origin = self.facts.class_origin(class_name)
         message = self.message.format(expr=expr, cls=class_name.rsplit(".", 1)[-1])
+        related = []
+        if origin is not None:  # a class of another file: say where it is
+            message = message.replace(f"`{class_name.rsplit('.', 1)[-1]}`", self.facts.shown_class(class_name), 1)
+            related = [(origin[0], origin[1], f"`{class_name.rsplit('.', 1)[-1]}` defines no `device`")]
         path = self.facts.tensor_path_of_class(class_name)
         if path is not None:
             new = f"{_code(owner)}.{path}.device"
@@ -352,9 +357,10 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
                 message,
                 no_fix_reason=f"`{class_name.rsplit('.', 1)[-1]}` holds no tensor devlint can name, and "
                 "`next(...parameters())` is empty inside DataParallel replicas",
+                related=related,
             )
             return
-        self.report(node, message, fix=self.replace(node, cst.parse_expression(new), f"read `{new}`"))
+        self.report(node, message, fix=self.replace(node, cst.parse_expression(new), f"read `{new}`"), related=related)
 
     def _class_of(self, owner: cst.BaseExpression) -> Optional[str]:
         ctx = self.context

@@ -2048,12 +2048,15 @@ class _Interpreter:
         set only while the module is built, ``ANY`` when the class keeps it
         in step (``forward`` or a ``to``/``_apply`` override assigns it)."""
         cls = self.cls
-        if cls is None or attr in cls.forward_writes:
+        if cls is None:
             return ANY
-        assigned = [x for c in self.facts.lineage(cls.name) if c in self.facts.classes for x in self.facts.classes[c].assignments_of(attr)]
+        lineage = [c for c in (self.facts.class_facts(n) for n in self.facts.lineage(cls.name)) if c is not None]
+        if any(attr in c.forward_writes for c in lineage):
+            return ANY
+        assigned = [x for c in lineage for x in c.assignments_of(attr)]
         if not assigned or any(x.method not in INIT_METHODS for x in assigned):
             return ANY
-        if any(self.flows.method(cls.name, m) is not None for m in ("_apply", "to", "cuda")):
+        if any(m in c.methods for c in lineage for m in ("_apply", "to", "cuda")):
             return ANY
         return CURRENT if current_device_only(value) else FIXED
 

@@ -28,10 +28,11 @@ from devlint.walk import walk
 from devlint.facts.classes import AttributeFacts, ClassFacts, FileFacts, FunctionFacts
 
 #: bump when the shape or the meaning of a summary changes
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2
 
-#: ClassFacts fields a dependent file never reads (every assignment with its
-#: source text: only the class's own rules read them)
+#: ClassFacts fields a dependent file never reads as they are (every
+#: assignment with its source text); a subclass in another file reads only
+#: which methods assign an attribute, and as what (``assigned_in``)
 _LOCAL_ONLY = frozenset({"assignments"})
 
 
@@ -46,6 +47,14 @@ def class_lines(text: str) -> Dict[str, int]:
     return out
 
 
+_SELF_STORE = re.compile(r"^[ \t]*\w+\.(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+
+
+def _store_lines(text: str) -> list:
+    """(line, attribute) of every ``<name>.<attr> = ...`` statement, in order."""
+    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _SELF_STORE.finditer(text)]
+
+
 def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: str = "",
            tree: "cst.Module | None" = None) -> Dict[str, Any]:
     """The summary of one file whose module name is ``module``.
@@ -54,6 +63,7 @@ def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: 
     ``text``: the file's source, for the lines of its classes; ``tree``: its
     parse, for the properties that take the first parameter."""
     lines = class_lines(text) if text else {}
+    stores = _store_lines(text) if text else []
     firsts = _first_parameter_properties(tree) if tree is not None else {}
 
     def name_of(n: str) -> str:
@@ -76,8 +86,16 @@ def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: 
             d = asdict(rec)
             d["module_class"] = name_of(rec.module_class)
             d["element_class"] = name_of(rec.element_class)
+            # where a finding in another file can point: the first store after the class line
+            d["line"] = next((ln for ln, at in stores if at == a and ln > record["line"]), 0)
             attrs[a] = d
         record["attributes"] = attrs
+        # whether self.device is set only while the module is built, for a
+        # subclass whose forward reads it (a device captured in a base class)
+        assigned_in: Dict[str, set] = {}
+        for a in cls.assignments:
+            assigned_in.setdefault(a.name, set()).add((a.method, a.kind))
+        record["assigned_in"] = {a: sorted(v) for a, v in sorted(assigned_in.items())}
         record = json.loads(json.dumps(record, default=sorted))  # sets -> lists, tuples -> lists
         classes[name] = record
     return {"version": SUMMARY_VERSION, "module": module, "classes": classes}
@@ -198,6 +216,11 @@ def class_from_summary(record: Dict[str, Any], module: str) -> ClassFacts:
     cls.methods = {m: FunctionFacts(**{k: v for k, v in fn.items() if k in fn_fields}) for m, fn in record.get("methods", {}).items()}
     at_fields = {f.name for f in fields(AttributeFacts)}
     cls.attributes = {a: AttributeFacts(**{k: v for k, v in d.items() if k in at_fields}) for a, d in record.get("attributes", {}).items()}
+    cls.assignments = [
+        AttributeFacts(name=a, kind=str(kind), method=str(method), line=0)
+        for a, pairs in record.get("assigned_in", {}).items()
+        for method, kind in pairs
+    ]
     cls.origin = module
     return cls
 
