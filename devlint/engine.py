@@ -154,6 +154,7 @@ def _scan_filter(text: str, rules: List[Type[Rule]], project=None, keep: Optiona
         summary.project_names = project.index.project_names(summary.imports, project.module, project.is_package)
         summary.cpu_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "returns")
         summary.parameter_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "first_parameter")
+        summary.wrap_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "wraps")
         summary.parameter_properties = project.index.parameter_properties(summary.imports, project.module, project.is_package)
     out = []
     for r in rules:

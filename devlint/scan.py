@@ -155,6 +155,9 @@ class ScanSummary:
         #: project (the index knows them; this walk cannot see inside), each
         #: of which may be a module class
         self.project_names: Set[str] = set()
+        #: (project run) the names of imported project functions that return
+        #: their argument wrapped in DataParallel/DDP
+        self.wrap_helpers: Set[str] = set()
         #: in a project run: the names (as this file spells them) of project
         #: functions of other files that return a tensor made on the CPU
         self.cpu_helpers: Set[str] = set()
@@ -1020,4 +1023,4 @@ def calls_a_wrapper(scan) -> bool:
     """Candidate hook: the file calls something that may be DataParallel/DDP."""
     from devlint.torch_api import WRAPPERS
 
-    return any(scan.refers_to(c.func, WRAPPERS) for c in scan.calls)
+    return any(scan.refers_to(c.func, WRAPPERS) or (c.func and c.func in scan.wrap_helpers) for c in scan.calls)

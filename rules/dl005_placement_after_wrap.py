@@ -12,7 +12,12 @@ Flags a model placed on a device after it was wrapped for data parallelism:
   when `dev` is a known CUDA device other than `device_ids[0]`
   (`device_ids` defaults to every GPU, so `device_ids[0]` is `cuda:0`):
   `nn.DataParallel(model).to("cuda:1")`,
-  `nn.DataParallel(model, device_ids=[1, 2]).cuda()`.
+  `nn.DataParallel(model, device_ids=[1, 2]).cuda()`;
+* either of these after a wrap helper (a function of this file or, in a
+  project run, of another module that returns its argument wrapped:
+  `model = distribute(Net(), rank)` then `model.to(rank)`). Not when the
+  helper wraps only under a condition or places the model itself before
+  wrapping it (the later move is then a no-op).
 
 ## Why is this bad?
 Checked against PyTorch's own source (`torch/nn/parallel/data_parallel.py`,
@@ -67,6 +72,11 @@ DistributedDataParallel: safe. The placement moves into the wrapper call,
 statement is removed; the fix is offered only when the device expression
 means the same thing at the wrap.
 
+After a wrap helper: the placement moves onto the helper's argument,
+`distribute(Net().to(rank), rank)`, the later placement removed (safe);
+for DataParallel with the default `device_ids` there is no fix (the
+`device_ids` to change are in the helper).
+
 DataParallel with a literal `device_ids`: safe. The model is placed on
 `device_ids[0]`, the one device `DataParallel.forward` accepts.
 
@@ -87,7 +97,7 @@ from devlint.diagnostic import Fix, FixSafety
 from devlint.facts.scripts import PlaceEvent, ScopeFacts, WrapEvent, always_before, binding_chain
 from devlint.rule import Invalid, ScriptRule, Valid
 from devlint.scan import calls_a_wrapper
-from devlint.syntax import cuda_index, free_names, list_first_index, placement_call, positional_args
+from devlint.syntax import code_of, cuda_index, free_names, list_first_index, placement_call, positional_args
 from devlint.torch_api import DATA_PARALLEL, DISTRIBUTED_DATA_PARALLEL
 
 _DTYPE_HINTS = ("dtype", "float", "half", "bfloat", "int", "double", "bool", "long", "memory_format")
@@ -99,6 +109,7 @@ class PlacementAfterWrap(ScriptRule):
     message = "{wrapper} model placed on a device after wrapping: {why}"
     fix_safety = "safe/unsafe"
     tokens = ("DataParallel",)
+    project_keys = ("wraps",)
 
     VALID = [
         Valid(
@@ -137,8 +148,59 @@ model.half()
 model.cpu()
 """
         ),
+        Valid(
+            """
+import os
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def distribute(model, rank):
+    model = model.cuda(rank)
+    return DDP(model, device_ids=[rank])
+
+def maybe_parallel(model):
+    if torch.cuda.device_count() > 1:
+        model = nn.DataParallel(model)
+    return model
+
+def main():
+    rank = int(os.environ["LOCAL_RANK"])
+    model = distribute(nn.Linear(4, 4), rank)
+    model.to(rank)
+    other = maybe_parallel(nn.Linear(4, 4))
+    other.to("cuda:1")
+"""
+        ),
     ]
     INVALID = [
+        Invalid(
+            """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def distribute(model, rank):
+    return DDP(model, device_ids=[rank])
+
+def main():
+    rank = int(os.environ["LOCAL_RANK"])
+    model = distribute(torch.nn.Linear(4, 4), rank)
+    model.to(rank)
+""",
+            """
+import os
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def distribute(model, rank):
+    return DDP(model, device_ids=[rank])
+
+def main():
+    rank = int(os.environ["LOCAL_RANK"])
+    model = distribute(torch.nn.Linear(4, 4).to(rank), rank)
+""",
+        ),
         Invalid(
             """
 import torch
@@ -223,6 +285,9 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             chain = binding_chain(scope, event.target, event.order, event.branch)
             if chain and chain[-1].kind == "wrap":
                 wrap = scope.wraps[chain[-1].wrap_index]
+            elif chain and chain[-1].kind == "call" and _helper_wrap_of(scope, chain[-1]) is not None:
+                self._after_helper(node, scope, event, _helper_wrap_of(scope, chain[-1]))  # type: ignore[arg-type]
+                return
             else:
                 # ``ddp = DDP(model, ...)`` then ``model.to(rank)``: the
                 # module inside the wrapper is moved under another name
@@ -240,6 +305,80 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             self._ddp(node, scope, event, wrap, wrap_node, separate)
         elif wrap.wrapper == DATA_PARALLEL:
             self._dp(node, scope, event, wrap, wrap_node, separate)
+
+    # -- a model a wrap helper returned ------------------------------------
+    def _after_helper(self, node: cst.Call, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent) -> None:
+        """``model = wrap_ddp(Net(), rank)`` (a function of this file or of
+        another that returns its argument wrapped), then ``model.to(rank)``.
+        Not when the helper wraps only under a condition, or places the model
+        itself before wrapping it (the later move is then a no-op or its own
+        mistake, which the helper's file shows)."""
+        if wrap.helper_conditional or wrap.helper_places:
+            return
+        call = self.scripts.call_nodes.get((scope.index, wrap.helper, wrap.helper_call))
+        if call is None:
+            return
+        shown, related = self._helper_shown(wrap.helper)
+        if wrap.wrapper == DISTRIBUTED_DATA_PARALLEL:
+            if self._already_there(scope, wrap, event):
+                return
+            why = (f"{shown} built the DDP wrapper, which fixed its devices and its gradient reducer then; "
+                   "place the model before passing it in")
+            message = self.message.format(wrapper="DistributedDataParallel", why=why)
+            fix, reason = self._move_into_helper_call(node, scope, event, wrap, call)
+            self.report(node, message, fix=fix, no_fix_reason=reason, related=related)
+            return
+        if wrap.wrapper != DATA_PARALLEL or wrap.device_ids == "?":
+            return
+        main = list_first_index(wrap.device_ids) if wrap.device_ids else 0
+        if main is None:
+            return
+        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.scripts.scopes[0].sets_cuda_device):
+            return
+        target = cuda_index(event.device, event.method, self._literal_devices(scope, event))
+        if target is None or target == main:
+            return
+        why = (
+            f"{shown} wrapped it, and DataParallel.forward requires every parameter on device_ids[0] "
+            f"(cuda:{main}) but this moves them to cuda:{target}"
+        )
+        message = self.message.format(wrapper="DataParallel", why=why)
+        if wrap.device_ids:
+            fix, reason = self._move_into_helper_call(node, scope, event, wrap, call, _retarget(node, event, main))
+        else:
+            fix, reason = None, f"the wrapper is built in {shown}: give it `device_ids` starting at cuda:{target}, or move the model to cuda:0"
+        self.report(node, message, fix=fix, no_fix_reason=reason, related=related)
+
+    def _helper_shown(self, helper: str) -> Tuple[str, List[Tuple[str, int, str]]]:
+        """How a message names a wrap helper, and where it is when another
+        file defines it."""
+        found = self.facts.project_function(self.facts.qualify_dotted(helper) or "") if "." not in helper else None
+        if found is None:
+            return f"`{helper}`", []
+        path, line, _ = found
+        return f"`{helper}` ({path}:{line})", [(path, line, f"`{helper}` wraps its argument")]
+
+    def _move_into_helper_call(
+        self, node: cst.Call, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, call: cst.Call,
+        new_place: Optional[Tuple[str, List[cst.Arg]]] = None,
+    ) -> Tuple[Optional[Fix], str]:
+        """``wrap_ddp(model, rank)`` ... ``model.to(rank)`` ->
+        ``wrap_ddp(model.to(rank), rank)``, the later placement removed."""
+        arg = next((a for a in call.args if a.keyword is None and not a.star and code_of(a.value) == wrap.wrapped), None)
+        if arg is None:
+            arg = next((a for a in call.args if a.keyword is not None and code_of(a.value) == wrap.wrapped), None)
+        if arg is None or wrap.placed_inside:
+            return None, "the model is not passed to the wrap helper as a plain expression"
+        for name in sorted(set().union(*(free_names(a.value) for a in node.args))):
+            if scope.binds_between(name, wrap.order, event.order) or name == wrap.target:
+                return None, f"`{name}` changes between the wrap and the placement"
+        method, place_args = new_place if new_place is not None else (event.method, list(node.args))
+        placed = cst.Call(func=cst.Attribute(value=arg.value, attr=cst.Name(method)), args=place_args)
+        new_call = call.with_changes(args=[a.with_changes(value=placed) if a is arg else a for a in call.args])
+        line, _ = self.statement_of.get(id(node), (None, None))
+        if event.statement in ("expr", "assign") and line is not None and always_before(wrap.branch, event.branch):
+            return Fix([(call, new_call)] + self.remove_statement(line), FixSafety.SAFE, "place the model before wrapping it"), ""
+        return Fix([(call, new_call)], FixSafety.SAFE, "place the model before wrapping it"), ""
 
     # -- DistributedDataParallel --------------------------------------------
     def _ddp(self, node, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, wrap_node: cst.Call, separate: bool) -> None:
@@ -349,6 +488,14 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         # the later placement still serves the paths that do not wrap (and
         # is a no-op on the path that does): keep it
         return Fix([(wrap_node, new_wrap)], safety, "place the model before wrapping it"), ""
+
+
+def _helper_wrap_of(scope: ScopeFacts, bind) -> Optional[WrapEvent]:
+    """The wrap of the helper call ``bind`` binds (``model = parallelize(m)``)."""
+    for ev in reversed(scope.helper_wraps):
+        if ev.target == bind.target and ev.helper == bind.call and ev.order <= bind.order and ev.branch == bind.branch:
+            return ev
+    return None
 
 
 def _wrap_of_inner(scope: ScopeFacts, event: PlaceEvent) -> Optional[WrapEvent]:

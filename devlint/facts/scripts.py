@@ -27,6 +27,7 @@ from devlint.syntax import (
     dotted_name,
     free_names,
     is_number_literal,
+    list_first_index,
     keyword_arg,
     placement_call,
     positional_args,
@@ -73,6 +74,10 @@ class WrapEvent:
     #: callee in the scope it is (0-based, in the order calls are left)
     helper: str = ""
     helper_call: int = -1
+    #: the helper wraps only under a condition / places its argument on a
+    #: device itself before wrapping it (``model.cuda(gpu)``, then ``DDP(model)``)
+    helper_conditional: bool = False
+    helper_places: bool = False
 
 
 @dataclass
@@ -91,6 +96,11 @@ class WrapHelper:
     #: (index, name) of the other parameters the wrap's condition reads: a
     #: call passing ``False``/``None``/``0`` for one of them does not wrap
     condition_params: List[Tuple[int, str]] = field(default_factory=list)
+    #: the helper places the parameter on a device before wrapping it
+    places: bool = False
+    #: ``device_ids=`` of the wrap as written when it names no variable
+    #: (``[1, 2]``; "" for the default); "?" when it does (``[gpu]``)
+    device_ids: str = ""
 
 
 @dataclass
@@ -602,23 +612,33 @@ class _ScriptCollector(cst.CSTVisitor):
         )
         self.maybe_helper_calls.append((scope.index, callee, k, node, ev))
 
-    def _param_wrapped(self, scope: ScopeFacts, ev: WrapEvent) -> int:
+    def _param_wrapped(self, scope: ScopeFacts, ev: WrapEvent) -> Tuple[int, bool]:
         """Index of the parameter whose value ``ev`` wraps (through aliases
-        and placements), else -1."""
+        and placements), else -1; and whether the value was placed on a
+        device on the way (``model = model.cuda(gpu)``, ``DDP(model.to(d))``)."""
         name, order, branch = ev.wrapped_name, ev.order, ev.branch
+        placed = bool(ev.placed_inside)
         for _ in range(8):
             if not name:
-                return -1
+                return -1, placed
             b = scope.last_binding(name, order, branch)
             if b is None:
-                return -1
+                return -1, placed
+            # ``model = model.cuda(gpu)`` rebinds the name to itself (last_binding skips it)
+            placed = placed or any(
+                x.kind == "place" and x.target == name and x.source == name and b.order < x.order < order for x in scope.binds
+            )
             if b.kind == "param":
                 index = scope.params.index(b.target)
-                return -1 if index == 0 and scope.class_name else index
+                placed = placed or any(
+                    p.target == b.target and p.statement == "expr" and p.order < ev.order for p in scope.placements
+                )
+                return (-1 if index == 0 and scope.class_name else index), placed
             if b.kind not in ("alias", "place") or not b.source:
-                return -1
+                return -1, placed
+            placed = placed or b.kind == "place"
             name, order, branch = b.source, b.order, b.branch
-        return -1
+        return -1, placed
 
     def _condition_params(self, scope: ScopeFacts, branch: Sequence[str], keep: str) -> List[Tuple[int, str]]:
         names: Set[str] = set()
@@ -646,14 +666,15 @@ class _ScriptCollector(cst.CSTVisitor):
                     continue
                 wrap_index = b.wrap_index
             ev = scope.wraps[wrap_index]
-            param = self._param_wrapped(scope, ev)
+            param, places = self._param_wrapped(scope, ev)
             if param < 0:
                 continue
             conditional = bool(ev.branch or branch)
             old = helpers.get(scope.name)
             if old is None or (old.conditional and not conditional):
                 cond = self._condition_params(scope, list(ev.branch) + list(branch), scope.params[param])
-                helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond)
+                ids = ev.device_ids if not ev.device_ids or list_first_index(ev.device_ids) is not None else "?"
+                helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond, places, ids)
         if not helpers and self.facts.index is None:
             return
         for si, callee, _k, node, ev in self.maybe_helper_calls:
@@ -677,6 +698,9 @@ class _ScriptCollector(cst.CSTVisitor):
                 continue  # ``maybe_wrap(m, parallel=False)``
             ev.index = len(scope.helper_wraps)
             ev.wrapper = helper.wrapper
+            ev.device_ids = helper.device_ids
+            ev.helper_conditional = helper.conditional
+            ev.helper_places = helper.places
             ev.wrapped = code_of(arg.value)
             inner, ev.placed_inside = strip_placements(arg.value)
             ev.wrapped_name = dotted_name(inner) or ""
@@ -696,7 +720,8 @@ class _ScriptCollector(cst.CSTVisitor):
             return None
         r = found[2]
         return WrapHelper(int(r["wraps"]), str(r.get("param", "")), str(r.get("wrapper", "")), bool(r.get("conditional")),
-                          [(int(i), str(p)) for i, p in r.get("condition_params", [])])
+                          [(int(i), str(p)) for i, p in r.get("condition_params", [])],
+                          bool(r.get("places")), str(r.get("device_ids", "")))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "module" and len(self.stack) > 1 and dotted_name(node.value) in self.scope.params:

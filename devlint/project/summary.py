@@ -239,7 +239,9 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
       no ``device=``), with the factory that made it (``made_by``);
     - ``"wraps"``: it returns its parameter ``wraps`` (``param``) wrapped in
       ``wrapper`` (on every path, or ``conditional``ly, where
-      ``condition_params`` are the other parameters the condition reads);
+      ``condition_params`` are the other parameters the condition reads),
+      whether it ``places`` the parameter on a device first, and the
+      wrapper's ``device_ids`` ("" default, a literal, "?" a variable);
     - ``"first_parameter"``: the indices of the parameters whose first
       parameter it takes (``next(m.parameters())``), which raises
       StopIteration when the module given is a DataParallel replica.
@@ -279,7 +281,8 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
         helper = helpers.get(name)
         if helper is not None:
             record.update(wraps=helper.param, param=helper.param_name, wrapper=helper.wrapper,
-                          conditional=helper.conditional, condition_params=[list(c) for c in helper.condition_params])
+                          conditional=helper.conditional, condition_params=[list(c) for c in helper.condition_params],
+                          places=helper.places, device_ids=helper.device_ids)
         if record:
             out[name] = dict(record, line=lines.get(name, 0))
     return dict(sorted(out.items()))
