@@ -155,6 +155,7 @@ def _scan_filter(text: str, rules: List[Type[Rule]], project=None, keep: Optiona
         summary.cpu_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "returns")
         summary.parameter_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "first_parameter")
         summary.wrap_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "wraps")
+        summary.loader_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "loader")
         summary.parameter_properties = project.index.parameter_properties(summary.imports, project.module, project.is_package)
     out = []
     for r in rules:
@@ -356,8 +357,9 @@ def _summary_providers(exports: Sequence[str]) -> list:
         return []
     from devlint.facts.flow import Flow
     from devlint.facts.scripts import Scripts
+    from devlint.facts.training import Training
 
-    return [Flow, Scripts]
+    return [Flow, Scripts, Training]
 
 
 def _export(result: FileResult, store: FactStore, project, summarize: bool, text: str, exports: Sequence[str] = (),

@@ -158,6 +158,8 @@ class ScanSummary:
         #: (project run) the names of imported project functions that return
         #: their argument wrapped in DataParallel/DDP
         self.wrap_helpers: Set[str] = set()
+        #: (project run) the names of imported project functions that return a data loader
+        self.loader_helpers: Set[str] = set()
         #: in a project run: the names (as this file spells them) of project
         #: functions of other files that return a tensor made on the CPU
         self.cpu_helpers: Set[str] = set()

@@ -7,7 +7,9 @@ tensors: inputs passed to the model, and targets that meet the model's output
 (`criterion(out, y)`, `pred == y`, `out.eq(y)`). Batch tensors are the names
 the loop unpacks (`for x, y in loader`, `for (xs, ys), (xt, _) in zip(a, b)`,
 `for i, batch in enumerate(pbar)` with `pbar = tqdm(loader)`,
-`for x, y in DataLoader(ds)`, `[model(x) for x, _ in loader]`: a
+`for x, y in DataLoader(ds)`, `for x, y in make_loader(cfg)` with a
+function of the file, or in a project run of another module, that returns
+a `DataLoader` leaving its batches on the CPU, `[model(x) for x, _ in loader]`: a
 comprehension's finding is moved where it is read), or that a loop takes
 with `next()` from an
 iterator over a loader (`it = iter(loader)`; `while True: x, y = next(it)`,
@@ -176,6 +178,7 @@ class InputsNotMoved(Rule):
     host_message = "`{item}` is built on the CPU (no `device=`) and passed to `{model}`, which was moved to {device}"
     fix_safety = "safe/unsafe"
     tokens = (".to(", ".cuda(")
+    project_keys = ("loader",)
 
     VALID = [
         Valid(
@@ -324,6 +327,9 @@ class Trainer:
         # file that builds a DataLoader (loaders travel through parameters)
         if any(looks_like_loader(name) for name in scan.loops if name):
             return True
+        # a loader another module of the project builds: for x, y in make_loader(cfg)
+        if scan.loader_helpers and any(call.func in scan.loader_helpers for call in scan.calls):
+            return True
         # pbar = tqdm(train_loader); for batch in pbar
         if any(scan.call_bound.get(name, set()) & ITER_WRAPPERS for name in scan.loops if name):
             return True
@@ -395,12 +401,25 @@ class Trainer:
         body, or where it is read (a comprehension, an index of a tuple
         batch), or builds it on the device."""
         device = f"`{p.device}`" if p.device else "the GPU"
+        related: list = []
+        if item is not None:
+            found = self.facts.project_function(self.facts.qualify_dotted(item.loader) or "")
+            if found is not None and "loader" in found[2]:
+                # a loader another module builds: say where
+                path, line, _ = found
+                related = [(path, line, f"`{item.loader}` returns a DataLoader whose batches stay on the CPU")]
+
+        def report(*args, **kwargs) -> None:
+            self.report(*args, related=related, **kwargs)
+
         if item is None:
             name = at.value if isinstance(at, cst.Name) else code_of(m.origin)
             message = self.host_message.format(item=name, model=model, device=device)
         else:
             template = self.message if as_input else self.target_message
             message = template.format(item=item.key, loader=item.loader, model=model, device=device)
+            if related:
+                message = message.replace(f"`{item.loader}`", f"`{item.loader}` ({related[0][0]}:{related[0][1]})", 1)
             if isinstance(at, cst.Name) and at.value != item.key:
                 # noise = torch.randn_like(x0): "`x0` (as `noise`) from `loader` ..."
                 message = message.replace(f"`{item.key}` from", f"`{item.key}` (as `{at.value}`) from", 1)
@@ -408,18 +427,18 @@ class Trainer:
         if discarded is not None:
             message += f"; `{code_of(discarded.value)}` returns a moved copy, and it is thrown away"
         if not p.known:
-            self.report(at, message, no_fix_reason=f"the device `{model}` was moved to has no name in this function")
+            report(at, message, no_fix_reason=f"the device `{model}` was moved to has no name in this function")
             return
         if p.conditional and cuda_index(p.device, p.how) is not None:
             # if use_cuda: model.cuda() -- an unconditional .cuda() would break the CPU runs
-            self.report(at, message, no_fix_reason=f"`{model}` moves to the GPU only under a condition; move the batch under the same one")
+            report(at, message, no_fix_reason=f"`{model}` moves to the GPU only under a condition; move the batch under the same one")
             return
         call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
         if item is None:
             # torch.as_tensor(obs) -> torch.as_tensor(obs, device=device)
             dev = p.device or '"cuda"'
             built = m.origin.with_changes(args=with_keyword_arg(m.origin.args, "device", cst.parse_expression(dev)))  # type: ignore[attr-defined]
-            self.report(at, message, fix=self.replace(m.origin, built, f"build `{code_of(m.origin)}` with `device={dev}`"))
+            report(at, message, fix=self.replace(m.origin, built, f"build `{code_of(m.origin)}` with `device={dev}`"))
             return
         loop = item.loop if isinstance(item.loop, (cst.For, cst.While)) else None
         if item.kind == "index" or loop is None:
@@ -428,17 +447,17 @@ class Trainer:
             read = m.origin if item.kind == "index" else at
             moved = cst.parse_expression(f"_.{call}")
             moved = moved.with_changes(func=moved.func.with_changes(value=read))  # type: ignore[attr-defined]
-            self.report(at, message, fix=self.replace(read, moved, f"move `{item.key}` with `.{call}` where it is read"))
+            report(at, message, fix=self.replace(read, moved, f"move `{item.key}` with `.{call}` where it is read"))
             return
         if discarded is not None:
             # x.to(device) -> x = x.to(device), keeping the user's own call
             bound = cst.Assign(targets=[cst.AssignTarget(target=cst.Name(item.key))], value=discarded.value)
-            self.report(at, message, fix=self.replace(discarded, bound, f"keep the moved copy: `{item.key} = {code_of(discarded.value)}`"))
+            report(at, message, fix=self.replace(discarded, bound, f"keep the moved copy: `{item.key} = {code_of(discarded.value)}`"))
             return
         moved_name = item.base if item.kind == "attr" else item.key
         if not isinstance(loop.body, cst.IndentedBlock):
             # for x, y in loader: out = model(x) -- no line to insert the move on
-            self.report(at, message, no_fix_reason=f"the loop's body is on one line; move `{moved_name}` with `.{call}` at its top")
+            report(at, message, no_fix_reason=f"the loop's body is on one line; move `{moved_name}` with `.{call}` at its top")
             return
         move = cst.parse_statement(f"{moved_name} = {moved_name}.{call}\n")
         body = list(loop.body.body)
@@ -454,7 +473,7 @@ class Trainer:
             )
         else:
             fix = self.replace(loop.body, new_block, f"move `{item.key}` with `.{call}` at the top of the loop")
-        self.report(at, message, fix=fix)
+        report(at, message, fix=fix)
 
 
 def _named_at(arg: cst.CSTNode, item: Optional[LoaderItem]) -> cst.CSTNode:

@@ -1678,8 +1678,11 @@ class _Interpreter:
             return True
         while isinstance(it, cst.Call):
             name = dotted_name(it.func) or ""
-            if name.rsplit(".", 1)[-1] in ("DataLoader", "DataLoader2"):
-                return True
+            if name.rsplit(".", 1)[-1] in ("DataLoader", "DataLoader2") or looks_like_loader(name):
+                return True  # DataLoader(ds), make_loader(cfg)
+            found = self.facts.project_function(self.facts.qualify_dotted(name) or "") if name else None
+            if found is not None and "loader" in found[2]:
+                return True  # a function of another module that returns a loader
             parts = [a.value for a in it.args if not a.star]
             if name == "zip":
                 return any(self._may_be_loader(p) for p in parts)

@@ -12,7 +12,7 @@ are carried into the functions of the same file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Collection, Dict, List, Optional, Set, Tuple
+from typing import Any, Collection, Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -132,6 +132,9 @@ class ScriptScope:
     placements: Dict[str, Placement] = field(default_factory=dict)
     wrapped: Dict[str, WrapFacts] = field(default_factory=dict)
     loaders: Dict[str, LoaderFacts] = field(default_factory=dict)
+    #: a function returning a data loader (``return DataLoader(ds, ...)``):
+    #: what its batches are like (None: it returns no loader it builds)
+    returns_loader: Optional[LoaderFacts] = None
     #: names holding a device (``device = torch.device(...)``, a ``device`` parameter)
     device_names: List[str] = field(default_factory=list)
     #: names holding a CUDA device index (``local_rank``, ``args.gpu``,
@@ -381,14 +384,41 @@ def _loader_ref(training: "TrainingFacts", scope: str, it: cst.BaseExpression, s
     return ref, enumerated
 
 
+#: the pseudo-name a returned loader is bound to while it is read
+_RETURNED = "<return>"
+
+
+def loader_helper(facts: Any, scopes: Dict[str, ScriptScope], func: cst.BaseExpression) -> Optional[LoaderFacts]:
+    """What ``func`` returns when it is a function that returns a data loader
+    it builds: a module-level function of this file read before the call
+    (``make_loader(cfg)``), or, in a project run, one another module defines
+    (its summary says ``loader``: ``cpu`` or ``device``); else None."""
+    name = dotted_name(func)
+    if not name:
+        return None
+    if "." not in name:
+        fn = scopes.get(name)
+        if fn is not None and fn.kind == "function" and not fn.class_scope:
+            return fn.returns_loader if fn.complete else None
+    found = facts.project_function(facts.qualify_dotted(name) or "")
+    if found is None or found[2].get("loader") not in ("cpu", "device"):
+        return None
+    places = found[2]["loader"] == "device"
+    return LoaderFacts("other" if places else "dataloader", places)
+
+
 def _inline_loader(training: "TrainingFacts", scope: str, call: cst.Call) -> Optional[str]:
     """``for x, y in DataLoader(ds, batch_size=64)``: the loader's spelling when
     the call builds a ``DataLoader`` that leaves its batches on the CPU (no
     ``collate_fn`` of its own, no ``pin_memory_device``, no dataset or
-    argument that mentions a device)."""
+    argument that mentions a device); ``for x, y in make_loader(64)`` when
+    the function returns such a loader."""
     cls = training.facts.class_of_call(call.func)
     if cls not in DATA_LOADERS:
-        return None
+        helper = loader_helper(training.facts, training.scopes, call.func)
+        if helper is None or helper.places_on_device:
+            return None
+        return code_of(call.func)
     for a in call.args:
         if a.star:
             return None
@@ -802,6 +832,11 @@ class _TrainingCollector(cst.CSTVisitor):
             cls = self.facts.class_of_call(value.func)
             dotted = dotted_name(value.func) or ""
             is_dl = cls in DATA_LOADERS or (cls is not None and cls.rsplit(".", 1)[-1] == "DataLoader" and dotted.rsplit(".", 1)[-1] == "DataLoader")
+            helper = None if is_dl else loader_helper(self.facts, self.scopes, value.func)
+            if helper is not None:
+                # train_loader = make_loader(cfg): what the function's loader yields
+                sf.loaders[ref] = LoaderFacts("dataloader" if not helper.places_on_device else "other", helper.places_on_device)
+                return
             if is_dl:
                 places = any(
                     a.keyword is not None
@@ -831,6 +866,29 @@ class _TrainingCollector(cst.CSTVisitor):
         old = sf.loaders.get(ref)
         kind = "dataloader" if is_dl and (old is None or old.kind == "dataloader") else "other"
         sf.loaders[ref] = LoaderFacts(kind, places or (old.places_on_device if old else False))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        sf = self.scope
+        if node.value is None or sf.kind != "function" or sf.class_scope:
+            return
+        value = node.value
+        found: Optional[LoaderFacts] = None
+        ref = ref_of(value, self.self_names[-1]) if not isinstance(value, cst.Call) else None
+        if ref is not None:
+            found = sf.loaders.get(ref)
+        elif isinstance(value, cst.Call):
+            self._bind_loader(sf, _RETURNED, value)
+            found = sf.loaders.pop(_RETURNED, None)
+        if found is None or not (found.kind == "dataloader" or found.places_on_device) or found.wraps:
+            return
+        old = sf.returns_loader
+        if old is None:
+            sf.returns_loader = LoaderFacts(found.kind, found.places_on_device)
+        else:  # one path's loader places its batches: the caller cannot count on CPU batches
+            sf.returns_loader = LoaderFacts(
+                "dataloader" if old.kind == found.kind == "dataloader" else "other",
+                old.places_on_device or found.places_on_device,
+            )
 
     def _holds_placed(self, sf: ScriptScope, value: cst.BaseExpression) -> bool:
         """``TensorDataset(X, Y)`` with ``X`` moved to a device here or at module

@@ -127,8 +127,9 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
     """For each exported module-level function, what its calls may make it
     (a bound on :func:`function_summaries`): "returns" (a torch factory
     called without ``device=`` in it, or in a function of the file it calls),
-    "wraps" (a wrapper), "first_parameter" (``.parameters()``)."""
-    from devlint.torch_api import DEVICE_FACTORIES, WRAPPERS
+    "wraps" (a wrapper), "first_parameter" (``.parameters()``), "loader"
+    (a ``DataLoader`` built in it, or in a function of the file it calls)."""
+    from devlint.torch_api import DATA_LOADERS, DEVICE_FACTORIES, WRAPPERS
 
     everything = "*" in exports
     kinds: Dict[str, set] = {}
@@ -142,6 +143,8 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
             k.add("first_parameter")
         if any(q in WRAPPERS for q in scan.resolve(call.func)):
             k.add("wraps")
+        if (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS):
+            k.add("loader")
         if "device" not in call.keywords and not call.has_star_kwargs and (
             scan.torch_functions(call.func) & (DEVICE_FACTORIES | {"from_numpy"})
         ):
@@ -149,12 +152,13 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
         if call.func and call.func in scan.function_names:
             calls.setdefault(fn, set()).add(call.func)
     changed = True
-    while changed:  # a function calling one of the file's CPU-making functions may return its tensor
+    while changed:  # a function calling one of the file's CPU-making (loader-making) functions may return its result
         changed = False
         for fn, callees in calls.items():
-            if "returns" not in kinds.get(fn, set()) and any("returns" in kinds.get(c, set()) for c in callees):
-                kinds.setdefault(fn, set()).add("returns")
-                changed = True
+            for kind in ("returns", "loader"):
+                if kind not in kinds.get(fn, set()) and any(kind in kinds.get(c, set()) for c in callees):
+                    kinds.setdefault(fn, set()).add(kind)
+                    changed = True
     return {fn: k for fn, k in kinds.items() if k and (everything or fn in exports)}
 
 
@@ -244,7 +248,10 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
       wrapper's ``device_ids`` ("" default, a literal, "?" a variable);
     - ``"first_parameter"``: the indices of the parameters whose first
       parameter it takes (``next(m.parameters())``), which raises
-      StopIteration when the module given is a DataParallel replica.
+      StopIteration when the module given is a DataParallel replica;
+    - ``"loader"``: it returns a data loader it builds, whose batches come
+      out on the CPU (``cpu``) or may already be on a device (``device``: a
+      ``collate_fn`` or dataset that places them).
     """
     from devlint.facts.flow import CPU, TENSOR, Flow
     from devlint.facts.scripts import Scripts
@@ -256,6 +263,11 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
     if kinds is not None and not kinds:
         return {}
     flow = store[Flow]
+    loaders = None
+    if kinds is None or any("loader" in k for k in kinds.values()):
+        from devlint.facts.training import Training
+
+        loaders = store[Training].scopes
     wraps = kinds is None or any("wraps" in k for k in kinds.values())
     helpers = store[Scripts].wrap_helpers if wraps else {}
     lines: Dict[str, int] = {}
@@ -278,6 +290,9 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
         firsts = _first_parameter_params(node)
         if firsts:
             record["first_parameter"] = firsts
+        returned = loaders.get(name) if loaders is not None else None
+        if returned is not None and returned.kind == "function" and returned.returns_loader is not None:
+            record["loader"] = "device" if returned.returns_loader.places_on_device else "cpu"
         helper = helpers.get(name)
         if helper is not None:
             record.update(wraps=helper.param, param=helper.param_name, wrapper=helper.wrapper,
