@@ -37,6 +37,12 @@ model = Net().to(local_rank)
 model = DDP(model, device_ids=[local_rank], output_device=local_rank)
 ```
 
+In a project run, also a call of a wrap helper of another module that
+builds DDP with `device_ids=[0]` (a helper written for one GPU), from a
+script that has a rank: the helper's own file has no rank in reach and so no
+finding; the call is where the mistake shows (no fix: the literal is in the
+helper).
+
 Not flagged: a script with no rank in reach (a single-process example), and a
 script that sets `os.environ["CUDA_VISIBLE_DEVICES"]` itself from a value it
 computes (`= str(rank)`: each process then sees its own GPU as `cuda:0`, and
@@ -69,6 +75,7 @@ class HardcodedDdpDeviceIds(ScriptRule):
     message = "DistributedDataParallel gets the literal `{what}` although this process's rank is `{rank}`: every rank uses GPU {n}"
     fix_safety = "unsafe"
     tokens = ("DistributedDataParallel",)
+    project_keys = ("wraps",)
 
     VALID = [
         Valid(
@@ -162,12 +169,41 @@ if __name__ == "__main__":
 
     @classmethod
     def candidate(cls, scan) -> bool:
-        # a call that may name DistributedDataParallel, with device_ids or output_device given
+        # a call that may name DistributedDataParallel, with device_ids or
+        # output_device given; or of a wrap helper another module defines
         return any(
-            ("device_ids" in call.keywords or "output_device" in call.keywords or call.n_args >= 2)
-            and scan.refers_to(call.func, {DISTRIBUTED_DATA_PARALLEL})
+            (("device_ids" in call.keywords or "output_device" in call.keywords or call.n_args >= 2)
+             and scan.refers_to(call.func, {DISTRIBUTED_DATA_PARALLEL}))
+            or (call.func and call.func in scan.wrap_helpers)
             for call in scan.calls
         )
+
+    def on_scope_end(self, scope: ScopeFacts) -> None:
+        """``model = setup_ddp(model)`` where ``setup_ddp`` (another module,
+        which has no rank in reach and so no finding of its own) builds DDP
+        with ``device_ids=[0]``, called by a script that has a rank."""
+        if self.scripts.sets_visible_devices:
+            return
+        for ev in scope.helper_wraps:
+            if ev.wrapper != DISTRIBUTED_DATA_PARALLEL or ev.helper_conditional or "." in ev.helper:
+                continue
+            found = self.facts.project_function(self.facts.qualify_dotted(ev.helper) or "")
+            if found is None:
+                continue  # a helper of this file: its own DDP call is checked where it is
+            ids = _single_literal(ev.device_ids)
+            if ids is None:
+                continue
+            rank = self._rank(scope)
+            node = self.scripts.call_nodes.get((scope.index, ev.helper, ev.helper_call))
+            if rank is None or node is None:
+                continue
+            path, line, _ = found
+            message = (
+                f"`{ev.helper}` ({path}:{line}) builds DistributedDataParallel with the literal `device_ids={ev.device_ids}` "
+                f"although this process's rank is `{rank}`: every rank uses GPU {ids}"
+            )
+            self.report(node, message, no_fix_reason=f"the literal is in `{ev.helper}`: give it the rank to use",
+                        related=[(path, line, f"`{ev.helper}` wraps its argument with `device_ids={ev.device_ids}`")])
 
     def on_wrap(self, node: cst.Call, scope: ScopeFacts, event: WrapEvent) -> None:
         if event.wrapper != DISTRIBUTED_DATA_PARALLEL or self.scripts.sets_visible_devices:
@@ -216,3 +252,14 @@ if __name__ == "__main__":
             if name.split(".")[0] not in scope.params:
                 return name
         return None
+
+
+def _single_literal(code: str) -> Optional[int]:
+    """``[0]`` -> 0; None for anything but a one-element list of an int."""
+    try:
+        node = cst.parse_expression(code) if code and code != "?" else None
+    except Exception:
+        return None
+    if isinstance(node, (cst.List, cst.Tuple)) and len(node.elements) == 1 and isinstance(node.elements[0].value, cst.Integer):
+        return int(node.elements[0].value.value)
+    return None
