@@ -156,6 +156,7 @@ def _scan_filter(text: str, rules: List[Type[Rule]], project=None, keep: Optiona
         summary.parameter_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "first_parameter")
         summary.wrap_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "wraps")
         summary.loader_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "loader")
+        summary.load_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "loads")
         summary.parameter_properties = project.index.parameter_properties(summary.imports, project.module, project.is_package)
     out = []
     for r in rules:

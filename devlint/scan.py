@@ -160,6 +160,8 @@ class ScanSummary:
         self.wrap_helpers: Set[str] = set()
         #: (project run) the names of imported project functions that return a data loader
         self.loader_helpers: Set[str] = set()
+        #: (project run) imported project functions whose ``map_location`` parameter defaults to None
+        self.load_helpers: Set[str] = set()
         #: in a project run: the names (as this file spells them) of project
         #: functions of other files that return a tensor made on the CPU
         self.cpu_helpers: Set[str] = set()

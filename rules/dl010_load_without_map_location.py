@@ -27,6 +27,11 @@ model.load_state_dict(torch.load(args.checkpoint))
 model.load_state_dict(torch.load(args.checkpoint, map_location="cpu"))
 ```
 
+Also flagged: a call that leaves out the `map_location` parameter of a
+function that passes it, defaulting to `None`, to `torch.load` (`def
+load_checkpoint(path, model, map_location=None)`): a function of the file
+or, in a project run, of another module; the finding names where it is.
+
 Not flagged: `map_location` given by keyword or as the second positional
 argument, a call with `**kwargs` or `*args` (which may carry it), an
 in-process round trip (a file the same function wrote before it loads it:
@@ -88,7 +93,7 @@ neither is offered.
 
 from __future__ import annotations
 
-from typing import Dict, List, Set
+from typing import Dict, List, Set, Tuple
 
 import libcst as cst
 
@@ -100,6 +105,7 @@ from devlint.facts.training import (
     device_candidates,
     is_memory_buffer,
     is_torch_load,
+    map_location_parameter,
     placement_of,
 )
 from devlint.rule import Invalid, Rule, Valid
@@ -114,6 +120,7 @@ class LoadWithoutMapLocation(Rule):
     message = "`torch.load` without `map_location` puts every tensor back on the device that saved it"
     fix_safety = "safe/unsafe"
     tokens = ("load",)
+    project_keys = ("loads",)
 
     VALID = [
         Valid(
@@ -154,6 +161,29 @@ def load(path):
             """
 import torch
 
+def load_weights(model, path, map_location=None):
+    model.load_state_dict(torch.load(path, map_location=map_location))
+
+def main(model, device):
+    model.to(device)
+    load_weights(model, "w.pt")
+""",
+            """
+import torch
+
+def load_weights(model, path, map_location=None):
+    model.load_state_dict(torch.load(path, map_location=map_location))
+
+def main(model, device):
+    model.to(device)
+    load_weights(model, "w.pt", map_location=device)
+""",
+            unsafe=True,
+        ),
+        Invalid(
+            """
+import torch
+
 def resume(model, optimizer, path):
     ckpt = torch.load(path)
     model.load_state_dict(ckpt["model"])
@@ -190,12 +220,13 @@ def embeddings(path, device):
     @classmethod
     def candidate(cls, scan) -> bool:
         # a call that may name torch.load, without map_location= or a second positional argument
+        # or a function of the file (or of another module) whose map_location
+        # parameter defaults to None
         return any(
-            "map_location" not in call.keywords
-            and call.n_args < 2
+            (("map_location" not in call.keywords and call.n_args < 2) or call.cls is None)
             and scan.refers_to(call.func, TORCH_LOADS)
             for call in scan.calls
-        )
+        ) or bool(scan.load_helpers and any(call.func in scan.load_helpers for call in scan.calls))
 
     def __init__(self, context) -> None:
         super().__init__(context)
@@ -210,6 +241,16 @@ def embeddings(path, device):
         self._moved_at_once: Set[int] = set()
         # names the module level has bound so far (a device defined before a load)
         self._module_bound: Set[str] = set()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # module-level functions that pass a parameter defaulting to None as
+        # torch.load's map_location: name -> (index, parameter, its def)
+        self._load_helpers: Dict[str, Tuple[int, str, cst.FunctionDef]] = {}
+        for stmt in node.body:
+            if isinstance(stmt, cst.FunctionDef) and "map_location" in code_of(stmt.params):
+                found = map_location_parameter(self.facts, stmt)
+                if found is not None:
+                    self._load_helpers[stmt.name.value] = (found[0], found[1], stmt)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.scopes.push(node)
@@ -261,6 +302,8 @@ def embeddings(path, device):
                     self._feeds_state_dict.add(id(value))
             return
         if not is_torch_load(self.facts, func):
+            if isinstance(func, cst.Name):
+                self._helper_call(node, func.value)
             return
         if keyword_arg(node, "map_location") is not None or any(a.star for a in node.args):
             return
@@ -303,6 +346,41 @@ def embeddings(path, device):
             FixSafety.UNSAFE,
         )
         self.report(node, fix=fix)
+
+
+    def _helper_call(self, node: cst.Call, name: str) -> None:
+        """``load_checkpoint(path)`` where ``load_checkpoint`` (this file, or
+        another module of the project) passes its ``map_location`` parameter,
+        which defaults to None, to ``torch.load``: leaving it out is a
+        ``torch.load`` without ``map_location``."""
+        local = self._load_helpers.get(name)
+        related: List[Tuple[str, int, str]] = []
+        if local is not None:
+            index, param, _ = local
+            shown = f"`{name}`"
+        else:
+            found = self.facts.project_function(self.facts.qualify_dotted(name) or "")
+            if found is None or "loads" not in found[2]:
+                return
+            path, line, record = found
+            index, param = int(record["loads"]), str(record.get("loads_param", "map_location"))
+            shown = f"`{name}` ({path}:{line})"
+            related = [(path, line, f"`{name}` passes `{param}` to `torch.load`")]
+        if any(a.star for a in node.args) or keyword_arg(node, param) is not None:
+            return
+        if 0 <= index < len(positional_args(node)):
+            return
+        message = (
+            f"{shown} passes its `{param}`, None unless given, to `torch.load`: called without it, "
+            "every tensor goes back on the device that saved it"
+        )
+        candidates = device_candidates(self.training, self.scopes.name)
+        if self.scopes.name == MODULE_SCOPE:
+            candidates = [c for c in candidates if free_names(cst.parse_expression(c)) <= self._module_bound]
+        target = candidates[0] if candidates else '"cpu"'
+        new = node.with_changes(args=with_keyword_arg(node.args, param, cst.parse_expression(target), len(positional_args(node))))
+        fix = self.replace(node, new, f"pass `{param}={target}` (changes where the loaded tensors live)", FixSafety.UNSAFE)
+        self.report(node, message, fix=fix, related=related)
 
 
 def _loads_inside(call: cst.Call) -> List[int]:

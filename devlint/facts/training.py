@@ -1262,6 +1262,51 @@ def is_memory_buffer(facts: FileFacts, node: cst.CSTNode, scope: Optional[Script
     return not (args and is_file_bytes(facts, args[0].value, scope))
 
 
+def map_location_parameter(facts: FileFacts, fn: cst.FunctionDef) -> Optional[Tuple[int, str]]:
+    """(index, name) of the parameter of ``fn`` that defaults to ``None`` and
+    is passed as ``map_location=`` to a ``torch.load`` in its body
+    (``def load_checkpoint(path, map_location=None): ... torch.load(path,
+    map_location=map_location)``), when the body never rebinds it: a caller
+    that leaves it out loads every tensor back on the device that saved it.
+    None otherwise."""
+    params = list(fn.params.posonly_params) + list(fn.params.params)
+    by_name = {p.name.value: i for i, p in enumerate(params)}
+    for p in fn.params.kwonly_params:
+        by_name.setdefault(p.name.value, -1)
+    defaults = {p.name.value: p.default for p in params + list(fn.params.kwonly_params)}
+    found: List[Tuple[int, str]] = []
+    rebound: Set[str] = set()
+    calls: List[cst.Call] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            if isinstance(node.target, cst.Name):
+                rebound.add(node.target.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            if isinstance(node.target, cst.Name):
+                rebound.add(node.target.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            if isinstance(node.target, cst.Name) and node.value is not None:
+                rebound.add(node.target.value)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            calls.append(node)
+
+    walk(fn.body, _Collect())
+    for node in calls:
+        if is_torch_load(facts, node.func):
+            arg = keyword_arg(node, "map_location")
+            if arg is not None and isinstance(arg.value, cst.Name) and arg.value.value in by_name:
+                name = arg.value.value
+                default = defaults.get(name)
+                if isinstance(default, cst.Name) and default.value == "None":
+                    found.append((by_name[name], name))
+    found = [f for f in found if f[1] not in rebound]
+    return found[0] if found else None
+
+
 def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
     q = facts.qualify(func)
     return q in TORCH_LOADS

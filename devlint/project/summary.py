@@ -128,8 +128,9 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
     (a bound on :func:`function_summaries`): "returns" (a torch factory
     called without ``device=`` in it, or in a function of the file it calls),
     "wraps" (a wrapper), "first_parameter" (``.parameters()``), "loader"
-    (a ``DataLoader`` built in it, or in a function of the file it calls)."""
-    from devlint.torch_api import DATA_LOADERS, DEVICE_FACTORIES, WRAPPERS
+    (a ``DataLoader`` built in it, or in a function of the file it calls),
+    "loads" (``torch.load(..., map_location=...)``)."""
+    from devlint.torch_api import DATA_LOADERS, DEVICE_FACTORIES, TORCH_LOADS, WRAPPERS
 
     everything = "*" in exports
     kinds: Dict[str, set] = {}
@@ -145,6 +146,8 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
             k.add("wraps")
         if (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS):
             k.add("loader")
+        if "map_location" in call.keywords and scan.refers_to(call.func, TORCH_LOADS):
+            k.add("loads")
         if "device" not in call.keywords and not call.has_star_kwargs and (
             scan.torch_functions(call.func) & (DEVICE_FACTORIES | {"from_numpy"})
         ):
@@ -251,7 +254,9 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
       StopIteration when the module given is a DataParallel replica;
     - ``"loader"``: it returns a data loader it builds, whose batches come
       out on the CPU (``cpu``) or may already be on a device (``device``: a
-      ``collate_fn`` or dataset that places them).
+      ``collate_fn`` or dataset that places them);
+    - ``"loads"``: the index of its parameter that defaults to ``None`` and
+      is ``torch.load``'s ``map_location`` (``loads_param``: its name).
     """
     from devlint.facts.flow import CPU, TENSOR, Flow
     from devlint.facts.scripts import Scripts
@@ -290,6 +295,13 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
         firsts = _first_parameter_params(node)
         if firsts:
             record["first_parameter"] = firsts
+        if kinds is None or "loads" in kinds[name]:
+            from devlint.facts.classes import Classes
+            from devlint.facts.training import map_location_parameter
+
+            loads = map_location_parameter(store[Classes], node)
+            if loads is not None:
+                record.update(loads=loads[0], loads_param=loads[1])
         returned = loaders.get(name) if loaders is not None else None
         if returned is not None and returned.kind == "function" and returned.returns_loader is not None:
             record["loader"] = "device" if returned.returns_loader.places_on_device else "cpu"
