@@ -11,7 +11,7 @@ import libcst as cst
 import pytest
 
 from devlint.facts.classes import build_facts
-from devlint.facts.flow import ANY, CPU, DEVICE, FIXED, DeviceFlow, LOCAL, NONE_VALUE, NUMBER, SEQ, TENSOR, Value, join
+from devlint.facts.flow import ANY, CPU, DEVICE, FIXED, DeviceFlow, LOCAL, NONE_VALUE, NUMBER, OTHER, SEQ, TENSOR, Value, join
 
 
 def _flow(src: str) -> Tuple[DeviceFlow, cst.Module, Dict[cst.CSTNode, int]]:
@@ -53,7 +53,12 @@ def test_join_keeps_what_both_sides_agree_on():
     j = join(a, moved)
     assert (j.kind, j.device, j.born) == (TENSOR, ANY, frozenset())
     assert join(a, Value(TENSOR, ANY)).born == frozenset()
-    assert join(Value(NUMBER), Value(TENSOR)).kind not in (NUMBER, TENSOR)
+    # a number on one path, a tensor on the other (``lengths = -1`` or a
+    # count): a number mixes with a tensor on any device, so the tensor's
+    # path is the one that can fail, and the join is that tensor
+    t = Value(TENSOR, CPU, frozenset({"y"}))  # type: ignore[arg-type]
+    assert join(Value(NUMBER), t) == t and join(t, Value(NUMBER)) == t
+    assert join(Value(NUMBER), Value(OTHER)).kind not in (NUMBER, OTHER)
     assert join(None, b) is b
     # None on one path: the other path's value, which a fix may not name
     assert join(NONE_VALUE, a) == join(a, NONE_VALUE) == replace(a, maybe_none=True)
@@ -962,3 +967,32 @@ def test_a_typed_legacy_constructor_is_on_the_cpu_whatever_it_is_given():
     # CPU, so the CPU tensors made beside it meet no GPU there; torch.Tensor(t)
     # is t itself, wherever t is (checked: a meta tensor stays on meta)
     assert [m[:3] for m in meetings(src)] == [("scales", 9, 9)]
+
+
+def test_star_parameters_hold_what_the_callers_pass():
+    # *xs: each element follows the inputs like any parameter, so a CPU index
+    # built beside it meets it (segmentation_models_pytorch's _take_channels)
+    found = meetings(
+        """
+        def take_channels(*xs, ignore=None):
+            channels = [c for c in range(xs[0].shape[1]) if c not in ignore]
+            return [torch.index_select(x, dim=1, index=torch.tensor(channels)) for x in xs]
+        """
+    )
+    assert [(fn, born, how) for fn, born, _, how in found] == [("take_channels", 4, "torch.index_select")]
+
+
+def test_a_number_on_one_path_is_the_tensor_of_the_other():
+    # lengths = -1 or a count tensor: a later use meets the tensor
+    r = returns(
+        """
+        def last(x, pad=None):
+            if pad is None:
+                n = -1
+            else:
+                n = torch.ones(3).sum()
+            return n
+        """,
+        "last",
+    )
+    assert r.kind == TENSOR and r.device == CPU

@@ -197,6 +197,10 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         return replace(b, maybe_none=True)
     if b.kind == NONE:
         return replace(a, maybe_none=True)
+    if {a.kind, b.kind} == {NUMBER, TENSOR}:
+        # ``lengths = -1`` on one path, a tensor on the other: a number mixes
+        # with a tensor on any device, so only the tensor's path can fail
+        return a if a.kind == TENSOR else b
     if a.kind == b.kind == DEVICE and CPU in (a.device, b.device) and {a.device, b.device} & {CURRENT, FIXED}:
         # ``"cuda" if x.is_cuda else "cpu"``: on a GPU run the GPU path is
         # taken, and "cuda" is the current device, not x's
@@ -1184,7 +1188,8 @@ class _Interpreter:
             else:
                 env[name] = LOCAL_UNKNOWN  # whatever the caller passes: what it holds follows the inputs
         if node.params.star_arg is not None and isinstance(node.params.star_arg, cst.Param):
-            env[node.params.star_arg.name.value] = _seq(known=False)
+            # *xs: a tuple of what the callers pass, each following the inputs as any parameter does
+            env[node.params.star_arg.name.value] = _seq(elem=LOCAL_UNKNOWN, known=False)
         if node.params.star_kwarg is not None:
             env[node.params.star_kwarg.name.value] = OTHER_VALUE
         return env
