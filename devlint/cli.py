@@ -274,9 +274,11 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     unsafe = run.config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
     if verify:
-        from devlint.harness.command import read_cases_texts
+        from devlint.harness.command import read_cases_texts, read_texts
 
         before_fix = read_cases_texts(run.files)
+        # every file as it was: a case may import files the fixes change
+        before_all = read_texts(run.files) if run.plan is not None else {}
     results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply, scan=run.scan), jobs or default_jobs(), cache=run.cache, plan=run.plan)
     run.save_cache()
     run.file_problems(results)
@@ -309,7 +311,8 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
     if verify:
         from devlint.harness.command import verify_fixed
 
-        verified = verify_fixed(before_fix, fixed, timeout, simulate, jobs or default_jobs())
+        project = (run.config, run.plan) if run.plan is not None else None
+        verified = verify_fixed(before_fix, fixed, timeout, simulate, jobs or default_jobs(), project, before_all)
         if verified is not None:
             code = max(code, verified)
     sys.exit(code)
@@ -388,7 +391,8 @@ def verify(paths, select, ignore, extend_select, config_path, jobs, verbose, out
     from devlint.harness.command import verify_paths
 
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
-    code = verify_paths(run.files, run.codes, run.config.ignored_for, output_format, timeout, simulate, jobs or default_jobs())
+    project = (run.config, run.plan) if run.plan is not None else None
+    code = verify_paths(run.files, run.codes, run.config.ignored_for, output_format, timeout, simulate, jobs or default_jobs(), project)
     sys.exit(EXIT_ERROR if run.exit == EXIT_ERROR else code)
 
 

@@ -15,7 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from devlint.engine import fix_source
 
@@ -31,6 +31,13 @@ class FileJob:
     original: str
     fixed: str
     rules: List[str] = field(default_factory=list)
+    #: a file of a multi-file project: the project's files, each as
+    #: ``(original, fixed)`` text by path relative to ``root``, and its
+    #: source roots (relative): the case runs against a copy of the whole
+    #: project before and after devlint's fixes
+    project_files: Dict[str, Tuple[str, str]] = field(default_factory=dict)
+    root: str = ""
+    source_roots: List[str] = field(default_factory=lambda: ["."])
 
 
 def job_for_text(path: str, text: str, codes: Optional[Sequence[str]] = None, ignore: Sequence[str] = ()) -> FileJob:
@@ -144,14 +151,19 @@ def _tail(path: str, lines: int = 6) -> str:
 
 def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child: "_Child") -> List[dict]:
     name = os.path.basename(job.path) or "case.py"
-    original = _write(os.path.join(folder, "original"), name, job.original)
-    fixed = _write(os.path.join(folder, "fixed"), name, job.fixed)
+    project = None
+    if job.project_files:
+        project, original, fixed = _write_project(job, folder)
+    else:
+        original = _write(os.path.join(folder, "original"), name, job.original)
+        fixed = _write(os.path.join(folder, "fixed"), name, job.fixed)
     payload = {
         "display": job.path,
         "fixed_display": f"{job.path} (fixed)",
         "original": original,
         "fixed": fixed,
-        "search_path": [os.path.dirname(os.path.abspath(job.path))],
+        "search_path": [] if project else [os.path.dirname(os.path.abspath(job.path))],
+        "project": project,
         "simulate": simulate,
         "skip": [],
     }
@@ -178,6 +190,28 @@ def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child:
         r.setdefault("devices", meta.get("devices", "-"))
         rows.append(r)
     return rows
+
+
+def _write_project(job: FileJob, folder: str) -> Tuple[dict, str, str]:
+    """Two copies of the project under ``folder``, before and after the
+    fixes; the worker's view of them (roots per copy, top-level names) and
+    the case file's path in each."""
+    rel = os.path.relpath(os.path.abspath(job.path), os.path.abspath(job.root))
+    trees = {w: os.path.join(folder, w + "_tree") for w in ("original", "fixed")}
+    tops = set()
+    for path, (before, after) in job.project_files.items():
+        for which, text in (("original", before), ("fixed", after)):
+            _write(os.path.dirname(os.path.join(trees[which], path)), os.path.basename(path), text)
+        for src in job.source_roots:
+            inside = os.path.relpath(path, src) if src not in ("", ".") else path
+            if not inside.startswith(".."):
+                top = inside.split(os.sep, 1)[0]
+                tops.add(top[:-3] if top.endswith(".py") else top)
+    project = {"tops": sorted(tops)}
+    for which, tree in trees.items():
+        project[which + "_tree"] = tree
+        project[which] = [os.path.normpath(os.path.join(tree, src)) for src in job.source_roots]
+    return project, os.path.join(trees["original"], rel), os.path.join(trees["fixed"], rel)
 
 
 class _Child:

@@ -22,6 +22,11 @@ from devlint.harness.cases import CaseError, check_case
 _counter = itertools.count()
 
 
+#: a project job (:func:`run_file`): {"original": [roots], "fixed": [roots],
+#: "tops": [top-level module names of the project]}; None for one file
+_PROJECT: Optional[dict] = None
+
+
 def _load(path: str) -> Any:
     name = f"_devlint_case_module_{next(_counter)}"
     spec = importlib.util.spec_from_file_location(name, path)
@@ -29,8 +34,42 @@ def _load(path: str) -> Any:
         raise CaseError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    roots = _project_roots(path)
+    if roots is None:
+        spec.loader.exec_module(module)
+        return module
+    # a case file of a project: its imports of the project resolve in the
+    # copy it lies in (the original tree or the fixed one), never in the
+    # other copy's modules that an earlier load left in sys.modules
+    tops = set(_PROJECT["tops"]) if _PROJECT else set()
+    _forget(tops)
+    sys.path[:0] = roots
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.path[:len(roots)]
+        _forget(tops)
     return module
+
+
+def _project_roots(path: str) -> Optional[List[str]]:
+    """The source roots of the project copy ``path`` lies in, or None."""
+    if not _PROJECT:
+        return None
+    here = os.path.abspath(path)
+    for which in ("original", "fixed"):
+        roots = _PROJECT.get(which) or []
+        if roots and here.startswith(os.path.join(_PROJECT.get(which + "_tree", roots[0]), "")):
+            # a script's own folder too: ``from models import Net`` beside it
+            return list(roots) + [os.path.dirname(here)]
+    return None
+
+
+def _forget(tops: set) -> None:
+    """Drop the project's modules from ``sys.modules`` (the case module and
+    what it imported keep their references)."""
+    for name in [n for n in sys.modules if n.split(".", 1)[0] in tops]:
+        del sys.modules[name]
 
 
 def _cases(module: Any) -> List[dict]:
@@ -511,6 +550,8 @@ def run_file(job: dict, emit: Callable[[dict], None]) -> None:
     events (or ``file_error``)."""
     from devlint.harness import env as E
 
+    global _PROJECT
+    _PROJECT = job.get("project")
     for folder in reversed(job.get("search_path", [])):
         if folder not in sys.path:
             sys.path.insert(0, folder)
