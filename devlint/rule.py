@@ -306,6 +306,15 @@ class ScriptRule(Rule):
         """(scope index, wrap index) -> the wrapper call."""
         return self.scripts.wrap_nodes
 
+    def helper_shown(self, helper: str) -> Tuple[str, List[Tuple[str, int, str]]]:
+        """How a message names a wrap helper (``setup_ddp``), and where it is
+        (a related location) when another file of the project defines it."""
+        found = self.facts.project_function(self.facts.qualify_dotted(helper) or "") if "." not in helper else None
+        if found is None:
+            return f"`{helper}`", []
+        path, line, _ = found
+        return f"`{helper}` ({path}:{line})", [(path, line, f"`{helper}` wraps its argument")]
+
     def _enter(self, node: cst.CSTNode) -> None:
         self._frames.append(_Frame(self.scripts.scope_at[node]))
 

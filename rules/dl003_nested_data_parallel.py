@@ -258,15 +258,6 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         else:
             self.report(node, message, no_fix_reason=no_fix or "the wrapped module is not a positional argument", related=related)
 
-    def _helper_shown(self, helper: str) -> Tuple[str, List[Tuple[str, int, str]]]:
-        """How a message names a wrap helper, and where it is when another
-        file of the project defines it."""
-        found = self.facts.project_function(self.facts.qualify_dotted(helper) or "") if "." not in helper else None
-        if found is None:
-            return f"`{helper}`", []
-        path, line, _ = found
-        return f"`{helper}` ({path}:{line})", [(path, line, f"`{helper}` wraps its argument")]
-
     def _related_class(self, name: str) -> List[Tuple[str, int, str]]:
         """Where a project class of another file is (for a cross-file finding)."""
         origin = self.facts.class_origin(name) if name else None
@@ -391,7 +382,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                     # a function that wraps its argument, called on a wrapped model
                     node = self._helper_node(scope, ev)
                     if node is not None:
-                        shown, related = self._helper_shown(ev.helper)
+                        shown, related = self.helper_shown(ev.helper)
                         message = (
                             f"`{ev.wrapped_name}` is already wrapped ({earlier}) and {shown} wraps it again "
                             f"in {_short(ev.wrapper)}"

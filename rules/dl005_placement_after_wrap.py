@@ -318,7 +318,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         call = self.scripts.call_nodes.get((scope.index, wrap.helper, wrap.helper_call))
         if call is None:
             return
-        shown, related = self._helper_shown(wrap.helper)
+        shown, related = self.helper_shown(wrap.helper)
         if wrap.wrapper == DISTRIBUTED_DATA_PARALLEL:
             if self._already_there(scope, wrap, event):
                 return
@@ -330,14 +330,10 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             return
         if wrap.wrapper != DATA_PARALLEL or wrap.device_ids == "?":
             return
-        main = list_first_index(wrap.device_ids) if wrap.device_ids else 0
-        if main is None:
+        devices = self._dp_devices(scope, event, wrap)
+        if devices is None:
             return
-        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.scripts.scopes[0].sets_cuda_device):
-            return
-        target = cuda_index(event.device, event.method, self._literal_devices(scope, event))
-        if target is None or target == main:
-            return
+        main, target = devices
         why = (
             f"{shown} wrapped it, and DataParallel.forward requires every parameter on device_ids[0] "
             f"(cuda:{main}) but this moves them to cuda:{target}"
@@ -348,15 +344,6 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         else:
             fix, reason = None, f"the wrapper is built in {shown}: give it `device_ids` starting at cuda:{target}, or move the model to cuda:0"
         self.report(node, message, fix=fix, no_fix_reason=reason, related=related)
-
-    def _helper_shown(self, helper: str) -> Tuple[str, List[Tuple[str, int, str]]]:
-        """How a message names a wrap helper, and where it is when another
-        file defines it."""
-        found = self.facts.project_function(self.facts.qualify_dotted(helper) or "") if "." not in helper else None
-        if found is None:
-            return f"`{helper}`", []
-        path, line, _ = found
-        return f"`{helper}` ({path}:{line})", [(path, line, f"`{helper}` wraps its argument")]
 
     def _move_into_helper_call(
         self, node: cst.Call, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, call: cst.Call,
@@ -407,17 +394,10 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
 
     # -- DataParallel ----------------------------------------------------------
     def _dp(self, node, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, wrap_node: cst.Call, separate: bool) -> None:
-        if wrap.device_ids:
-            main = list_first_index(wrap.device_ids)
-            if main is None:
-                return  # device_ids computed at run time
-        else:
-            main = 0
-        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.scripts.scopes[0].sets_cuda_device):
-            return  # .cuda() after set_device(): the current device is not known
-        target = cuda_index(event.device, event.method, self._literal_devices(scope, event))
-        if target is None or target == main:
+        devices = self._dp_devices(scope, event, wrap)
+        if devices is None:
             return
+        main, target = devices
         why = (
             f"DataParallel.forward requires every parameter on device_ids[0] (cuda:{main}) "
             f"but this moves them to cuda:{target}"
@@ -434,6 +414,19 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             ids = cst.parse_expression(f"list(range({target}, {torch_name}()))")
             fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, None, FixSafety.UNSAFE, ids)
         self.report(node, message, fix=fix, no_fix_reason=reason)
+
+    def _dp_devices(self, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent) -> Optional[Tuple[int, int]]:
+        """(``device_ids[0]``, the CUDA index the placement moves the model to)
+        when both are known and differ, else None."""
+        main = list_first_index(wrap.device_ids) if wrap.device_ids else 0
+        if main is None:
+            return None  # device_ids computed at run time
+        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.scripts.scopes[0].sets_cuda_device):
+            return None  # .cuda() after set_device(): the current device is not known
+        target = cuda_index(event.device, event.method, self._literal_devices(scope, event))
+        if target is None or target == main:
+            return None
+        return main, target
 
     def _literal_devices(self, scope: ScopeFacts, event: PlaceEvent) -> Dict[str, str]:
         """Names bound to a literal device where the placement happens."""
