@@ -37,6 +37,11 @@ model = Net().to(local_rank)
 model = DDP(model, device_ids=[local_rank], output_device=local_rank)
 ```
 
+Also flagged: `device_ids=[rank]` where `rank` is the global rank
+(`dist.get_rank()`, `int(os.environ["RANK"])`): it equals the local rank on
+one machine only; on the second node rank 8 names a GPU that is not there.
+The fix (unsafe) uses the local rank in scope, when there is one.
+
 In a project run, also a call of a wrap helper of another module that
 builds DDP with `device_ids=[0]` (a helper written for one GPU), from a
 script that has a rank: the helper's own file has no rank in reach and so no
@@ -80,6 +85,19 @@ class HardcodedDdpDeviceIds(ScriptRule):
     VALID = [
         Valid(
             """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    gpu = rank % torch.cuda.device_count()
+    model = DDP(torch.nn.Linear(2, 2).cuda(gpu), device_ids=[gpu])
+"""
+        ),
+        Valid(
+            """
 import os
 import torch
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -115,6 +133,33 @@ def worker(rank):
         ),
     ]
     INVALID = [
+        Invalid(
+            """
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(torch.nn.Linear(2, 2).cuda(local_rank), device_ids=[rank])
+""",
+            """
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+def main():
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(torch.nn.Linear(2, 2).cuda(local_rank), device_ids=[local_rank])
+""",
+            unsafe=True,
+        ),
         Invalid(
             """
 import os
@@ -210,6 +255,7 @@ if __name__ == "__main__":
             return
         literals = self._literal_args(node)
         if not literals:
+            self._global_rank(node, scope)
             return
         rank = self._rank(scope)
         if rank is None:
@@ -230,6 +276,40 @@ if __name__ == "__main__":
             else:
                 replacements.append((value, rank_node))
         self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, f"use `{rank}`"))
+
+    def _global_rank(self, node: cst.Call, scope: ScopeFacts) -> None:
+        """``device_ids=[rank]`` where ``rank`` is the global rank
+        (``dist.get_rank()``, ``int(os.environ["RANK"])``): a GPU index only
+        on the first machine; on the next one rank 8 names a GPU that is not
+        there (``CUDA error: invalid device ordinal``)."""
+        args = positional_args(node)
+        ids = keyword_arg(node, "device_ids") or (args[1] if len(args) > 1 else None)
+        if ids is None or not isinstance(ids.value, (cst.List, cst.Tuple)) or len(ids.value.elements) != 1:
+            return
+        element = ids.value.elements[0].value
+        module = self.scripts.scopes[0]
+        code = cst.Module(body=[]).code_for_node(element)
+        if isinstance(element, cst.Call):
+            if self.facts.qualify(element.func) != "torch.distributed.get_rank" or element.args:
+                return
+        elif not isinstance(element, cst.Name):
+            return
+        elif code not in scope.global_ranks and not (
+            code in module.global_ranks and code not in scope.params and not scope.binds_between(code, -1, 10 ** 9)
+        ):
+            return
+        local = next(iter(scope.local_ranks), None) or next(
+            (n for n in module.local_ranks if n.split(".")[0] not in scope.params), None
+        )
+        message = (
+            f"DistributedDataParallel gets the global rank `{code}` as a GPU index: on a second machine it names "
+            "a GPU that does not exist there; use the local rank"
+        )
+        if local is None:
+            self.report(node, message, no_fix_reason='no local rank is in scope: read `int(os.environ["LOCAL_RANK"])`')
+            return
+        fix = Fix([(element, cst.parse_expression(local))], FixSafety.UNSAFE, f"use the local rank `{local}`")
+        self.report(node, message, fix=fix)
 
     def _literal_args(self, node: cst.Call) -> List[Tuple[str, cst.Arg, List[int]]]:
         out: List[Tuple[str, cst.Arg, List[int]]] = []

@@ -166,6 +166,12 @@ class ScopeFacts:
     #: expressions holding this process's rank usable as a CUDA index, best
     #: first (``local_rank``, ``args.local_rank``, a ``rank`` parameter, ...)
     rank_names: List[str] = field(default_factory=list)
+    #: names bound to the global rank (``dist.get_rank()``,
+    #: ``int(os.environ["RANK"])``): a GPU index only on the first node
+    global_ranks: List[str] = field(default_factory=list)
+    #: names bound to a local rank (``int(os.environ["LOCAL_RANK"])``,
+    #: ``args.local_rank``, ``mp.spawn``'s process index)
+    local_ranks: List[str] = field(default_factory=list)
     #: the function returns a wrapper around this parameter (index), else -1
     wraps_param: int = -1
     #: wrapper the function returns around its parameter
@@ -792,6 +798,8 @@ class _ScriptCollector(cst.CSTVisitor):
                     scope.rank_names.append(name)
                     self._rank_priority[(scope.index, name)] = priority + 0.5
             scope.rank_names.sort(key=lambda n: self._rank_priority.get((scope.index, n), 3))
+            scope.global_ranks = [n for n in scope.rank_names if self._rank_priority.get((scope.index, n)) == 2]
+            scope.local_ranks = [n for n in scope.rank_names if self._rank_priority.get((scope.index, n)) == 0]
         self._finish_wrap_helpers()
         # which module classes hold wrappers (set in a method or a helper)
         for scope in self.scopes:
