@@ -253,3 +253,45 @@ WRAPPER_SHORT = {
     "torch.nn.DataParallel": "DataParallel",
     "torch.nn.parallel.DistributedDataParallel": "DistributedDataParallel",
 }
+
+
+#: arguments PyTorch takes as Python integers (``int``/``SymInt`` in its
+#: signatures), by position after the input and by keyword: a 0-dim tensor
+#: given there is read as a number (``__index__``), wherever it lives, so it
+#: meets no tensor (``torch.multinomial(w, n.max())``, ``x.topk(k_tensor)``)
+INT_ARGUMENTS = {
+    "multinomial": (1, "num_samples"),
+    "topk": (1, "k"),
+    "kthvalue": (1, "k"),
+    "narrow": (2, "start", 3, "length"),
+    "roll": (1, "shifts"),
+    "tril": (1, "diagonal"),
+    "triu": (1, "diagonal"),
+    "diagonal": (1, "offset"),
+    "chunk": (1, "chunks"),
+    "split": (1, "split_size_or_sections"),
+    "unbind": (1, "dim"),
+    "select": (2, "index"),
+    "movedim": (1, "source", 2, "destination"),
+    "flatten": (1, "start_dim", 2, "end_dim"),
+    "unflatten": (1, "dim"),
+    "squeeze": (1, "dim"),
+    "unsqueeze": (1, "dim"),
+    "transpose": (1, "dim0", 2, "dim1"),
+    "cumsum": (1, "dim"),
+    "cumprod": (1, "dim"),
+    "softmax": (1, "dim"),
+    "log_softmax": (1, "dim"),
+    "argmax": (1, "dim"),
+    "argmin": (1, "dim"),
+    "argsort": (1, "dim"),
+    "sort": (1, "dim"),
+}
+
+
+def int_argument(name: str, position: int, keyword: str) -> bool:
+    """Whether argument ``position`` (0: the input; -1 for a keyword) or
+    ``keyword`` of the torch function or tensor method ``name`` is an integer."""
+    spec = INT_ARGUMENTS.get(name, ())
+    return (keyword != "" and keyword in spec) or (position > 0 and position in spec)
+

@@ -996,3 +996,17 @@ def test_a_number_on_one_path_is_the_tensor_of_the_other():
         "last",
     )
     assert r.kind == TENSOR and r.device == CPU
+
+
+def test_integer_arguments_take_a_0dim_tensor_as_a_number():
+    # torch.multinomial(w, n): num_samples is an int; a 0-dim GPU tensor
+    # there is read with __index__ and meets nothing (only forward's return
+    # of the CPU draw is left); in a tensor argument the same value meets
+    src = """
+        class M(nn.Module):
+            def forward(self, x):
+                n = x.sum()
+                return torch.{call}
+        """
+    assert [how for *_, how in meetings(src.format(call="multinomial(torch.ones(4), n)"))] == ["output"]
+    assert "torch.add" in [how for *_, how in meetings(src.format(call="add(torch.ones(4), n)"))]

@@ -82,6 +82,7 @@ from devlint.torch_api import (
     STATELESS_MODULES,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
+    int_argument,
 )
 from devlint.walk import walk
 
@@ -2338,7 +2339,11 @@ class _Interpreter:
         values: List[Value] = []
         nodes: List[Optional[cst.CSTNode]] = []
         sure = {id(e) for e in _tensor_arguments(node, name)}
+        position = -1
         for a, v in args:
+            position += a.keyword is None and not a.star
+            if int_argument(name, position if a.keyword is None else -1, a.keyword.value if a.keyword is not None else ""):
+                continue  # torch.multinomial(w, n.max()): a number, wherever the 0-dim tensor lives
             if id(a.value) in sure:
                 v = as_tensor(v)
             elif v.kind == SEQ and name in _CONCAT and v.elem is not None:
