@@ -149,6 +149,9 @@ class Value:
     moved: FrozenSet[cst.CSTNode] = frozenset()
     #: None on some path (joined with ``None``): no fix may read its ``.device``
     maybe_none: bool = False
+    #: a Python number on some path (``1 if first else scale(h)``): no fix
+    #: may read its ``.device`` either
+    maybe_number: bool = False
     #: a loss module built in a method (``loss_fct = CrossEntropyLoss()``):
     #: its inputs meet when it is called
     loss: bool = False
@@ -201,7 +204,7 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if {a.kind, b.kind} == {NUMBER, TENSOR}:
         # ``lengths = -1`` on one path, a tensor on the other: a number mixes
         # with a tensor on any device, so only the tensor's path can fail
-        return a if a.kind == TENSOR else b
+        return replace(a if a.kind == TENSOR else b, maybe_number=True)
     if a.kind == b.kind == DEVICE and CPU in (a.device, b.device) and {a.device, b.device} & {CURRENT, FIXED}:
         # ``"cuda" if x.is_cuda else "cpu"``: on a GPU run the GPU path is
         # taken, and "cuda" is the current device, not x's
@@ -1556,6 +1559,8 @@ class _Interpreter:
         every argument is a tensor); the result is on it."""
         first: Optional[Tuple[cst.CSTNode, str, bool]] = None
         dispatched = self.stages is not None and self.stages.dispatched
+        # an operand that may be None or a number on some path names no device a fix can read
+        unsure = {id(node) for node, v in operands if v.maybe_none or v.maybe_number}
         for node, v in operands:
             if v.kind != TENSOR and not (loss and v.kind == UNKNOWN and v.device == LOCAL):
                 continue
@@ -1580,6 +1585,8 @@ class _Interpreter:
             expression = f"{root}.device" if root else (
                 None if a_key.startswith((EACH, SPREAD)) else self.stages.shown.get(a_key) if self.stages else None
             )
+            if id(a_node) in unsure and root:
+                expression = None
             self._hand(o_node, at, o_key, a_key, f"`{short_code(a_node)}`", expression, arrival=o_arrival)
         if first is None or (first[1] == FIRST and first[2]):
             return _tensor(LOCAL)
@@ -2290,7 +2297,7 @@ class _Interpreter:
         # may be None or is only guessed to be a tensor): parameters first
         held = [
             n for n, v in env.items()
-            if v.kind == TENSOR and v.device == LOCAL and not v.guessed and not v.maybe_none and "." not in n
+            if v.kind == TENSOR and v.device == LOCAL and not v.guessed and not v.maybe_none and not v.maybe_number and "." not in n
         ]
         # nor a name whose data the call converts (``torch.tensor(float(nu))``: a number there)
         converted = _names_in(node.args) if name in ("tensor", "as_tensor") or name[:1].isupper() else set()
