@@ -85,6 +85,7 @@ class _Run:
         self.verbose = verbose
         self.exit = EXIT_OK
         self.unchecked = 0  # paths that could not be checked (each already reported)
+        self.internal = 0  # files a rule failed on (internal errors; the exit status is 2)
         try:
             cfg = load_config(self.paths, config_path)
             for codes in (select, ignore, extend_select):
@@ -144,6 +145,7 @@ class _Run:
             for e in r.internal_errors:
                 _err(f"{r.path}: {e}")
                 self.exit = EXIT_ERROR
+            self.internal += bool(r.internal_errors)
 
 
 _common = [
@@ -224,7 +226,10 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
         report_sarif(diagnostics, all_rules(), out)
     else:
         report_text(diagnostics, out, _use_color(color), show_source=output_format == "text")
-        if not diagnostics and run.unchecked:
+        if not diagnostics and run.internal:
+            n = run.internal
+            click.echo(f"No problems found, but a rule failed on {n} file{'s' if n != 1 else ''} with an internal error (see above).")
+        elif not diagnostics and run.unchecked:
             n = run.unchecked
             click.echo(f"No problems found, but {n} path{'s' if n != 1 else ''} could not be checked (see above).")
         elif output_format == "text" or diagnostics:

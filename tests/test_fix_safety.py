@@ -222,6 +222,15 @@ def test_crashing_rule_is_an_internal_error_and_the_run_goes_on(tmp_path, inject
     assert (tmp_path / "a.py").read_text() == FIXED and (tmp_path / "b.py").read_text() == FIXED
 
 
+def test_a_crash_on_a_clean_file_never_reads_as_all_checks_passed(tmp_path, inject):
+    inject(_Crashing)
+    (tmp_path / "a.py").write_text(BUG)
+    out = cli("check", "--no-cache", "-j", "1", "--select", "DL992", str(tmp_path))
+    assert out.code == 2, out.output
+    assert "All checks passed" not in out.stdout
+    assert "a rule failed on 1 file with an internal error" in out.stdout
+
+
 def test_crashing_rule_in_the_process_pool(tmp_path, inject):
     inject(_Crashing)  # the pool forks: the workers inherit the registry
     for i in range(6):
