@@ -192,7 +192,8 @@ class ResultCache:
             fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=self.folder)
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    json.dump({"format": FORMAT, "key": self.key, "files": self.entries}, fh, separators=(",", ":"))
+                    # one string with the C encoder: json.dump to a file encodes in Python, chunk by chunk
+                    fh.write(json.dumps({"format": FORMAT, "key": self.key, "files": self.entries}, separators=(",", ":")))
                 os.replace(tmp, self.file)
             except BaseException:
                 try:

@@ -375,7 +375,16 @@ def _export(result: FileResult, store: FactStore, project, summarize: bool, text
                                 store.module)
         if exports:
             result.summary["functions"] = function_summaries(store, exports, text, scan)
+        _keep_aliases(result, project)
     result.consulted = dict(sorted(project.index.consulted.items()))
+
+
+def _keep_aliases(result: FileResult, project) -> None:
+    """The module's import aliases travel with its summary: a later run on a
+    few files seeds them from the cache without reading the file's imports
+    again (re-exports resolve through them)."""
+    if result.summary is not None:
+        result.summary["aliases"] = dict(sorted(project.index.aliases.get(project.module, {}).items()))
 
 
 def _summary_only(result: FileResult, text: str, project, exports: Sequence[str] = (), scan=None) -> None:
@@ -399,6 +408,7 @@ def _summary_only(result: FileResult, text: str, project, exports: Sequence[str]
                 return project.index.absolute_name(_absolute(name, project) or name, project.module)
 
             result.summary = export_light(scan, project.module, absolute, text)
+            _keep_aliases(result, project)
             result.consulted = dict(sorted(project.index.consulted.items()))
             return
     try:

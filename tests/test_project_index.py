@@ -447,3 +447,22 @@ def test_a_run_on_a_few_files_reads_the_summaries_the_last_whole_run_stored(tmp_
     assert alone.exit_code == 1 and "DL004" in alone.output and "models.py:12" in alone.output
     assert hook.exit_code == 1 and "DL004" in hook.output
     assert after_edit.exit_code == 0, after_edit.output
+
+
+def test_seeded_summaries_bring_their_import_aliases(tmp_path, monkeypatch):
+    """A run on a few files seeds the other files' summaries from the cache;
+    their import aliases (how re-exports resolve) come with the summary, not
+    from reading the file's imports again; an older summary without them
+    still works."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .lm import LanguageModel\n")
+    (tmp_path / "train.py").write_text("from pkg import LanguageModel\n")
+    stored = {"version": 2, "module": "pkg", "classes": {}, "aliases": {"LanguageModel": "pkg.lm.LanguageModel"}}
+    seed = [("pkg/__init__.py", "pkg", True, stored, "this text is not read for its imports")]
+    plan = make_plan(["train.py"], ["."], seed)
+    assert plan.aliases["pkg"] == {"LanguageModel": "pkg.lm.LanguageModel"}
+    older = dict(stored)
+    del older["aliases"]
+    plan = make_plan(["train.py"], ["."], [("pkg/__init__.py", "pkg", True, older, "from .lm import LanguageModel\n")])
+    assert plan.aliases["pkg"] == {"LanguageModel": "pkg.lm.LanguageModel"}

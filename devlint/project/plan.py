@@ -77,7 +77,8 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
             continue  # the run checks a file of that name: its own summary comes
         plan.seed[module] = summary
         plan.paths[module] = path
-        plan.aliases[module] = read_imports(text, module, pkg).aliases
+        stored = summary.get("aliases")
+        plan.aliases[module] = stored if isinstance(stored, dict) else read_imports(text, module, pkg).aliases
     checked = {fp.module for fp in plan.files.values() if fp.module is not None}
     modules = set(plan.paths)
     edges: Dict[str, List[str]] = {}
