@@ -30,7 +30,7 @@ def _verify(tree, *extra):
     return proc, (json.loads(proc.stdout) if proc.stdout.strip().startswith(("[", "{")) else None)
 
 
-@pytest.mark.parametrize("case,file", [("captured_device_in_base", "train.py"), ("stages_in_other_module", "run.py"), ("seed_pinned_lm", "train.py")])
+@pytest.mark.parametrize("case,file", [("captured_device_in_base", "train.py"), ("stages_in_other_module", "run.py"), ("seed_pinned_lm", "cases.py")])
 def test_cross_file_bug_reproduced_and_fix_confirmed(case, file, tmp_path):
     tree = tmp_path / "tree"
     shutil.copytree(PROJECTS / case / "tree", tree)
