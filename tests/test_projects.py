@@ -89,3 +89,6 @@ def test_project_fix(case, tmp_path):
     # fixing twice changes nothing
     again = _run(work, fix=True, unsafe=True, apply=True)
     assert _sources(work) == after, again
+    # and the fixed project is left with only the findings that had no fix
+    unfixable = [line for line in _render(_run(case / "tree")) if not line.endswith(" [*]")]
+    assert _render(_run(work)) == unfixable, f"{case.name}: the fixed project still has findings a fix was offered for"
