@@ -295,3 +295,12 @@ def int_argument(name: str, position: int, keyword: str) -> bool:
     spec = INT_ARGUMENTS.get(name, ())
     return (keyword != "" and keyword in spec) or (position > 0 and position in spec)
 
+
+#: torch functions with an overload whose first argument is a Python number
+#: (``torch.remainder(Scalar self, Tensor other)``, ``torch.pow(Scalar, Tensor)``):
+#: their first argument is not a tensor by signature alone
+SCALAR_FIRST = frozenset({
+    "pow", "float_power", "remainder", "xlogy", "xlog1py", "zeta", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "bitwise_left_shift", "bitwise_right_shift", "special_xlogy", "special_xlog1py", "special_zeta",
+})
+

@@ -1010,3 +1010,15 @@ def test_integer_arguments_take_a_0dim_tensor_as_a_number():
         """
     assert [how for *_, how in meetings(src.format(call="multinomial(torch.ones(4), n)"))] == ["output"]
     assert "torch.add" in [how for *_, how in meetings(src.format(call="add(torch.ones(4), n)"))]
+
+
+def test_a_function_that_takes_a_number_first_does_not_make_it_a_tensor():
+    # torch.remainder(Scalar, Tensor) exists: seq_length may be an int, so the
+    # CPU arange meets nothing (transformers' gpt_neo ONNX helper)
+    src = """
+        def blocks(seq_length, window):
+            candidates = torch.arange(1, window)
+            return torch.{fn}(seq_length, candidates)
+        """
+    assert meetings(src.format(fn="remainder")) == []
+    assert [how for *_, how in meetings(src.format(fn="fmod"))] == ["torch.fmod"]

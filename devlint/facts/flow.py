@@ -82,6 +82,7 @@ from devlint.torch_api import (
     STATELESS_MODULES,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
+    SCALAR_FIRST,
     int_argument,
 )
 from devlint.walk import walk
@@ -983,7 +984,8 @@ def _returns_several(name: str, call: cst.Call) -> bool:
 
 def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
     """The arguments of a torch computation that can only be tensors: the
-    first positional one (the elements of a sequence for ``cat``/``stack``),
+    first positional one (the elements of a sequence for ``cat``/``stack``;
+    not for a function that also takes a number there, ``torch.pow(2, t)``),
     and ``input=``/``index=``/``other=``/``mask=``/``weight=``."""
     out: List[cst.BaseExpression] = []
     positional = [a for a in call.args if a.keyword is None and not a.star]
@@ -991,7 +993,7 @@ def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
         first = positional[0].value
         if name in _CONCAT and isinstance(first, (cst.List, cst.Tuple)):
             out.extend(e.value for e in first.elements if not isinstance(e, cst.StarredElement))
-        elif name not in _CONCAT:
+        elif name not in _CONCAT and name not in SCALAR_FIRST:  # torch.remainder(n, t): n may be a number
             out.append(first)
     out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value in _TENSOR_KEYWORDS)
     return out
