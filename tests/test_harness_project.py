@@ -53,6 +53,9 @@ def test_alone_the_case_file_sees_no_bug_to_fix(tmp_path):
     shutil.copytree(PROJECTS / "captured_device_in_base" / "tree", tree)
     proc, report = _verify(tree, "--no-project")
     assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["summary"] == {"cases": 1, "confirmed": 0, "not_confirmed": 1, "errors": 0}, report
+    (row,) = report["cases"]
+    assert row["original"]["status"] == "reproduced" and row["fixed"]["status"] == "failed", row
 
 
 def test_fix_apply_verify_on_a_project(tmp_path):

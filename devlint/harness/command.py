@@ -85,7 +85,8 @@ def verify_paths(
         return 1
     fixed: Dict[str, str] = {}
     applied: Dict[str, set] = {}
-    if project is not None and len(files) > 1 and any(_imported_files(project[1], p) for p in texts):
+    closures = {p: _imported_files(project[1], p) if project is not None and len(files) > 1 else set() for p in texts}
+    if any(closures.values()):
         from devlint.runner import jobs_for, run_jobs
 
         config, plan = project
@@ -94,7 +95,7 @@ def verify_paths(
         applied = {r.path: {d.code for d in r.applied} for r in results}
     jobs = []
     for path, text in texts.items():
-        closure = _imported_files(project[1], path) if project is not None and len(files) > 1 else set()
+        closure = closures[path]
         if not closure:
             jobs.append(job_for_text(path, text, codes, ignored_for(path)))
             continue
