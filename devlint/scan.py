@@ -460,6 +460,9 @@ class ScanSummary:
                 # a helper of this file, which may return a tensor
                 if type(func) is ast.Name and func.id in self.function_names:  # type: ignore[attr-defined]
                     return True
+                if type(func) is ast.Name and func.id == "dict":  # type: ignore[attr-defined]
+                    # dict(n_fft=512, window=torch.hann_window(512)): its values
+                    return any(self._maybe_tensor(k.value, local, seen) for k in node.keywords)  # type: ignore[union-attr]
                 if type(func) is not ast.Attribute:
                     return False
                 if type(func.value) is ast.Name and func.attr in self.function_names:  # type: ignore[attr-defined]

@@ -398,6 +398,8 @@ class Pyramid(nn.Module):
             return  # read, but the device flow sees it meet no tensor on the inputs' device
         if record.kind == "tensor_container":
             container = _CONTAINER_WORDS.get(record.container, "container")
+            if record.tensor_keys:  # dict(n_fft=512, window=torch.hann_window(512)): name the tensors
+                container += " (" + ", ".join(f"`{k}`" for k in record.tensor_keys) + ")"
             self.report(
                 target,
                 self.container_message.format(name=name, container=container),

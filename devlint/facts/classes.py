@@ -136,6 +136,10 @@ class AttributeFacts:
     #: (``self.ratios = ratios`` with ``ratios=(0.5, 1.0, 2.0)``), so
     #: ``torch.tensor(self.ratios)`` has dimensions
     sequence: bool = False
+    #: for a dict of settings that holds some tensors among other values
+    #: (``dict(n_fft=512, window=torch.hann_window(512))``): the keys holding
+    #: tensors (empty when every value is one)
+    tensor_keys: List[str] = field(default_factory=list)
 
 
 @dataclass
@@ -1020,6 +1024,41 @@ class _FactsBuilder:
         self._returns_tensor_cache[key] = result
         return result
 
+    def _passes_tensor(self, fn: cst.FunctionDef, call: cst.Call, local_tensors: Iterable[str]) -> bool:
+        """A helper that returns one of its arguments (``default(val, d)``:
+        ``return val if exists(val) else d``), called with a tensor for one of
+        them and, for the others, only what the caller was given
+        (``default(window, torch.hann_window(n))``): what it returns is that
+        tensor, or whatever the caller was handed in its place."""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        if finder.yields or not finder.returns or finder.assigns:
+            return False
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        bound: Dict[str, cst.BaseExpression] = {}
+        for i, a in enumerate(call.args):
+            if a.star:
+                return False
+            if a.keyword is not None:
+                bound[a.keyword.value] = a.value
+            elif i < len(params):
+                bound[params[i]] = a.value
+        tensors = 0
+
+        def returned(r: Optional[cst.BaseExpression]) -> bool:
+            nonlocal tensors
+            if isinstance(r, cst.IfExp):
+                return returned(r.body) and returned(r.orelse)
+            if isinstance(r, cst.Name) and r.value in bound:
+                arg = bound[r.value]
+                if self._is_tensor_expr(arg, local_tensors):
+                    tensors += 1
+                    return True
+                return isinstance(arg, cst.Name)  # a name the caller was given: not known to be anything else
+            return False
+
+        return all(returned(r) for r in finder.returns) and tensors > 0
+
     def classify_value(
         self, value: cst.BaseExpression, params: Sequence[str], local_tensors: Iterable[str] = ()
     ) -> Tuple[str, str, str, str]:
@@ -1060,7 +1099,7 @@ class _FactsBuilder:
             elem = self._element_class(value)
             if elem:
                 return "module_container", "", "", elem
-            if self._container_of_tensors(value, local_tensors):
+            if self._container_of_tensors(value, local_tensors) or self.tensor_keys(value, local_tensors):
                 return "tensor_container", "", "", ""
         return "other", "", "", ""
 
@@ -1090,9 +1129,11 @@ class _FactsBuilder:
                 owner = self._self_call_owner if isinstance(node.func, cst.Attribute) else None
                 saved, self._self_call_owner = self._self_call_owner, owner
                 try:
-                    return self._returns_tensor(called)
+                    if self._returns_tensor(called):
+                        return True
                 finally:
                     self._self_call_owner = saved
+                return self._passes_tensor(called, node, local_tensors)
             # a tensor method chained on a tensor: torch.arange(n).float()
             if isinstance(node.func, cst.Attribute) and node.func.attr.value not in _NOT_TENSOR_METHODS:
                 return self._is_tensor_expr(node.func.value, local_tensors)
@@ -1207,7 +1248,18 @@ class _FactsBuilder:
             elements = [e.value for e in node.elements if isinstance(e, cst.DictElement)]
         elif isinstance(node, cst.DictComp):
             elements = [node.value]
+        elif is_keyword_dict_call(node):
+            elements = [a.value for a in node.args]  # type: ignore[attr-defined]
         return bool(elements) and all(self._is_tensor_expr(e, local_tensors) for e in elements)
+
+    def tensor_keys(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> List[str]:
+        """For a dict of settings written out with constant keys that holds
+        some tensors among other values (``dict(n_fft=512,
+        window=torch.hann_window(512))``): the keys that hold tensors."""
+        items = _constant_dict_items(node)
+        if items is None:
+            return []
+        return [k for k, v in items if self._is_tensor_expr(v, local_tensors)]
 
 
 class _ReturnsAndAssigns(cst.CSTVisitor):
@@ -1333,6 +1385,22 @@ def _is_sequence_value(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.List, cst.Tuple)):
         return bool(node.elements)
     return isinstance(node, cst.ListComp) or is_sequence_call(node)
+
+
+def _constant_dict_items(node: cst.BaseExpression) -> Optional[List[Tuple[str, cst.BaseExpression]]]:
+    """``{"a": x, "b": y}`` or ``dict(a=x, b=y)``: its (key, value) pairs,
+    when every key is a constant string; otherwise None."""
+    if is_keyword_dict_call(node):
+        return [(a.keyword.value, a.value) for a in node.args]  # type: ignore[attr-defined,union-attr]
+    if not isinstance(node, cst.Dict) or not node.elements:
+        return None
+    out: List[Tuple[str, cst.BaseExpression]] = []
+    for e in node.elements:
+        key = string_value(e.key) if isinstance(e, cst.DictElement) else None
+        if key is None:
+            return None
+        out.append((key, e.value))
+    return out
 
 
 def is_keyword_dict_call(node: cst.BaseExpression) -> bool:
@@ -1480,6 +1548,8 @@ class _AttributeCollector(cst.CSTVisitor):
         record.container = _container_type(value)
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)
+        if kind == "tensor_container" and not self.b._container_of_tensors(value, self.local_tensors):
+            record.tensor_keys = self.b.tensor_keys(value, self.local_tensors)
         if isinstance(value, cst.Name) and value.value in self.local_lists:
             local = self.local_lists[value.value]
             record.container = local.container

@@ -446,6 +446,11 @@ class FunctionFlow:
     #: origin call -> (path, line, factory) of the project function in
     #: another file that made its tensor on the CPU (``create_grid(n)``)
     helper_births: Dict[cst.CSTNode, Tuple[str, int, str]] = field(default_factory=dict)
+    #: ``self.<attr>`` -> a tensor the function stores there that a call did
+    #: not put on the inputs' device (``self.grid = torch.linspace(...)``,
+    #: ``setattr(self, "grid", g)``): after a call of this method, the
+    #: caller's ``self.<attr>`` holds it
+    stores: Dict[str, Value] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -1141,6 +1146,8 @@ class _Interpreter:
         #: the loops around the statement being run (``next(it)`` batches belong to the innermost)
         self._loops: List[cst.CSTNode] = []
         self._scope: Optional[str] = None
+        #: the flow of the function the last summary application used
+        self._callee: Optional[FunctionFlow] = None
 
     # -- set-up ---------------------------------------------------------------
     def _params(self) -> Env:
@@ -1479,8 +1486,26 @@ class _Interpreter:
             key = dotted_name(target)
             if key:
                 env[key] = replace(v, anchor=None)
+                self._stored(key, env[key])
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, v, env)
+
+    def _stored(self, key: str, v: Value) -> None:
+        """``self.<attr> = v``: what a call of this method leaves in the
+        module's state (the last store wins; only a tensor a call pinned
+        matters to the caller)."""
+        if not self.self_name or not key.startswith(self.self_name + ".") or key.count(".") != 1:
+            return
+        attr = key[len(self.self_name) + 1:]
+        if any(t.pinned for t in _tensors_in(v)):
+            self.result.stores[attr] = v
+            return
+        # a store on some path stays (``if c: self.g = torch.ones(n)``),
+        # unless this one moves that very tensor (``self.g = self.g.to(x.device)``)
+        old = self.result.stores.get(attr)
+        born = frozenset().union(*(t.born for t in _tensors_in(old))) if old is not None else frozenset()
+        if born and any(t.moved & born for t in _tensors_in(v)):
+            del self.result.stores[attr]
 
     # -- meetings -----------------------------------------------------------------
     def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str, device: str = CPU,
@@ -2057,8 +2082,21 @@ class _Interpreter:
             if any(x.kind in ("parameter", "buffer", "module", "nn_container") for x in cls.assignments_of(attr)):
                 return UNKNOWN_VALUE
             held = Value(TENSOR, HELD, frozenset({node}), scalar=a.scalar)
-            return held if a.kind == "tensor" else _seq(elem=held, known=False)
+            if a.kind == "tensor":
+                return held
+            return replace(_seq(elem=held, known=False), anchor=name if a.tensor_keys else None)
         return UNKNOWN_VALUE
+
+    def _tensor_keys(self, anchor: Optional[str]) -> Sequence[str]:
+        """For the value of ``self.<attr>`` (``anchor``), a dict of settings
+        holding some tensors: the keys that hold them (every key, as far as
+        this says, otherwise)."""
+        prefix = self.self_name + "."
+        attr = anchor[len(prefix):] if anchor and self.self_name and anchor.startswith(prefix) else None
+        a = self.facts.class_attribute(self.cls.name, attr) if attr is not None and self.cls is not None else None
+        if a is None or a.kind != "tensor_container" or not a.tensor_keys:
+            return _ANY_KEY
+        return a.tensor_keys
 
     def _captured(self, attr: str, value: str) -> str:
         """Where a device (or CUDA index) held in ``self.<attr>`` points:
@@ -2144,6 +2182,9 @@ class _Interpreter:
         if base.kind == SEQ:
             if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
                 i = node.slice[0].slice.value
+                key = string_value(i)
+                if key is not None and key not in self._tensor_keys(base.anchor):
+                    return UNKNOWN_VALUE  # self.stft_kwargs["n_fft"]: a setting next to the tensors
                 if isinstance(i, cst.Integer) and base.exact and base.items:
                     try:
                         return base.items[int(i.value, 0)]
@@ -2594,7 +2635,14 @@ class _Interpreter:
         fn = self.flows.method(cls.name, m)
         if fn is None:
             return UNKNOWN_VALUE
-        return self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
+        self._callee = None
+        out = self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
+        if self._callee is not None and self.self_name:
+            # self.update_grid(grid): what the method left in self.<attr>
+            for attr, v in self._callee.stores.items():
+                env[f"{self.self_name}.{attr}"] = replace(v, anchor=None)
+                self._stored(f"{self.self_name}.{attr}", v)
+        return out
 
     def _submodule_call(self, node: cst.Call, m: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
         """``self.<m>(...)`` for a submodule: its weights meet its input."""
@@ -2688,14 +2736,13 @@ class _Interpreter:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
         self.result.call_sites.setdefault(fn, []).append(bound)
         if not self.hinted:
-            return self._translate(self.flows.base(fn).returns, args, module_method)
+            self._callee = self.flows.base(fn)
+            return self._translate(self._callee.returns, args, module_method)
         # a CPU-born argument: run the callee with it (one context per call
         # site), so a meeting inside the callee is the caller's finding
         flow = self._pass_pinned(fn, args, state)
-        if flow is not None:
-            return self._translate(flow.returns, args, module_method)
-        ret = self.flows.function(fn).returns
-        return self._translate(ret, args, module_method)
+        self._callee = flow if flow is not None else self.flows.function(fn)
+        return self._translate(self._callee.returns, args, module_method)
 
     def _translate(self, ret: Value, args: List[Tuple[cst.Arg, Value]], module_method: bool) -> Value:
         if ret.kind == SEQ:
@@ -2762,6 +2809,13 @@ class _Interpreter:
             return element_of(first)
         if name in ("getattr", "iter"):
             return first if name == "iter" else UNKNOWN_VALUE
+        if name == "setattr" and len(args) == 3 and self.self_name and isinstance(args[0][0].value, cst.Name) \
+                and args[0][0].value.value == self.self_name:
+            attr = string_value(args[1][0].value)
+            if attr is not None and attr.isidentifier():
+                # setattr(self, "grid", g): self.grid = g
+                self._bind(cst.Attribute(value=cst.Name(self.self_name), attr=cst.Name(attr)), args[2][1], env)
+            return NONE_VALUE
         fn = self.flows.functions.get(name)
         if fn is not None and fn is not self.node:
             return self._apply_summary(fn, args, module_method=False)
@@ -2773,6 +2827,15 @@ class _Interpreter:
 
 
 _MAX_DEPTH = 3
+
+
+class _AnyKey(tuple):
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+#: every key of a container (none known to hold something else)
+_ANY_KEY: Sequence[str] = _AnyKey()
 
 
 #: tensor methods whose result may be somewhere else than their receiver
