@@ -28,7 +28,7 @@ from devlint.reporters import (
     report_text,
     summary_line,
 )
-from devlint.runner import default_jobs, jobs_for, run_jobs, unified_diff
+from devlint.runner import Job, default_jobs, jobs_for, run_jobs, unified_diff
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
 
@@ -123,12 +123,27 @@ class _Run:
             self.cache = ResultCache(cache_dir(cfg.root), cfg.cache_key())
         #: the project run's plan: module names, import order (--no-project: none)
         self.plan = None
+        #: files of the project the checked files import that the run reads
+        #: only for their summaries (no finding of theirs is reported)
+        self.followed: List[str] = []
         if not meta.get("devlint.no_project", False):
-            from devlint.project.plan import make_plan
+            from devlint.project.plan import follow_imports, make_plan
 
             # files the run does not check: the summaries the last run that did stored
             seed = self.cache.project_summaries(self.files) if self.cache is not None else ()
-            self.plan = make_plan(self.files, cfg.source_roots(), seed)
+            self.followed = follow_imports(self.files, cfg.source_roots(), [s[0] for s in seed])
+            self.plan = make_plan([*self.files, *self.followed], cfg.source_roots(), seed)
+
+    def jobs(self, **kw) -> List[Job]:
+        """The jobs of the run: the files it checks, then the files it only
+        summarises (no rule runs on them)."""
+        summaries = [Job(path=f, codes=(), ignore=(), scan=self.scan) for f in self.followed]
+        return [*jobs_for(self.files, self.config, self.codes, scan=self.scan, **kw), *summaries]
+
+    def checked(self, results: Sequence[FileResult]) -> List[FileResult]:
+        """The results of the files the run checks."""
+        followed = set(self.followed)
+        return [r for r in results if r.path not in followed] if followed else list(results)
 
     def save_cache(self) -> None:
         if self.cache is not None:
@@ -211,7 +226,7 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     if click.get_current_context().meta.get("devlint.add_noqa"):
         _add_noqa(run, jobs, color)
-    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan), jobs or default_jobs(), cache=run.cache, plan=run.plan)
+    results = run.checked(run_jobs(run.jobs(), jobs or default_jobs(), cache=run.cache, plan=run.plan))
     run.save_cache()
     run.file_problems(results)
     diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
@@ -250,7 +265,7 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
 def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
     """``check --add-noqa``: write the comments, list what could not be suppressed."""
     # no result cache: a cached result would skip the file without writing it
-    results = run_jobs(jobs_for(run.files, run.config, run.codes, scan=run.scan, add_noqa=True), jobs or default_jobs(), plan=run.plan)
+    results = run.checked(run_jobs(run.jobs(add_noqa=True), jobs or default_jobs(), plan=run.plan))
     run.file_problems(results)
     left = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
     report_text(left, _Stdout(_use_color(color)), _use_color(color))
@@ -284,7 +299,7 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
         before_fix = read_cases_texts(run.files)
         # every file as it was: a case may import files the fixes change
         before_all = read_texts(run.files) if run.plan is not None else {}
-    results = run_jobs(jobs_for(run.files, run.config, run.codes, fix=True, unsafe=unsafe, apply=apply, scan=run.scan), jobs or default_jobs(), cache=run.cache, plan=run.plan)
+    results = run.checked(run_jobs(run.jobs(fix=True, unsafe=unsafe, apply=apply), jobs or default_jobs(), cache=run.cache, plan=run.plan))
     run.save_cache()
     run.file_problems(results)
     out = _Stdout(_use_color(color))

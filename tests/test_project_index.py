@@ -437,16 +437,73 @@ def test_a_run_on_a_few_files_reads_the_summaries_the_last_whole_run_stored(tmp_
         whole = runner.invoke(main, ["check", "."], env=env)
         alone = runner.invoke(main, ["check", "train.py"], env=env)
         hook = runner.invoke(main, ["check", "--hook", "train.py"], env=env)
+        no_project = runner.invoke(main, ["check", "--no-project", "--no-cache", "train.py"], env=env)
         # models.py changed since: its stored summary no longer stands, nothing stale is reported
         (tmp_path / "models.py").write_text(MODELS.replace(".to(devices[0])", "").replace(".to(devices[1])", ""))
         after_edit = runner.invoke(main, ["check", "train.py"], env=env)
     finally:
         os.chdir(cwd)
-    assert alone_first.exit_code == 0, alone_first.output  # nothing stored yet: train.py alone
+    # nothing stored yet: train.py alone follows its import of models.py
+    assert alone_first.exit_code == 1 and "DL004" in alone_first.output and "(models.py:12)" in alone_first.output
     assert whole.exit_code == 1 and "DL004" in whole.output
     assert alone.exit_code == 1 and "DL004" in alone.output and "models.py:12" in alone.output
     assert hook.exit_code == 1 and "DL004" in hook.output
+    assert no_project.exit_code == 0, no_project.output
     assert after_edit.exit_code == 0, after_edit.output
+
+
+def test_a_run_follows_the_imports_of_its_files(tmp_path, monkeypatch):
+    """A run on one file reads the summaries of the project files it
+    imports, transitively (a base class two modules away), and never
+    reports a finding of theirs; a name that resolves to no file of the
+    project (torch) stays unknown."""
+    from devlint.project.plan import follow_imports
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .kernels import Scaled\n")
+    (tmp_path / "pkg" / "base.py").write_text("import torch\n\n\nclass Base(torch.nn.Module):\n    pass\n")
+    (tmp_path / "pkg" / "kernels.py").write_text(
+        "import torch\nfrom .base import Base\n\n\nclass Kernel(Base):\n    def forward(self, x):\n"
+        "        return x + torch.zeros(3)\n\n\nclass Scaled(Kernel):\n    pass\n"
+    )
+    (tmp_path / "pkg" / "scaled.py").write_text(
+        "import torch\nfrom .kernels import Kernel\n\n\nclass Wide(Kernel):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = torch.nn.Parameter(torch.ones(4))\n\n"
+        "    def reset(self, x):\n        d = torch.zeros(4)\n        self.w.data.div_(d)\n"
+    )
+    assert sorted(follow_imports(["pkg/scaled.py"], ["."])) == ["pkg/base.py", "pkg/kernels.py"]
+    found = _cli_check(tmp_path, "pkg/scaled.py")
+    assert "pkg/scaled.py:11" in found and "DL001" in found
+    assert "kernels.py" not in found.split("DL001")[0]  # kernels.py's own finding is not this run's
+
+
+def _cli_check(tmp_path, *args) -> str:
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+
+    result = CliRunner().invoke(main, ["check", "--no-cache", *args])
+    return result.output
+
+
+def test_a_cold_run_orders_a_package_whose_init_relays_its_modules(tmp_path, monkeypatch):
+    """``pkg/__init__.py`` imports every module and one of them imports
+    ``pkg``: the relay closes an import cycle. The __init__ defines nothing,
+    so the cycle does not hold: the base class's module runs first and the
+    subclass's sees it on a cold run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .base import Base\nfrom .wide import Wide\n")
+    (tmp_path / "pkg" / "base.py").write_text("import torch\nimport pkg\n\n\nclass Base(torch.nn.Module):\n    pass\n")
+    (tmp_path / "pkg" / "wide.py").write_text(
+        "import torch\nfrom .base import Base\n\n\nclass Wide(Base):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.w = torch.nn.Parameter(torch.ones(4))\n\n"
+        "    def reset(self):\n        d = torch.zeros(4)\n        self.w.data.div_(d)\n"
+    )
+    plan = make_plan(["pkg/__init__.py", "pkg/base.py", "pkg/wide.py"], ["."])
+    assert plan.waves == [["pkg/base.py"], ["pkg/wide.py"], ["pkg/__init__.py"]]
+    assert "pkg/wide.py:11" in _cli_check(tmp_path, ".")
 
 
 def test_seeded_summaries_bring_their_import_aliases(tmp_path, monkeypatch):

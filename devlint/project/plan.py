@@ -4,6 +4,8 @@ summary. Built in the parent process from the files' text (no parse)."""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
@@ -14,6 +16,8 @@ from devlint.project.names import is_package_file, module_name
 
 #: a plan reads at most this much of a file for its imports
 _READ = 2 * 1024 * 1024
+#: a ``def`` or ``class`` at the top level of a module
+_DEFINES = re.compile(r"^(?:async[ \t]+)?(?:def|class)[ \t]", re.M)
 
 
 @dataclass
@@ -96,6 +100,29 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
             edges[fp.module] = deps
         else:
             unnamed_deps.update(deps)
+    # a package's __init__ that only re-exports (no def or class of its
+    # own) has nothing to say before the modules it imports: an importer
+    # reads the names through its aliases. An edge into one orders nothing,
+    # and it is what closes most import cycles (``import pkg`` in a module
+    # that ``pkg/__init__.py`` imports), which would run a whole package as
+    # one wave whose members cannot see each other's summaries
+    relays = {m for m, path in plan.paths.items()
+              if m in checked and plan.files[path].is_package and not _DEFINES.search(_text(path))}
+    if relays:
+        for path, fp in plan.files.items():
+            if fp.module is None or fp.module not in edges:
+                continue
+            deps = set()
+            for d, name in imported_names(targets.get(path, set()), fp.module, modules):
+                # a name taken from a relay: the module it comes from
+                # (``from .utils import create_grid`` -> ``utils.grid``)
+                seen: Set[str] = set()
+                while d in relays and name and d not in seen:
+                    seen.add(d)
+                    d, name = _defined_in(plan.aliases.get(d, {}).get(name, ""), modules)
+                if d and d != fp.module and d not in relays:
+                    deps.add(d)  # (``import pkg`` of a relay orders nothing)
+            edges[fp.module] = sorted(deps)
     order = waves(sorted(checked), edges)
     plan.waves = [[plan.paths[m] for m in wave] for wave in order]
     rest = [p for p in paths if p not in plan.files or plan.files[p].module is None]
@@ -104,3 +131,88 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
     if not plan.waves:
         plan.waves = [list(paths)]
     return plan
+
+
+#: a run follows at most this many imported files it does not check
+FOLLOW_LIMIT = 400
+
+
+def follow_imports(paths: Sequence[str], roots: Sequence[str], known: Iterable[str] = (),
+                   limit: int = FOLLOW_LIMIT) -> List[str]:
+    """The files of the project that the files of a run import (at module
+    level, transitively) but the run does not check and ``known`` (files
+    whose stored summaries it has) does not hold: a run on ``train.py``
+    alone reads the summaries of the ``models.py`` it imports, as mypy
+    follows imports. A module is looked for below the folder its importer's
+    top-level package sits in and below the source roots; a name that
+    resolves to no file there (``torch``, a package installed elsewhere)
+    stays unknown. At most ``limit`` files, nearest first."""
+    seen = {os.path.abspath(p) for p in (*paths, *known)}
+    bases: List[str] = []
+
+    def base_of(path: str, module: Optional[str], pkg: bool) -> None:
+        if module is None:
+            return
+        d = os.path.dirname(os.path.abspath(path))
+        for _ in range(module.count(".") + (1 if pkg else 0)):
+            d = os.path.dirname(d)
+        if d not in bases:
+            bases.append(d)
+
+    def resolve(target: str) -> Optional[str]:
+        parts = target.split(".")
+        for n in (len(parts), len(parts) - 1):  # pkg.mod, or pkg.mod.Name
+            if n < 1:
+                continue
+            rel = os.path.join(*parts[:n])
+            for base in bases:
+                for cand in (os.path.join(base, rel + ".py"), os.path.join(base, rel, "__init__.py")):
+                    if os.path.isfile(cand):
+                        return os.path.abspath(cand)
+        return None
+
+    for root in roots:
+        r = os.path.abspath(root)
+        if os.path.isdir(r) and r not in bases:
+            bases.append(r)
+    queue: List[Tuple[str, Optional[str], bool]] = []
+    for path in paths:
+        if path.endswith(".py"):
+            module, pkg = module_name(path, roots), is_package_file(path)
+            base_of(path, module, pkg)
+            queue.append((path, module, pkg))
+    out: List[str] = []
+    while queue and len(out) < limit:
+        path, module, pkg = queue.pop(0)
+        for target in sorted(read_imports(_text(path), module, pkg).targets):
+            found = resolve(target)
+            if found is None or found in seen:
+                continue
+            seen.add(found)
+            out.append(_shown(found, paths))
+            if len(out) >= limit:
+                break
+            fmodule, fpkg = module_name(found, roots), is_package_file(found)
+            base_of(found, fmodule, fpkg)
+            queue.append((found, fmodule, fpkg))
+    return out
+
+
+def _shown(path: str, paths: Sequence[str]) -> str:
+    """``path`` as the run's own paths are written: relative to the current
+    folder when they are (and it is below it), else absolute."""
+    if any(os.path.isabs(p) for p in paths):
+        return path
+    rel = os.path.relpath(path)
+    return path if rel.startswith(os.pardir) else rel
+
+
+def _defined_in(target: str, modules: Set[str]) -> Tuple[str, str]:
+    """(module, name) of an absolute import target: the longest prefix that
+    is a module of the run and the name after it; ("", "") for none."""
+    parts = target.split(".") if target else []
+    for i in range(len(parts), 0, -1):
+        mod = ".".join(parts[:i])
+        if mod in modules:
+            return mod, parts[i] if i < len(parts) else ""
+    return "", ""
