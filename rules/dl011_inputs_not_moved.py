@@ -73,7 +73,11 @@ moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`); a field is moved in
 place (`batch["input_ids"] = batch["input_ids"].to(device)`), except one read
 by an index, which is moved where it is read (`model(batch[0].to(device))`:
 a tuple batch takes no item assignment); `x.to(device)` written as a
-statement, whose moved copy was thrown away, becomes `x = x.to(device)`; a
+statement, whose moved copy was thrown away, becomes `x = x.to(device)`
+(a field of a batch moved by a statement, `batch[k].to(device)`, is a
+finding of its own in any function, whatever the model: the fix stores the
+copy back, `batch[k] = batch[k].to(device)`, a safe fix where the loop walks
+the batch's keys, so the batch is a dict, an unsafe one otherwise); a
 batch object read by attributes is moved whole (`data = data.to(device)`).
 A model that reached
 the function as an argument takes its device from the call site (a `device`
@@ -176,6 +180,10 @@ class InputsNotMoved(Rule):
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
     host_message = "`{item}` is built on the CPU (no `device=`) and passed to `{model}`, which was moved to {device}"
+    discarded_message = (
+        "`{call}` returns a moved copy of `{read}` (from `{loader}`) and throws it away: "
+        "the batch stays on the CPU"
+    )
     fix_safety = "safe/unsafe"
     tokens = (".to(", ".cuda(")
     project_keys = ("loader",)
@@ -360,6 +368,24 @@ class Trainer:
             for m in ff.meetings:
                 if is_placed(m.against):
                     self._consider(flow.scope_name(fn), ff, m, reported)
+            for stmt, item in ff.discarded_moves:
+                self._discarded(stmt, item, reported)
+
+    def _discarded(self, stmt: cst.Expr, item: LoaderItem, reported: Set[Tuple[int, str]]) -> None:
+        """``batch[k].to(device)`` alone on a line: whatever the model, the
+        batch was meant to move and does not."""
+        key = (id(stmt), "discarded")
+        if key in reported:
+            return
+        reported.add(key)
+        call = stmt.value
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        read = call.func.value
+        message = self.discarded_message.format(call=code_of(call), read=code_of(read), loader=item.loader)
+        bound = cst.Assign(targets=[cst.AssignTarget(target=read)], value=call, semicolon=stmt.semicolon)
+        # a dict batch takes the item back (``for k in batch``); a tuple would not
+        safety = FixSafety.SAFE if _keys_of(read, stmt, self.context) else FixSafety.UNSAFE
+        self.report(read, message, fix=self.replace(stmt, bound, f"keep the moved copy: `{code_of(read)} = {code_of(call)}`", safety))
 
     def _consider(self, scope: str, ff: FunctionFlow, m: Meeting, reported: Set[Tuple[int, str]]) -> None:
         """A CPU tensor meets a model the script moved, or its output: a
@@ -554,3 +580,45 @@ def _is_leading_move(stmt: cst.CSTNode) -> bool:
         isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value in ("to", "cuda")
         for v in values
     )
+
+
+class _LoopsOver(cst.CSTVisitor):
+    """The ``for`` loops whose target binds ``key`` to the keys of ``base``
+    (``for k in batch``, ``for k in batch.keys()``, ``for k, v in
+    batch.items()``) and whose body holds ``stmt``."""
+
+    def __init__(self, base: str, key: str, stmt: cst.CSTNode) -> None:
+        self.base, self.key, self.stmt = base, key, stmt
+        self.found = False
+        self._open = 0
+        self._stack: list = []
+
+    def visit_For(self, node: cst.For) -> None:
+        it, target = node.iter, node.target
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
+                and it.func.attr.value in ("keys", "items"):
+            if it.func.attr.value == "items" and isinstance(target, cst.Tuple) and target.elements:
+                target = target.elements[0].value
+            it = it.func.value
+        match = isinstance(it, cst.Name) and it.value == self.base and isinstance(target, cst.Name) and target.value == self.key
+        self._stack.append(match)
+        self._open += match
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._open -= self._stack.pop()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.stmt and self._open:
+            self.found = True
+        return not self.found and super().on_visit(node)
+
+
+def _keys_of(read: cst.BaseExpression, stmt: cst.CSTNode, context) -> bool:
+    """``batch[k]`` read in a loop over the keys of ``batch``: a dict, which
+    takes the moved copy back under the same key."""
+    if not (isinstance(read, cst.Subscript) and isinstance(read.value, cst.Name) and len(read.slice) == 1
+            and isinstance(read.slice[0].slice, cst.Index) and isinstance(read.slice[0].slice.value, cst.Name)):
+        return False
+    finder = _LoopsOver(read.value.value, read.slice[0].slice.value.value, stmt)
+    context.module.visit(finder)
+    return finder.found

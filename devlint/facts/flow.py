@@ -451,6 +451,10 @@ class FunctionFlow:
     #: ``setattr(self, "grid", g)``): after a call of this method, the
     #: caller's ``self.<attr>`` holds it
     stores: Dict[str, Value] = field(default_factory=dict)
+    #: ``batch[k].to(device)`` alone on a line, of a batch a data loader
+    #: yields: ``Tensor.to`` returns a moved copy and it is thrown away
+    #: (the statement, the loader item it was read from)
+    discarded_moves: List[Tuple[cst.Expr, "LoaderItem"]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -1389,6 +1393,7 @@ class _Interpreter:
             res = self._binary(cur, v, small, small.target, small.value)
             self._store(small.target, res, env, augmented=True)
         elif isinstance(small, cst.Expr):
+            self._discarded_move(small, env)
             v = self._expr(small.value, env)
             root, moves = _moved_root(small.value)
             if moves and root is not None and root in env and env[root].kind != TENSOR:
@@ -1489,6 +1494,20 @@ class _Interpreter:
                 self._stored(key, env[key])
         elif isinstance(target, cst.StarredElement):
             self._bind(target.value, v, env)
+
+    def _discarded_move(self, small: cst.Expr, env: Env) -> None:
+        """``batch[k].to(device)`` as a statement, of a batch (or a field of
+        one) a loader yields: the moved copy is lost, the batch stays put."""
+        call = small.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value in ("to", "cuda") and isinstance(call.func.value, cst.Subscript)):
+            return
+        base = call.func.value.value
+        if not isinstance(base, cst.Name) or base.value not in env:
+            return
+        item = self._item_of(env[base.value])
+        if item is not None:
+            self.result.discarded_moves.append((small, item))
 
     def _stored(self, key: str, v: Value) -> None:
         """``self.<attr> = v``: what a call of this method leaves in the
