@@ -40,6 +40,10 @@ def _shorten_middle(text: str, width: int) -> str:
     if width <= 1:
         return text[:width]
     head = (width - 1) // 3
+    # keep the first two folders (``fixtures/DL005/``) when they fit in 40%
+    parts = text.split("/")
+    if len(parts) > 2 and len(parts[0]) + len(parts[1]) + 2 <= width * 0.4:
+        head = len(parts[0]) + len(parts[1]) + 2
     tail = width - 1 - head
     return text[:head] + "…" + text[len(text) - tail:]
 
