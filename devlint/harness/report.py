@@ -40,9 +40,9 @@ def _shorten_middle(text: str, width: int) -> str:
     if width <= 1:
         return text[:width]
     head = (width - 1) // 3
-    # keep the first two folders (``fixtures/DL005/``) when they fit in 40%
+    # keep the first two folders (``fixtures/DL005/``) when they fit in 45%
     parts = text.split("/")
-    if len(parts) > 2 and len(parts[0]) + len(parts[1]) + 2 <= width * 0.4:
+    if len(parts) > 2 and len(parts[0]) + len(parts[1]) + 2 <= width * 0.45:
         head = len(parts[0]) + len(parts[1]) + 2
     tail = width - 1 - head
     return text[:head] + "…" + text[len(text) - tail:]
@@ -118,8 +118,8 @@ def _table(results: List[dict], width: int) -> List[str]:
     if case_nat + orig_nat <= room:
         case_w, orig_w = case_nat, orig_nat
     else:
-        # CASE gets what ORIGINAL leaves, and at least 45% of the room
-        case_w = min(case_nat, max(room - orig_nat, int(room * 0.45)))
+        # CASE gets what ORIGINAL leaves, and at least half the room
+        case_w = min(case_nat, max(room - orig_nat, room // 2))
         orig_w = max(len(headers[2]), room - case_w)
     widths = [case_w, place, orig_w, verdict]
     out = []
