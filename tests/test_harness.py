@@ -223,6 +223,42 @@ def test_checkpoint_without_map_location(behaviour):
     assert r["device_path"].startswith("cpu-only")
 
 
+def test_every_verdict_from_the_steps():
+    """judge(): the verdict from the three steps and the findings the run reached."""
+    from devlint.harness.supervise import judge
+
+    err = {"type": "RuntimeError", "message": "Expected all tensors to be on the same device"}
+    reached = [{"code": "DL001", "line": 7, "end_line": 7, "reached": True}]
+    elsewhere = [{"code": "DL001", "line": 9, "end_line": 9, "reached": False}]
+    ran = {"status": "not reproduced"}
+    failed = {"status": "reproduced", "error": err}
+    ok, same = {"status": "ok", "outputs": []}, {"status": "unchanged"}
+    equal = {"status": "equal"}
+    limit = {"status": "cannot simulate", "error": {"operation": "aten.nonzero.default", "line": "m.py:3"}}
+    table = [
+        (dict(original=failed, fixed=ok, equivalence=equal), reached, "confirmed"),
+        (dict(original=failed, fixed=ok, equivalence={"status": "not applicable"}), reached, "confirmed"),
+        (dict(original=ran, fixed=same), [], "no bug"),
+        (dict(original=ran, fixed=ok, equivalence=equal), elsewhere, "no bug"),
+        (dict(original=ran, fixed=ok, equivalence=equal), reached, "finding not reproduced"),
+        (dict(original=ran, fixed={"status": "failed", "error": err}), [], "fix failed"),
+        (dict(original=failed, fixed={"status": "failed", "error": err}, equivalence=equal), reached, "fix failed"),
+        (dict(original=failed, fixed=ok, equivalence={"status": "differs"}), reached, "fix failed"),
+        (dict(original=failed, fixed=same), reached, "fix failed"),
+        (dict(original=failed, fixed=same), elsewhere, "bug missed"),
+        (dict(original=failed, fixed=same), [], "bug missed"),
+        (dict(original=limit, fixed=same), reached, "cannot simulate"),
+        (dict(original=failed, fixed=limit), reached, "cannot simulate"),
+        (dict(timeout="no result after 20s"), [], "error"),
+    ]
+    for result, findings, expected in table:
+        verdict, why = judge(result, findings)
+        assert verdict == expected, (result, findings, verdict, why)
+        assert why
+    assert "DL001 (line 7)" in judge(table[4][0], reached)[1]
+    assert "aten.nonzero.default at m.py:3" in judge(table[11][0], reached)[1]
+
+
 def test_exit_codes():
     assert exit_code([]) == 1
     assert exit_code([{"verdict": "confirmed"}, {"verdict": "no bug"}]) == 0
