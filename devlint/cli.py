@@ -286,7 +286,8 @@ def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
 @click.option("--verify", is_flag=True, help="With --apply: then run the runtime harness on the fixed files' cases (executes their code).")
 @click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="With --verify: seconds each case may run.")
 @click.option("--simulate", is_flag=True, help="With --verify: simulated CUDA devices even when GPUs are present.")
-def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply, unsafe_fixes, color, verify, timeout, simulate) -> None:
+@click.option("--strict", is_flag=True, help="With --verify: exit 1 when the simulation cannot follow a case, too.")
+def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply, unsafe_fixes, color, verify, timeout, simulate, strict) -> None:
     """Show the fixes as a unified diff; with --apply, write them."""
     if verify and not apply:
         _err("error: --verify needs --apply (it runs the harness on the fixed files)")
@@ -332,7 +333,7 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
         from devlint.harness.command import verify_fixed
 
         project = (run.config, run.plan) if run.plan is not None else None
-        verified = verify_fixed(before_fix, fixed, timeout, simulate, jobs or default_jobs(), project, before_all)
+        verified = verify_fixed(before_fix, fixed, timeout, simulate, jobs or default_jobs(), project, before_all, strict)
         if verified is not None:
             code = max(code, verified)
     sys.exit(code)
@@ -404,15 +405,18 @@ def clean(paths) -> None:
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True, help="Seconds each case may run.")
 @click.option("--simulate", is_flag=True, help="Simulated CUDA devices even when GPUs are present.")
-def verify(paths, select, ignore, extend_select, config_path, jobs, verbose, output_format, timeout, simulate) -> None:
+@click.option("--strict", is_flag=True, help="Exit 1 when the simulation cannot follow a case, too.")
+def verify(paths, select, ignore, extend_select, config_path, jobs, verbose, output_format, timeout, simulate, strict) -> None:
     """Run the runtime harness on the files' cases: reproduce each bug, run
     devlint's fix, compare outputs. Executes the files' code; needs PyTorch.
-    Exit 0 when every case is confirmed, 1 when any is not, 2 on errors."""
+    Exit 0 when every case is confirmed or shows no bug (or cannot be
+    simulated, without --strict), 1 when a finding is not reproduced, a fix
+    fails or a bug is missed, 2 on errors."""
     from devlint.harness.command import verify_paths
 
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     project = (run.config, run.plan) if run.plan is not None else None
-    code = verify_paths(run.files, run.codes, run.config.ignored_for, output_format, timeout, simulate, jobs or default_jobs(), project)
+    code = verify_paths(run.files, run.codes, run.config.ignored_for, output_format, timeout, simulate, jobs or default_jobs(), project, strict)
     sys.exit(EXIT_ERROR if run.exit == EXIT_ERROR else code)
 
 

@@ -84,7 +84,12 @@ DataParallel with the default `device_ids` and a model sent to `cuda:N`
 (N > 0): unsafe. The fix keeps `cuda:N` as the main device and passes
 `device_ids=list(range(N, torch.cuda.device_count()))`, which drops the GPUs
 below N from the data-parallel set; say otherwise if you meant
-`model.to("cuda:0")`.
+`model.to("cuda:0")`. A placement called on the wrapper itself
+(`m = nn.DataParallel(Net()).cuda()` then `m.to("cuda:1")`) is dropped by the
+fix, which would otherwise move the model back to `cuda:0`; a wrapper whose
+`device_ids` start at N (`list(range(N, ...))` too) then placed on another
+device is reported, and the fix drops that placement when the model is
+already on `cuda:N` inside the call.
 """
 
 from __future__ import annotations
@@ -269,6 +274,36 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
 """,
             unsafe=True,
         ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4)).cuda()
+model.to("cuda:1")
+""",
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, torch.cuda.device_count())))
+""",
+            unsafe=True,
+        ),
+        Invalid(
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, torch.cuda.device_count()))).cuda()
+""",
+            """
+import torch
+from torch import nn
+
+model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, torch.cuda.device_count())))
+""",
+        ),
     ]
 
     @classmethod
@@ -278,6 +313,11 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
     def on_place(self, node: cst.Call, scope: ScopeFacts, event: PlaceEvent) -> None:
         if event.method == "to" and not _device_like(event.device):
             return
+        if event.on_wrap >= 0:
+            # ``DataParallel(model).cuda()``: a fix that later moves the model
+            # into the wrapper call must drop this placement too, or it sends
+            # the model back where it was (cuda:0)
+            self._on_wrapper()[(scope.index, event.on_wrap)] = node
         if event.on_wrap >= 0:
             wrap = scope.wraps[event.on_wrap]
             separate = False
@@ -305,6 +345,14 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
             self._ddp(node, scope, event, wrap, wrap_node, separate)
         elif wrap.wrapper == DATA_PARALLEL:
             self._dp(node, scope, event, wrap, wrap_node, separate)
+
+    def _on_wrapper(self) -> Dict[Tuple[int, int], cst.Call]:
+        """(scope index, wrap index) -> the placement called on the wrapper
+        call itself (``DataParallel(model).cuda()``)."""
+        found = getattr(self, "_wrapper_placements", None)
+        if found is None:
+            found = self._wrapper_placements = {}
+        return found
 
     # -- a model a wrap helper returned ------------------------------------
     def _after_helper(self, node: cst.Call, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent) -> None:
@@ -405,7 +453,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         message = self.message.format(wrapper="DataParallel", why=why)
         if wrap.device_ids:
             new_place = _retarget(node, event, main)
-            fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, new_place, FixSafety.SAFE)
+            fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, new_place, FixSafety.SAFE, main=main)
         else:
             torch_name = self.facts.local_name_for("torch.cuda.device_count")
             if torch_name is None:
@@ -418,7 +466,7 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
     def _dp_devices(self, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent) -> Optional[Tuple[int, int]]:
         """(``device_ids[0]``, the CUDA index the placement moves the model to)
         when both are known and differ, else None."""
-        main = list_first_index(wrap.device_ids) if wrap.device_ids else 0
+        main = _first_device_id(wrap.device_ids) if wrap.device_ids else 0
         if main is None:
             return None  # device_ids computed at run time
         if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.scripts.scopes[0].sets_cuda_device):
@@ -452,10 +500,26 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
         new_place: Optional[Tuple[str, List[cst.Arg]]],
         safety: FixSafety,
         device_ids: Optional[cst.BaseExpression] = None,
+        main: Optional[int] = None,
     ) -> Tuple[Optional[Fix], str]:
         args = positional_args(wrap_node)
         if not args:
             return None, "the wrapped model is not a positional argument"
+        if not separate and main is not None and wrap.placed_inside and _placed_index(wrap.placed_inside) == main:
+            # DataParallel(model.to("cuda:1"), device_ids=[1, 2]).cuda(): the
+            # model is already on device_ids[0]; the placement after it is the bug
+            return Fix([(node, wrap_node)], safety, "drop the placement that moves the model off device_ids[0]"), ""
+        # ``m = DataParallel(model).cuda()`` then ``m.to("cuda:1")``: the fix
+        # replaces the wrapper call with its placement, or that placement
+        # would still send the model back to cuda:0
+        replaced: cst.CSTNode = wrap_node
+        trailing = self._on_wrapper().get((scope.index, wrap.index)) if separate else None
+        if trailing is not None:
+            if any(a.keyword is not None and a.keyword.value not in ("device", "non_blocking") for a in trailing.args) or len(
+                [a for a in trailing.args if a.keyword is None]
+            ) > 1:
+                return None, "the wrapper's own placement also converts the model: move it by hand"
+            replaced = trailing
         method, place_args = new_place if new_place is not None else (event.method, list(node.args))
         first = args[0]
         inner = first.value
@@ -477,10 +541,10 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
                 return None, f"`{name}` changes between the wrap and the placement"
         line, _ = self.statement_of.get(id(node), (None, None))
         if event.statement in ("expr", "assign") and line is not None and always_before(wrap.branch, event.branch):
-            return Fix([(wrap_node, new_wrap)] + self.remove_statement(line), safety, "place the model before wrapping it"), ""
+            return Fix([(replaced, new_wrap)] + self.remove_statement(line), safety, "place the model before wrapping it"), ""
         # the later placement still serves the paths that do not wrap (and
         # is a no-op on the path that does): keep it
-        return Fix([(wrap_node, new_wrap)], safety, "place the model before wrapping it"), ""
+        return Fix([(replaced, new_wrap)], safety, "place the model before wrapping it"), ""
 
 
 def _helper_wrap_of(scope: ScopeFacts, bind) -> Optional[WrapEvent]:
@@ -505,6 +569,35 @@ def _wrap_of_inner(scope: ScopeFacts, event: PlaceEvent) -> Optional[WrapEvent]:
         ):
             return wrap
     return None
+
+
+def _first_device_id(code: str) -> Optional[int]:
+    """``device_ids[0]`` of a literal list, or of the list the DL005 fix
+    writes: ``list(range(1, torch.cuda.device_count()))`` -> 1."""
+    first = list_first_index(code)
+    if first is not None:
+        return first
+    try:
+        node = cst.parse_expression(code)
+    except Exception:
+        return None
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("list", "tuple") and len(node.args) == 1:
+        node = node.args[0].value
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range" and node.args:
+        if any(a.keyword is not None or a.star for a in node.args):
+            return None
+        if len(node.args) == 1:
+            return 0
+        start = node.args[0].value
+        return int(start.value) if isinstance(start, cst.Integer) else None
+    return None
+
+
+def _placed_index(code: str) -> Optional[int]:
+    """The CUDA index of the placement inside a wrapper call (the code
+    :func:`strip_placements` keeps: ``"cuda:1"``, ``1``, ``cuda`` for
+    ``.cuda()``)."""
+    return 0 if code == "cuda" else cuda_index(code)
 
 
 def _device_like(code: str) -> bool:

@@ -90,16 +90,38 @@ def test_check_never_imports_torch(tmp_path):
 WITH_CASES = sorted(
     p for p in FIXTURES.glob("DL*/bad_*.py") if p.name.count(".") == 1 and declares_cases(p.read_text())
 )
-BEHAVIOUR = [CASES / "replica_and_limits.py", CASES / "crash_and_hang.py", CASES / "checkpoint_load.py"]
+#: the fixed snapshots (``*.fixed.py``, ``*.unsafe.py``) that carry the bad file's cases
+SNAPSHOTS = sorted(
+    p for p in FIXTURES.glob("DL*/bad_*.py") if p.name.count(".") == 2 and declares_cases(p.read_text())
+)
+BEHAVIOUR = [
+    CASES / "replica_and_limits.py", CASES / "crash_and_hang.py", CASES / "checkpoint_load.py",
+    CASES / "verdicts.py", CASES / "limits_and_clean.py",
+]
 
 
 @pytest.fixture(scope="module")
-def harness_run():
-    """One harness run over the behaviour files and every fixture with cases
-    (torch is imported once per child, not once per file)."""
-    results = verify_jobs([_job(p) for p in BEHAVIOUR + WITH_CASES], simulate=True, timeout=20, workers=2)
+def fixtures_run():
+    """`devlint verify fixtures --simulate` from the repository's root, as a
+    user runs it: every fixture's cases, the fixed snapshots' and the
+    projects' (about 150 cases, 1-1.5 minutes on 2 cores). Its exit status
+    and its JSON report."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "devlint", "verify", "fixtures", "--simulate", "--no-cache", "--timeout", "60",
+         "--output-format", "json"],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert proc.stdout.strip().startswith("{"), proc.stdout[-2000:] + proc.stderr[-2000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def harness_run(fixtures_run):
+    """The behaviour files (one harness run, torch imported once per child)
+    and every fixture with cases (from the fixtures run)."""
+    results = verify_jobs([_job(p) for p in BEHAVIOUR], simulate=True, timeout=20, workers=2)
     out = {}
-    for r in results:
+    for r in results + fixtures_run[1]["cases"]:
         out.setdefault(r["file"], []).append(r)
     return out
 
@@ -115,7 +137,10 @@ def test_replica_only_failure_is_reproduced(behaviour):
     assert r["original"]["status"] == "reproduced"
     assert r["original"]["error"]["type"] == "StopIteration"
     assert r["device_path"] == SIMULATED_2
-    assert r["verdict"] == "not confirmed"  # devlint has no fix for that line
+    # devlint's DL001 fix of that forward ran, but it has no fix for that line
+    assert r["verdict"] == "fix failed", r["why"]
+    assert r["fixed"]["status"] == "failed" and r["fixed"]["error"]["type"] == "StopIteration"
+    assert "DL001 (line 17)" in r["why"]
 
 
 def test_model_parallel_as_written(behaviour):
@@ -137,10 +162,48 @@ def test_a_loop_runs_as_a_call(behaviour):
     assert r["verdict"] == "confirmed"
 
 
-def test_a_case_that_runs_is_not_reproduced(behaviour):
+def test_a_case_that_runs_with_no_finding_on_its_code_is_no_bug(behaviour):
+    # the file has findings (other classes'), none on the code this case ran
     r = behaviour["replica_and_limits"]["nothing_to_reproduce"]
     assert r["original"]["status"] == "not reproduced"
-    assert r["verdict"] == "not confirmed"
+    assert r["verdict"] == "no bug", r["why"]
+    assert r["findings"] and not any(f["reached"] for f in r["findings"])
+
+
+def test_a_finding_whose_code_runs_fine_is_not_reproduced(behaviour):
+    r = behaviour["verdicts"]["finding_on_cpu"]
+    assert r["original"]["status"] == "not reproduced"
+    assert r["verdict"] == "finding not reproduced"
+    (f,) = [f for f in r["findings"] if f["reached"]]
+    assert (f["code"], f["line"]) == ("DL001", 18)
+    assert "DL001 (line 18)" in r["why"]
+
+
+def test_a_bug_devlint_does_not_report_is_missed(behaviour):
+    r = behaviour["verdicts"]["missed"]
+    assert r["original"]["error"]["type"] == "StopIteration"
+    assert r["verdict"] == "bug missed", r["why"]
+
+
+def test_cannot_simulate_names_the_operation(behaviour):
+    r = behaviour["limits_and_clean"]["reads_values"]
+    assert r["verdict"] == "cannot simulate"
+    assert r["original"]["error"]["operation"].startswith("aten._local_scalar_dense")
+    assert "limits_and_clean.py:21" in r["why"] and ".item()" in r["why"]
+    clean = behaviour["limits_and_clean"]["clean"]
+    assert clean["verdict"] == "no bug" and clean["fixed"]["status"] == "unchanged"
+
+
+def test_strict_fails_on_cannot_simulate(tmp_path):
+    target = tmp_path / "limits.py"
+    shutil.copy(CASES / "limits_and_clean.py", target)
+    for extra, code in (([], 0), (["--strict"], 1)):
+        proc = subprocess.run(
+            [sys.executable, "-m", "devlint", "verify", "--simulate", "--no-cache", *extra, "limits.py"],
+            capture_output=True, text=True, cwd=tmp_path,
+        )
+        assert proc.returncode == code, (extra, proc.stdout[-2000:] + proc.stderr[-2000:])
+        assert "2 cases: 0 confirmed, 1 no bug, 1 cannot simulate, 0 errors" in proc.stdout
 
 
 def test_crash_and_hang_are_isolated(behaviour):
@@ -160,11 +223,50 @@ def test_checkpoint_without_map_location(behaviour):
     assert r["device_path"].startswith("cpu-only")
 
 
+def test_every_verdict_from_the_steps():
+    """judge(): the verdict from the three steps and the findings the run reached."""
+    from devlint.harness.supervise import judge
+
+    err = {"type": "RuntimeError", "message": "Expected all tensors to be on the same device"}
+    reached = [{"code": "DL001", "line": 7, "end_line": 7, "reached": True}]
+    elsewhere = [{"code": "DL001", "line": 9, "end_line": 9, "reached": False}]
+    ran = {"status": "not reproduced"}
+    failed = {"status": "reproduced", "error": err}
+    ok, same = {"status": "ok", "outputs": []}, {"status": "unchanged"}
+    equal = {"status": "equal"}
+    limit = {"status": "cannot simulate", "error": {"operation": "aten.nonzero.default", "line": "m.py:3"}}
+    table = [
+        (dict(original=failed, fixed=ok, equivalence=equal), reached, "confirmed"),
+        (dict(original=failed, fixed=ok, equivalence={"status": "not applicable"}), reached, "confirmed"),
+        (dict(original=ran, fixed=same), [], "no bug"),
+        (dict(original=ran, fixed=ok, equivalence=equal), elsewhere, "no bug"),
+        (dict(original=ran, fixed=ok, equivalence=equal), reached, "finding not reproduced"),
+        (dict(original=ran, fixed={"status": "failed", "error": err}), [], "fix failed"),
+        (dict(original=failed, fixed={"status": "failed", "error": err}, equivalence=equal), reached, "fix failed"),
+        (dict(original=failed, fixed=ok, equivalence={"status": "differs"}), reached, "fix failed"),
+        (dict(original=failed, fixed=same), reached, "fix failed"),
+        (dict(original=failed, fixed=same), elsewhere, "bug missed"),
+        (dict(original=failed, fixed=same), [], "bug missed"),
+        (dict(original=limit, fixed=same), reached, "cannot simulate"),
+        (dict(original=failed, fixed=limit), reached, "cannot simulate"),
+        (dict(timeout="no result after 20s"), [], "error"),
+    ]
+    for result, findings, expected in table:
+        verdict, why = judge(result, findings)
+        assert verdict == expected, (result, findings, verdict, why)
+        assert why
+    assert "DL001 (line 7)" in judge(table[4][0], reached)[1]
+    assert "aten.nonzero.default at m.py:3" in judge(table[11][0], reached)[1]
+
+
 def test_exit_codes():
     assert exit_code([]) == 1
-    assert exit_code([{"verdict": "confirmed"}]) == 0
-    assert exit_code([{"verdict": "confirmed"}, {"verdict": "not confirmed"}]) == 1
-    assert exit_code([{"verdict": "not confirmed"}, {"verdict": "error"}]) == 2
+    assert exit_code([{"verdict": "confirmed"}, {"verdict": "no bug"}]) == 0
+    for failing in ("finding not reproduced", "fix failed", "bug missed"):
+        assert exit_code([{"verdict": "confirmed"}, {"verdict": failing}]) == 1
+    assert exit_code([{"verdict": "cannot simulate"}]) == 0
+    assert exit_code([{"verdict": "cannot simulate"}], strict=True) == 1
+    assert exit_code([{"verdict": "fix failed"}, {"verdict": "error"}]) == 2
 
 
 # --------------------------------------------------------------------------
@@ -208,6 +310,34 @@ def test_dl001_fixtures_carry_cases():
     }
     assert fixable
     assert fixable <= {p.name for p in WITH_CASES if p.parent.name == "DL001"}
+
+
+def test_verify_fixtures_passes(fixtures_run):
+    """`devlint verify fixtures --simulate` exits 0: each bad fixture's bug
+    is confirmed, and its fixed snapshot, whose code is correct, is judged
+    "no bug" (or confirmed, when devlint still fixes it with an unsafe fix)."""
+    code, report = fixtures_run
+    bad = [r for r in report["cases"] if r["verdict"] not in ("confirmed", "no bug", "cannot simulate")]
+    assert not bad, json.dumps(bad, indent=1, default=str)[:4000]
+    assert code == 0
+    files = {r["file"] for r in report["cases"]}
+    assert {str(p.relative_to(ROOT)) for p in WITH_CASES + SNAPSHOTS} <= files
+    assert report["summary"]["cases"] == len(report["cases"]) >= 140
+    assert report["summary"]["errors"] == 0
+
+
+@pytest.mark.parametrize("path", SNAPSHOTS, ids=[f"{p.parent.name}/{p.name}" for p in SNAPSHOTS])
+def test_fixed_snapshots_show_no_bug(path, harness_run):
+    """A fixed snapshot runs under its placement: "no bug" when devlint
+    reports nothing it reaches; a ``.fixed.py`` that still holds an unsafe
+    finding is fixed again by verify and confirmed."""
+    from devlint.engine import lint_source
+
+    rows = harness_run[str(path.relative_to(ROOT))]
+    assert rows
+    unsafe_left = any(d.fix is not None for d in lint_source(path.read_text(), path.name).diagnostics)
+    for r in rows:
+        assert r["verdict"] in (("confirmed", "no bug") if unsafe_left else ("no bug",)), json.dumps(r, indent=1, default=str)[:3000]
 
 
 @pytest.mark.parametrize("path", WITH_CASES, ids=[f"{p.parent.name}/{p.name}" for p in WITH_CASES])
@@ -263,11 +393,33 @@ def test_json_report_round_trips(harness_run):
     doc = json.loads(buf.getvalue())
     assert doc["summary"]["cases"] == len(rows)
     assert doc["summary"]["errors"] == 3  # aborts, hangs, malformed
+    assert sum(v for k, v in doc["summary"].items() if k != "cases") == len(rows)
     text = io.StringIO()
     report_text(rows, text)
-    assert text.getvalue().splitlines()[0].split() == [
-        "FILE", "CASE", "RULES", "PLACEMENT", "DEVICES", "ORIGINAL", "FIXED", "EQUIVALENCE", "VERDICT"
-    ]
+    table = text.getvalue().split("\n\n")[0].splitlines()
+    assert table[0].split() == ["CASE", "PLACEMENT", "ORIGINAL", "VERDICT"]
+    assert len(table) == len(rows) + 1
+
+
+def test_text_table_fits_100_columns_and_json_keeps_everything(harness_run):
+    import io
+
+    from devlint.harness.report import report_json, report_text
+
+    rows = [r for rs in harness_run.values() for r in rs]
+    text = io.StringIO()
+    report_text(rows, text)
+    table = text.getvalue().split("\n\n")[0].splitlines()
+    assert max(len(line) for line in table) <= 100
+    assert any("…" in line for line in table)  # long cells are elided
+    # the full messages are below the table and in the JSON
+    long = next(r for r in rows if r.get("original", {}).get("status") == "reproduced" and len(r["original"]["error"]["message"]) > 60)
+    assert long["original"]["error"]["message"] in text.getvalue()
+    buf = io.StringIO()
+    report_json(rows, buf)
+    assert "…" not in buf.getvalue()
+    again = {(r["file"], r["case"]): r for r in json.loads(buf.getvalue())["cases"]}
+    assert again[(long["file"], long["case"])]["original"]["error"]["message"] == long["original"]["error"]["message"]
 
 
 # --------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_cross_file_bug_reproduced_and_fix_confirmed(case, file, tmp_path):
     shutil.copytree(PROJECTS / case / "tree", tree)
     proc, report = _verify(tree)
     assert report is not None, proc.stdout + proc.stderr
-    assert report["summary"] == {"cases": 1, "confirmed": 1, "not_confirmed": 0, "errors": 0}, json.dumps(report, indent=1)
+    assert report["summary"]["cases"] == report["summary"]["confirmed"] == 1, json.dumps(report, indent=1)
     assert proc.returncode == 0
     (row,) = report["cases"]
     assert row["original"]["status"] == "reproduced", row
@@ -47,15 +47,35 @@ def test_cross_file_bug_reproduced_and_fix_confirmed(case, file, tmp_path):
 
 def test_alone_the_case_file_sees_no_bug_to_fix(tmp_path):
     """File by file (--no-project) the bug of another module is not found, so
-    nothing is fixed and the case is not confirmed: the project run is what
-    makes the harness prove a cross-file fix."""
+    nothing is fixed and the bug is missed: the project run is what makes the
+    harness prove a cross-file fix."""
     tree = tmp_path / "tree"
     shutil.copytree(PROJECTS / "captured_device_in_base" / "tree", tree)
     proc, report = _verify(tree, "--no-project")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert report["summary"] == {"cases": 1, "confirmed": 0, "not_confirmed": 1, "errors": 0}, report
+    assert report["summary"]["cases"] == report["summary"]["bug_missed"] == 1, report
     (row,) = report["cases"]
-    assert row["original"]["status"] == "reproduced" and row["fixed"]["status"] == "failed", row
+    assert row["original"]["status"] == "reproduced" and row["fixed"]["status"] == "unchanged", row
+    assert row["findings"] == []
+
+
+def test_projects_verified_from_the_repository_root():
+    """From the repository's root the project fixtures' packages are not
+    top-level names of the source root (``fixtures/projects/x/tree/segkit``):
+    the fixed run must still import the fixed copy, not the original's
+    modules left in ``sys.modules``."""
+    import subprocess as sp
+
+    from conftest import ROOT
+
+    proc = sp.run(
+        [sys.executable, "-m", "devlint", "verify", "--simulate", "--no-cache", "--output-format", "json",
+         *(f"fixtures/projects/{c}/tree" for c in ("captured_device_in_base", "stages_in_other_module"))],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    report = json.loads(proc.stdout)
+    assert [r["verdict"] for r in report["cases"]] == ["confirmed", "confirmed"], json.dumps(report, indent=1)[:3000]
+    assert {f["code"] for r in report["cases"] for f in r["findings"] if f["reached"]} == {"DL002", "DL008"}
 
 
 def test_fix_apply_verify_on_a_project(tmp_path):

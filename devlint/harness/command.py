@@ -9,7 +9,7 @@ import click
 
 from devlint.harness.cases import declares_cases
 from devlint.harness.report import exit_code, report_json, report_text
-from devlint.harness.supervise import FileJob, job_for_text, torch_available, verify_jobs
+from devlint.harness.supervise import FileJob, finding_json, job_for_text, torch_available, verify_jobs
 from devlint.source import SourceError, decode_source
 
 EXIT_ERROR = 2
@@ -51,7 +51,8 @@ def _no_torch() -> int:
     return EXIT_ERROR
 
 
-def run_and_report(jobs: List[FileJob], output_format: str, timeout: float, simulate: bool, workers: int) -> int:
+def run_and_report(jobs: List[FileJob], output_format: str, timeout: float, simulate: bool, workers: int,
+                   strict: bool = False) -> int:
     if not torch_available():
         return _no_torch()
     results = verify_jobs(jobs, simulate=simulate, timeout=timeout, workers=workers)
@@ -60,7 +61,7 @@ def run_and_report(jobs: List[FileJob], output_format: str, timeout: float, simu
         report_json(results, out)
     else:
         report_text(results, out)
-    return exit_code(results)
+    return exit_code(results, strict=strict)
 
 
 def verify_paths(
@@ -72,6 +73,7 @@ def verify_paths(
     simulate: bool,
     workers: int,
     project=None,
+    strict: bool = False,
 ) -> int:
     """``devlint verify``: each file's cases against the engine's own fixes
     (unsafe fixes included) applied to a copy. ``project``: (config, plan)
@@ -85,14 +87,20 @@ def verify_paths(
         return 1
     fixed: Dict[str, str] = {}
     applied: Dict[str, set] = {}
+    found: Dict[str, list] = {}
     closures = {p: _imported_files(project[1], p) if project is not None and len(files) > 1 else set() for p in texts}
     if any(closures.values()):
         from devlint.runner import jobs_for, run_jobs
 
         config, plan = project
-        results = run_jobs(jobs_for(files, config, codes, fix=True, unsafe=True), workers, plan=plan)
+        # only the case files that import others and what they import: the
+        # findings and fixes of a file depend on the modules it imports alone
+        needed = [f for f in files if f in {p for p, c in closures.items() if c} or any(f in c for c in closures.values())]
+        results = run_jobs(jobs_for(needed, config, codes, fix=True, unsafe=True), workers, plan=plan)
         fixed = {r.path: r.fixed_text for r in results if r.fixed_text is not None and not r.error}
         applied = {r.path: {d.code for d in r.applied} for r in results}
+        # what `devlint check` reports in them (positions in the original text)
+        found = {r.path: [finding_json(d, r.path) for d in r.diagnostics] for r in run_jobs(jobs_for(needed, config, codes), workers, plan=plan)}
     jobs = []
     for path, text in texts.items():
         closure = closures[path]
@@ -100,8 +108,10 @@ def verify_paths(
             jobs.append(job_for_text(path, text, codes, ignored_for(path)))
             continue
         rules = set().union(*(applied.get(f, set()) for f in {path, *closure}))
-        jobs.append(project_job(path, text, fixed.get(path, text), closure, fixed, project[0], rules=rules))
-    return run_and_report(jobs, output_format, timeout, simulate, workers)
+        job = project_job(path, text, fixed.get(path, text), closure, fixed, project[0], rules=rules)
+        job.findings = [f for p in sorted({path, *closure}) for f in found.get(p, [])]
+        jobs.append(job)
+    return run_and_report(jobs, output_format, timeout, simulate, workers, strict)
 
 
 def project_job(path: str, original: str, fixed_text: str, closure, fixed: Dict[str, str], config,
@@ -164,7 +174,7 @@ def _imported_files(plan, path: str) -> set:
 
 def verify_fixed(
     before: Dict[str, str], fixed_results, timeout: float, simulate: bool, workers: int, project=None,
-    before_all: Optional[Dict[str, str]] = None,
+    before_all: Optional[Dict[str, str]] = None, strict: bool = False,
 ) -> Optional[int]:
     """``fix --apply --verify``: the cases of the files just fixed, with the
     text before the fixes as the original. None when there is nothing to run.
@@ -173,19 +183,25 @@ def verify_fixed(
     jobs = []
     fixed_texts = {r.path: r.fixed_text for r in fixed_results if r.fixed_text is not None}
     applied = {r.path: {d.code for d in r.applied} for r in fixed_results}
+    # what devlint reported before writing: the fixes it applied (positions
+    # in the text before the fix) and what it left (positions after it)
+    found = {r.path: [finding_json(d, r.path) for d in list(r.applied) + list(r.diagnostics)] for r in fixed_results}
     for path, original in before.items():
         fixed_text = fixed_texts.get(path, original)
         closure = _imported_files(project[1], path) if project is not None else set()
         if not any(f in fixed_texts for f in (path, *closure)):
             continue  # nothing this case runs was fixed
         rules = set().union(*(applied.get(f, set()) for f in (path, *closure)))
+        findings = [f for p in sorted({path, *closure}) for f in found.get(p, [])]
         if closure:
             # the disk holds the fixed project now: the original run needs the texts from before
-            jobs.append(project_job(path, original, fixed_text, closure, fixed_texts, project[0], before_all or before, rules))
+            job = project_job(path, original, fixed_text, closure, fixed_texts, project[0], before_all or before, rules)
+            job.findings = findings
+            jobs.append(job)
         else:
-            jobs.append(FileJob(path, original, fixed_text, sorted(rules)))
+            jobs.append(FileJob(path, original, fixed_text, sorted(rules), findings=findings))
     if not jobs:
         click.echo("devlint: --verify: none of the fixed files declares harness cases", err=True)
         return None
     click.echo("")
-    return run_and_report(jobs, "text", timeout, simulate, workers)
+    return run_and_report(jobs, "text", timeout, simulate, workers, strict)

@@ -479,7 +479,9 @@ def environment(env: Environment) -> Iterator[Environment]:
                 # which runs it on real zeros allocated on a (here simulated)
                 # CUDA device: _DeviceMap runs such ops on CPU twins instead
                 if any(isinstance(a, torch.Tensor) and a.device.type == "cuda" for a in flat_args):
-                    raise NoFakeKernelError(f"{func} has no fake-tensor kernel and cannot run on a simulated CUDA device")
+                    error = NoFakeKernelError(f"{func} has no fake-tensor kernel and cannot run on a simulated CUDA device")
+                    error.func = func  # type: ignore[attr-defined]  # named in a "cannot simulate" verdict
+                    raise error
                 return real_fallback(fake_mode, func, flat_args, *rest, **kw)
 
             patch(fake_module, "run_fallback_kernel", fallback)

@@ -1,17 +1,51 @@
-"""Rendering the harness's results: a table with one row per case, the full
-messages below it, and a JSON form."""
+"""Rendering the harness's results: a table with one row per case that fits
+a 100-column terminal (long cells elided with "…"), the full messages below
+it, and a JSON form with everything untruncated."""
 
 from __future__ import annotations
 
 import json
 from typing import IO, List, Sequence
 
-from devlint.harness.supervise import CONFIRMED, ERROR, NOT_CONFIRMED
+from devlint.harness.supervise import (
+    CANNOT_SIMULATE,
+    CONFIRMED,
+    ERROR,
+    FIX_FAILED,
+    MISSED,
+    NO_BUG,
+    NOT_REPRODUCED,
+    PASSING,
+    VERDICTS,
+    simulation_text,
+)
+
+#: the text table's width: it fits a 100-column terminal
+TABLE_WIDTH = 100
 
 
 def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
+    text = " ".join(str(text).split())
+    if width <= 1:
+        return text[:width]
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _shorten_middle(text: str, width: int) -> str:
+    """Elided in the middle: a path's folder (the rule) and its end (the
+    file and the case) say more than what lies between."""
+    text = " ".join(str(text).split())
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    head = (width - 1) // 3
+    # keep the first two folders (``fixtures/DL005/``) when they fit in 45%
+    parts = text.split("/")
+    if len(parts) > 2 and len(parts[0]) + len(parts[1]) + 2 <= width * 0.45:
+        head = len(parts[0]) + len(parts[1]) + 2
+    tail = width - 1 - head
+    return text[:head] + "…" + text[len(text) - tail:]
 
 
 def _outputs(outs: Sequence[dict]) -> str:
@@ -27,6 +61,8 @@ def original_cell(r: dict) -> str:
         return "-"
     if o["status"] == "reproduced":
         return f"{o['error']['type']}: {o['error']['message']}"
+    if o["status"] == "cannot simulate":
+        return "cannot simulate: " + simulation_text(o.get("error", {}))
     return o["status"]
 
 
@@ -36,6 +72,8 @@ def fixed_cell(r: dict) -> str:
         return "-"
     if f["status"] == "ok":
         return "ok: " + _outputs(f.get("outputs", []))
+    if f["status"] == "cannot simulate":
+        return "cannot simulate: " + simulation_text(f.get("error", {}))
     if "error" in f:
         return f"{f['status']}: {f['error']['type']}: {f['error']['message']}"
     return f"{f['status']}: {f.get('detail', '')}"
@@ -60,34 +98,60 @@ def placement_cell(r: dict) -> str:
     return str(p)
 
 
-def report_text(results: List[dict], out: IO[str], torch_version: str = "") -> None:
-    headers = ["FILE", "CASE", "RULES", "PLACEMENT", "DEVICES", "ORIGINAL", "FIXED", "EQUIVALENCE", "VERDICT"]
+def verdict_cell(r: dict) -> str:
+    """Passing verdicts in lower case, the others in capitals."""
+    v = r.get("verdict", ERROR)
+    return v if v in PASSING or v == CANNOT_SIMULATE else v.upper()
+
+
+def _table(results: List[dict], width: int) -> List[str]:
+    headers = ["CASE", "PLACEMENT", "ORIGINAL", "VERDICT"]
     rows = []
     for r in results:
         err = error_text(r)
-        rows.append(
-            [
-                r.get("file", "-"),
-                r.get("case", "-"),
-                ",".join(r.get("rules", [])) or "-",
-                placement_cell(r),
-                r.get("device_path", "-"),
-                _shorten(original_cell(r) if not err else err, 46),
-                _shorten(fixed_cell(r), 34),
-                equivalence_cell(r),
-                r.get("verdict", ERROR).upper() if r.get("verdict") != CONFIRMED else CONFIRMED,
-            ]
-        )
-    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(headers)]
+        rows.append([f"{r.get('file', '-')}::{r.get('case', '-')}", placement_cell(r), err or original_cell(r), verdict_cell(r)])
+    gap = 2
+    fixed_widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    place, verdict = fixed_widths[1], fixed_widths[3]
+    room = max(20, width - place - verdict - 3 * gap)
+    case_nat, orig_nat = fixed_widths[0], fixed_widths[2]
+    if case_nat + orig_nat <= room:
+        case_w, orig_w = case_nat, orig_nat
+    else:
+        # CASE gets what ORIGINAL leaves, and at least half the room
+        case_w = min(case_nat, max(room - orig_nat, room // 2))
+        orig_w = max(len(headers[2]), room - case_w)
+    widths = [case_w, place, orig_w, verdict]
+    out = []
     for line in [headers] + rows:
-        out.write("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() + "\n")
+        cells = [
+            _shorten_middle(line[0], widths[0]),
+            _shorten(line[1], widths[1]),
+            _shorten(line[2], widths[2]),
+            _shorten(line[3], widths[3]),
+        ]
+        out.append((" " * gap).join(c.ljust(w) for c, w in zip(cells, widths)).rstrip())
+    return out
+
+
+def report_text(results: List[dict], out: IO[str], torch_version: str = "", width: int = TABLE_WIDTH) -> None:
+    for line in _table(results, width):
+        out.write(line + "\n")
     out.write("\n")
     for r in results:
         out.write(f"{r.get('file', '-')}::{r.get('case', '-')}  [{r.get('verdict')}]\n")
+        if r.get("why"):
+            out.write(f"  why       {r['why']}\n")
         err = error_text(r)
         if err:
             for i, ln in enumerate(err.splitlines()):
                 out.write(("  error     " if i == 0 else "            ") + ln + "\n")
+        findings = r.get("findings") or []
+        if findings:
+            shown = "; ".join(
+                f"{f['code']} {f['path']}:{f['line']}{'' if f.get('reached') else ' (not reached)'}" for f in findings
+            )
+            out.write(f"  findings  {shown}\n")
         o = r.get("original")
         if o:
             text = original_cell(r)
@@ -95,7 +159,7 @@ def report_text(results: List[dict], out: IO[str], torch_version: str = "") -> N
                 e = o["error"]
                 where = ", ".join(x for x in (e.get("phase"), e.get("replica"), e.get("line")) if x)
                 text += f"  ({where})" if where else ""
-            elif "detail" in o:
+            elif "detail" in o and o["status"] != "cannot simulate":
                 text += f": {o['detail']}"
             out.write(f"  original  {text}\n")
         if r.get("fixed"):
@@ -106,30 +170,44 @@ def report_text(results: List[dict], out: IO[str], torch_version: str = "") -> N
     out.write(summary_line(results, torch_version) + "\n")
 
 
+def counts(results: List[dict]) -> dict:
+    return {k: sum(1 for r in results if r.get("verdict") == k) for k in VERDICTS}
+
+
 def summary_line(results: List[dict], torch_version: str = "") -> str:
     n = len(results)
-    counts = {k: sum(1 for r in results if r.get("verdict") == k) for k in (CONFIRMED, NOT_CONFIRMED, ERROR)}
+    c = counts(results)
+    parts = [f"{c[CONFIRMED]} confirmed"]
+    for k in (NO_BUG, NOT_REPRODUCED, FIX_FAILED, MISSED, CANNOT_SIMULATE):
+        if c[k]:
+            parts.append(f"{c[k]} {k}")
+    parts.append(f"{c[ERROR]} error{'s' if c[ERROR] != 1 else ''}")
+    line = f"{n} case{'s' if n != 1 else ''}: " + ", ".join(parts)
     paths = sorted({r["device_path"] for r in results if r.get("device_path")})
-    line = (
-        f"{n} case{'s' if n != 1 else ''}: {counts[CONFIRMED]} confirmed, "
-        f"{counts[NOT_CONFIRMED]} not confirmed, {counts[ERROR]} error{'s' if counts[ERROR] != 1 else ''}"
-    )
     if paths:
         line += f"; devices: {'; '.join(paths)}"
     return line
 
 
 def report_json(results: List[dict], out: IO[str]) -> None:
-    counts = {k: sum(1 for r in results if r.get("verdict") == k) for k in (CONFIRMED, NOT_CONFIRMED, ERROR)}
-    doc = {
-        "version": 1,
-        "cases": results,
-        "summary": {"cases": len(results), "confirmed": counts[CONFIRMED], "not_confirmed": counts[NOT_CONFIRMED], "errors": counts[ERROR]},
-    }
+    c = counts(results)
+    summary = {"cases": len(results)}
+    summary.update({k.replace(" ", "_") if k != ERROR else "errors": c[k] for k in VERDICTS})
+    doc = {"version": 2, "cases": results, "summary": summary}
     out.write(json.dumps(doc, indent=2, default=str) + "\n")
 
 
-def exit_code(results: List[dict]) -> int:
-    if not results or any(r.get("verdict") == ERROR for r in results):
-        return 2 if results else 1
-    return 0 if all(r.get("verdict") == CONFIRMED for r in results) else 1
+def exit_code(results: List[dict], strict: bool = False) -> int:
+    """2 on any error; 1 when no case ran or any verdict does not pass
+    (``cannot simulate`` passes unless ``strict``); else 0."""
+    if not results:
+        return 1
+    if any(r.get("verdict") == ERROR for r in results):
+        return 2
+    passing = set(PASSING) | (set() if strict else {CANNOT_SIMULATE})
+    return 0 if all(r.get("verdict") in passing for r in results) else 1
+
+
+__all__ = [
+    "FIX_FAILED", "MISSED", "NOT_REPRODUCED", "counts", "exit_code", "report_json", "report_text", "summary_line",
+]

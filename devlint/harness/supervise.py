@@ -20,7 +20,17 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from devlint.engine import fix_source
 
 DEFAULT_TIMEOUT = 120.0
-CONFIRMED, NOT_CONFIRMED, ERROR = "confirmed", "not confirmed", "error"
+# the verdicts (docs/harness.md, "Verdicts")
+CONFIRMED = "confirmed"  # the bug reproduced, the fix ran, outputs equal
+NO_BUG = "no bug"  # devlint reports nothing on the code the case ran, and it ran
+NOT_REPRODUCED = "finding not reproduced"  # devlint reports something there, and it ran
+FIX_FAILED = "fix failed"  # the bug reproduced and the fixed code failed too (or changed the results)
+MISSED = "bug missed"  # the original fails, devlint reports nothing on the code the case ran
+CANNOT_SIMULATE = "cannot simulate"  # the simulation cannot follow the code: no verdict on the fix
+ERROR = "error"  # a malformed case, a crash, a timeout, a file whose cases cannot be listed
+VERDICTS = (CONFIRMED, NO_BUG, NOT_REPRODUCED, FIX_FAILED, MISSED, CANNOT_SIMULATE, ERROR)
+#: verdicts that pass (exit 0); CANNOT_SIMULATE too unless --strict
+PASSING = (CONFIRMED, NO_BUG)
 
 
 @dataclass
@@ -38,13 +48,39 @@ class FileJob:
     project_files: Dict[str, Tuple[str, str]] = field(default_factory=dict)
     root: str = ""
     source_roots: List[str] = field(default_factory=lambda: ["."])
+    #: what devlint reports in the original text of the files the case
+    #: runs: ``{"path", "line", "end_line", "code", "message", "fixable"}``
+    #: (path as the run names it); a case is judged on those its run reached
+    findings: List[dict] = field(default_factory=list)
+
+    @property
+    def unchanged(self) -> bool:
+        """devlint's fixes changed nothing the case runs."""
+        if self.project_files:
+            return all(a == b for a, b in self.project_files.values())
+        return self.original == self.fixed
+
+
+def finding_json(d, path: Optional[str] = None) -> dict:
+    """A :class:`~devlint.diagnostic.Diagnostic` as a job's finding."""
+    return {
+        "path": path or d.path,
+        "line": d.line,
+        "end_line": max(d.end_line or d.line, d.line),
+        "code": d.code,
+        "message": d.message,
+        "fixable": d.fix is not None,
+    }
 
 
 def job_for_text(path: str, text: str, codes: Optional[Sequence[str]] = None, ignore: Sequence[str] = ()) -> FileJob:
     """The job for ``verify``: the engine's own fixes, unsafe ones included."""
+    from devlint.engine import lint_source
+
     result = fix_source(text, path, codes, unsafe=True, ignore=ignore)
     fixed = result.fixed_text if result.fixed_text is not None else text
-    return FileJob(path, text, fixed, sorted({d.code for d in result.applied}))
+    findings = [finding_json(d, path) for d in lint_source(text, path, codes, ignore).diagnostics]
+    return FileJob(path, text, fixed, sorted({d.code for d in result.applied}), findings=findings)
 
 
 def torch_available() -> bool:
@@ -53,16 +89,105 @@ def torch_available() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-def verdict(result: dict) -> str:
-    if any(k in result for k in ("case_error", "harness_error", "timeout", "crash", "file_error")):
-        return ERROR
-    if (
-        result.get("original", {}).get("status") == "reproduced"
-        and result.get("fixed", {}).get("status") == "ok"
-        and result.get("equivalence", {}).get("status") in ("equal", "not applicable")
-    ):
-        return CONFIRMED
-    return NOT_CONFIRMED
+def _where(f: dict) -> str:
+    return f"{f['code']} (line {f['line']})" if f.get("line") else f["code"]
+
+
+def _findings_text(fs: Sequence[dict], limit: int = 4) -> str:
+    shown = ", ".join(_where(f) for f in fs[:limit])
+    return shown + (f" and {len(fs) - limit} more" if len(fs) > limit else "")
+
+
+def _count(items: Sequence, one: str, many: str) -> str:
+    return one if len(items) == 1 else many.format(len(items))
+
+
+def _error_line(info: dict) -> str:
+    return f"{info.get('type', '?')}: {info.get('message', '')}"
+
+
+def simulation_text(info: dict, why: bool = True) -> str:
+    """What the simulation could not follow: the operation, where the code
+    reached it, and (``why``) the reason."""
+    parts = []
+    if info.get("operation"):
+        parts.append(info["operation"])
+    if info.get("line"):
+        parts.append(f"at {info['line']}" + (f" `{info['code']}`" if info.get("code") else ""))
+    reason = info.get("simulation_limit", "")
+    if not why and parts:
+        return " ".join(parts)
+    return (" ".join(parts) + ": " if parts else "") + reason
+
+
+def judge(result: dict, findings: Sequence[dict] = ()) -> Tuple[str, str]:
+    """The case's verdict and a sentence saying why (docs/harness.md,
+    "Verdicts"). ``findings``: the job's, each with ``reached`` set."""
+    for key in ("case_error", "harness_error", "timeout", "crash", "file_error"):
+        if key in result:
+            return ERROR, f"{key.replace('_', ' ')}: {str(result[key]).splitlines()[0] if result[key] else ''}"
+    original = result.get("original", {})
+    fixed = result.get("fixed", {})
+    eq = result.get("equivalence", {})
+    o, f, e = original.get("status"), fixed.get("status"), eq.get("status")
+    reached = [x for x in findings if x.get("reached")]
+    fixed_fine = f == "unchanged" or (f == "ok" and e in ("equal", "not applicable"))
+    if o == "cannot simulate":
+        return CANNOT_SIMULATE, "the simulation cannot follow the original: " + simulation_text(original.get("error", {}), why=False)
+    if o == "not reproduced":
+        if reached:
+            return NOT_REPRODUCED, (
+                f"devlint reports {_findings_text(reached)} on code this case ran, and it ran without error "
+                "under the placement"
+            )
+        if fixed_fine or f == "cannot simulate":
+            return NO_BUG, "the original ran under the placement; devlint reports nothing on the code it ran" + (
+                f" ({_count(findings, 'its finding is', 'its {} findings are')} on code the case did not reach)" if findings else ""
+            )
+        return FIX_FAILED, "the original runs under the placement but the fixed code does not: " + _fixed_problem(fixed, eq)
+    # the original failed under the placement
+    if f == "cannot simulate":
+        return CANNOT_SIMULATE, "the simulation cannot follow the fixed code: " + simulation_text(fixed.get("error", {}), why=False)
+    if f == "ok" and e in ("equal", "not applicable"):
+        return CONFIRMED, "the bug reproduced, the fixed code ran with the expected outputs" + (
+            ", equal on one device" if e == "equal" else " (the original fails on one device too)"
+        )
+    if not reached:
+        return MISSED, (
+            "the original fails under the placement and devlint reports nothing on the code this case ran"
+            + (f" ({_count(findings, 'its finding is', 'its {} findings are')} on code the case did not reach)" if findings else "")
+        )
+    if f == "unchanged":
+        return FIX_FAILED, f"devlint reports {_findings_text(reached)} but its fixes changed nothing the case runs"
+    return FIX_FAILED, f"the bug reproduced ({_findings_text(reached)}) and " + _fixed_problem(fixed, eq)
+
+
+def _fixed_problem(fixed: dict, eq: dict) -> str:
+    f = fixed.get("status")
+    if f == "failed":
+        return "the fixed code fails too: " + _error_line(fixed.get("error", {}))
+    if f == "wrong output":
+        return "the fixed code gives the wrong outputs: " + fixed.get("detail", "")
+    if f == "ok":
+        return f"the fixed code's outputs on one device: {eq.get('status', '?')}: {eq.get('detail', '')}"
+    return f"the fixed code: {f}: {fixed.get('detail', '')}"
+
+
+def verdict(result: dict, findings: Sequence[dict] = ()) -> str:
+    return judge(result, findings)[0]
+
+
+def _reached(job: FileJob, lines: Dict[str, List[int]]) -> List[dict]:
+    """The job's findings, each marked with whether the original's run
+    executed one of its lines."""
+    out = []
+    for f in job.findings:
+        key = f["path"]
+        if job.project_files:
+            key = os.path.relpath(os.path.abspath(f["path"]), os.path.abspath(job.root))
+        ran = set(lines.get(key, ()))
+        out.append(dict(f, reached=any(n in ran for n in range(f["line"], f["end_line"] + 1))))
+    return out
 
 
 def verify_jobs(
@@ -102,7 +227,10 @@ def verify_jobs(
         for r in per_file.get(i, []):
             r["file"] = job.path
             r["rules"] = job.rules
-            r["verdict"] = verdict(r)
+            findings = _reached(job, r.pop("reached", {}))
+            if "original" in r:
+                r["findings"] = findings
+            r["verdict"], r["why"] = judge(r, findings)
             results.append(r)
     return results
 
@@ -165,6 +293,7 @@ def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child:
         "search_path": [] if project else [os.path.dirname(os.path.abspath(job.path))],
         "project": project,
         "simulate": simulate,
+        "same": job.unchanged,
         "skip": [],
     }
     order: Optional[List[dict]] = None

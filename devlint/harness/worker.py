@@ -67,9 +67,20 @@ def _project_roots(path: str) -> Optional[List[str]]:
 
 def _forget(tops: set) -> None:
     """Drop the project's modules from ``sys.modules`` (the case module and
-    what it imported keep their references)."""
-    for name in [n for n in sys.modules if n.split(".", 1)[0] in tops]:
-        del sys.modules[name]
+    what it imported keep their references): those under the project's
+    top-level names, and any module whose file lies in one of the copies
+    (a package beside a script in a subfolder of the source root, whose
+    top-level name is not one of the root's: ``fixtures/projects/x/tree/``
+    verified from the repository's root)."""
+    trees = tuple(os.path.join(_PROJECT[w + "_tree"], "") for w in ("original", "fixed") if _PROJECT and _PROJECT.get(w + "_tree"))
+    for name in list(sys.modules):
+        if name.split(".", 1)[0] in tops:
+            del sys.modules[name]
+            continue
+        if trees and not name.startswith("_devlint_case_module_"):
+            where = getattr(sys.modules.get(name), "__file__", None) or ""
+            if where and os.path.abspath(where).startswith(trees):
+                del sys.modules[name]
 
 
 def _cases(module: Any) -> List[dict]:
@@ -100,6 +111,25 @@ _SIMULATION_LIMITS = {
     "UnsupportedFakeTensorException": "an operation is not supported on fake tensors",
     "NoFakeKernelError": "an operator has no fake-tensor implementation and cannot run on a simulated CUDA device",
 }
+
+
+#: what user code usually wrote to reach an operator that needs values
+_OPERATION_HINTS = {
+    "_local_scalar_dense": ".item(), int()/float()/bool() of a tensor, or `if tensor`",
+    "nonzero": "nonzero(), a boolean mask index or torch.where(cond)",
+    "masked_select": "masked_select or a boolean mask index",
+    "unique": "torch.unique",
+    "_unique2": "torch.unique",
+    "repeat_interleave": "repeat_interleave with tensor repeats",
+}
+
+
+def _operation_name(op: Any) -> str:
+    """``aten.nonzero.default (nonzero(), a boolean mask index ...)``."""
+    text = str(op)
+    base = text.split(".")[1] if text.startswith("aten.") and text.count(".") >= 1 else text
+    hint = _OPERATION_HINTS.get(base)
+    return f"{text} ({hint})" if hint else text
 
 
 class Failure(Exception):
@@ -146,6 +176,9 @@ def _describe(exc: BaseException, phase: str, files: Dict[str, str]) -> dict:
             break
     if raised in _SIMULATION_LIMITS:
         info["simulation_limit"] = _SIMULATION_LIMITS[raised]
+        op = getattr(exc, "func", None) or getattr(exc, "operation", None)
+        if op is not None:
+            info["operation"] = _operation_name(op)
     elif "not linked with support for cuda" in info["message"] or "not compiled with CUDA" in info["message"]:
         info["simulation_limit"] = "the code reaches a CUDA-only path the simulation cannot follow"
     return info
@@ -176,6 +209,73 @@ def _call_args(inputs: Any) -> Tuple[tuple, dict]:
     if isinstance(inputs, tuple):
         return inputs, {}
     return (inputs,), {}
+
+
+# --------------------------------------------------------------------------
+# which lines of the original ran (a finding on a line the case never
+# reached is not one the case can confirm or refute)
+
+
+class _Lines:
+    """Record the lines executed in the files ``keys`` names (filename to
+    the key results are reported under), in every thread, for the
+    duration. Frames of other files get no local tracer."""
+
+    def __init__(self, keys: Callable[[str], Optional[str]]) -> None:
+        self.keys = keys
+        self.known: Dict[str, Optional[str]] = {}
+        self.hits: Dict[str, set] = {}
+
+    def _global(self, frame: Any, event: str, arg: Any) -> Any:
+        name = frame.f_code.co_filename
+        key = self.known.get(name, "?")
+        if key == "?":
+            key = self.known[name] = self.keys(name)
+        if key is None:
+            return None
+        hits = self.hits.setdefault(key, set())
+        hits.add(frame.f_lineno)
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                hits.add(frame.f_lineno)
+            return local
+
+        return local
+
+    def __enter__(self) -> "_Lines":
+        import threading
+
+        self.saved = (sys.gettrace(), threading.gettrace() if hasattr(threading, "gettrace") else None)
+        threading.settrace(self._global)
+        sys.settrace(self._global)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        import threading
+
+        sys.settrace(self.saved[0])
+        threading.settrace(self.saved[1])  # type: ignore[arg-type]
+
+    def result(self) -> Dict[str, List[int]]:
+        return {k: sorted(v) for k, v in self.hits.items()}
+
+
+def _coverage_keys(job: dict) -> Callable[[str], Optional[str]]:
+    """Filename -> key: the case file's display path for one file; for a
+    project, the path relative to the original copy's tree."""
+    project = job.get("project") or {}
+    tree = project.get("original_tree")
+    if tree:
+        root = os.path.join(os.path.abspath(tree), "")
+
+        def key(name: str) -> Optional[str]:
+            here = os.path.abspath(name)
+            return os.path.relpath(here, root) if here.startswith(root) else None
+
+        return key
+    original = os.path.abspath(job["original"])
+    return lambda name: job["display"] if os.path.abspath(name) == original else None
 
 
 # --------------------------------------------------------------------------
@@ -510,14 +610,22 @@ def run_case(job: dict, name: str, meta: dict) -> dict:
         plan = E.make_plan(meta["devices"], simulate)
         label = plan.label
     result: Dict[str, Any] = {"case": name, "placement": placement, "devices": meta["devices"], "device_path": label}
+    lines = _Lines(_coverage_keys(job))
     try:
-        _run_under_placement(job["original"], job["display"], name, plan, placement != "checkpoint")
+        with lines:
+            _run_under_placement(job["original"], job["display"], name, plan, placement != "checkpoint")
         result["original"] = {"status": "not reproduced", "detail": "ran without error under the placement"}
     except Failure as f:
         if "simulation_limit" in f.info:
             result["original"] = {"status": "cannot simulate", "detail": f.info["simulation_limit"], "error": f.info}
         else:
             result["original"] = {"status": "reproduced", "error": f.info}
+    result["reached"] = lines.result()
+    if job.get("same"):
+        # devlint changed nothing the case runs: the "fixed" code is the
+        # original, and running it again would only repeat step 1
+        result["fixed"] = {"status": "unchanged", "detail": "devlint changed nothing in the files this case runs"}
+        return result
     fixed_run: Optional[dict] = None
     try:
         fixed_run = _run_under_placement(job["fixed"], job["fixed_display"], name, plan, placement != "checkpoint")
