@@ -127,12 +127,12 @@ class _Run:
         #: only for their summaries (no finding of theirs is reported)
         self.followed: List[str] = []
         if not meta.get("devlint.no_project", False):
-            from devlint.project.plan import follow_imports, make_plan
+            from devlint.project.plan import make_plan
 
             # files the run does not check: the summaries the last run that did stored
             seed = self.cache.project_summaries(self.files) if self.cache is not None else ()
-            self.followed = follow_imports(self.files, cfg.source_roots(), [s[0] for s in seed])
-            self.plan = make_plan([*self.files, *self.followed], cfg.source_roots(), seed)
+            self.plan = make_plan(self.files, cfg.source_roots(), seed, follow=True)
+            self.followed = self.plan.followed
 
     def jobs(self, **kw) -> List[Job]:
         """The jobs of the run: the files it checks, then the files it only

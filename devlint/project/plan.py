@@ -44,6 +44,8 @@ class ProjectPlan:
     #: module -> summary of files the run does not check, as the last run
     #: that did stored them (still matching their content)
     seed: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    #: files the run's files import that it only summarises (``follow``)
+    followed: List[str] = field(default_factory=list)
 
 
 def _text(path: str) -> str:
@@ -56,15 +58,19 @@ def _text(path: str) -> str:
 
 
 def make_plan(paths: Sequence[str], roots: Sequence[str],
-              seed: Iterable[Tuple[str, str, bool, Dict[str, Any], str]] = ()) -> ProjectPlan:
+              seed: Iterable[Tuple[str, str, bool, Dict[str, Any], str]] = (), follow: bool = False,
+              limit: int = 0) -> ProjectPlan:
     """``seed``: (path, module, is a package, summary, text) of files the run
     does not check whose stored summaries it may read
-    (``ResultCache.project_summaries``)."""
+    (``ResultCache.project_summaries``). ``follow``: also plan the project
+    files the run's files import that neither the run nor the seed holds
+    (``ProjectPlan.followed``: read for their summaries only), at most
+    ``limit`` of them (default ``FOLLOW_LIMIT``)."""
     plan = ProjectPlan()
     targets: Dict[str, Set[str]] = {}
-    for path in paths:
-        if not path.endswith(PYTHON_SUFFIXES):
-            continue
+    defines: Dict[str, bool] = {}
+
+    def add(path: str) -> None:
         module = module_name(path, roots)
         if module is not None and module in plan.paths:
             module = None  # two files claim one name (a .py and its .pyi): the first keeps it
@@ -73,16 +79,28 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
         text = _text(path)
         imports = read_imports(text, module, pkg)
         targets[path] = imports.targets
+        if pkg:
+            defines[path] = bool(_DEFINES.search(text))
         if module is not None:
             plan.paths[module] = path
             plan.aliases[module] = imports.aliases
+
+    for path in paths:
+        if path.endswith(PYTHON_SUFFIXES):
+            add(path)
+    seeded = []
     for path, module, pkg, summary, text in seed:
+        seeded.append(path)
         if module in plan.paths:
             continue  # the run checks a file of that name: its own summary comes
         plan.seed[module] = summary
         plan.paths[module] = path
         stored = summary.get("aliases")
         plan.aliases[module] = stored if isinstance(stored, dict) else read_imports(text, module, pkg).aliases
+    if follow:
+        for path in _follow(list(plan.files), targets, roots, seeded, limit or FOLLOW_LIMIT, plan):
+            add(path)
+            plan.followed.append(path)
     checked = {fp.module for fp in plan.files.values() if fp.module is not None}
     modules = set(plan.paths)
     edges: Dict[str, List[str]] = {}
@@ -107,7 +125,7 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
     # that ``pkg/__init__.py`` imports), which would run a whole package as
     # one wave whose members cannot see each other's summaries
     relays = {m for m, path in plan.paths.items()
-              if m in checked and plan.files[path].is_package and not _DEFINES.search(_text(path))}
+              if m in checked and plan.files[path].is_package and not defines.get(path, True)}
     if relays:
         for path, fp in plan.files.items():
             if fp.module is None or fp.module not in edges:
@@ -137,35 +155,58 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
 FOLLOW_LIMIT = 400
 
 
-def follow_imports(paths: Sequence[str], roots: Sequence[str], known: Iterable[str] = (),
-                   limit: int = FOLLOW_LIMIT) -> List[str]:
-    """The files of the project that the files of a run import (at module
+def follow_imports(paths: Sequence[str], roots: Sequence[str], limit: int = FOLLOW_LIMIT) -> List[str]:
+    """The files :func:`make_plan` with ``follow`` adds (see ``_follow``)."""
+    return make_plan(paths, roots, follow=True, limit=limit).followed
+
+
+def _follow(start: List[str], targets: Dict[str, Set[str]], roots: Sequence[str], known: Iterable[str],
+            limit: int, plan: ProjectPlan) -> List[str]:
+    """The files of the project that the files ``start`` import (at module
     level, transitively) but the run does not check and ``known`` (files
     whose stored summaries it has) does not hold: a run on ``train.py``
     alone reads the summaries of the ``models.py`` it imports, as mypy
     follows imports. A module is looked for below the folder its importer's
     top-level package sits in and below the source roots; a name that
     resolves to no file there (``torch``, a package installed elsewhere)
-    stays unknown. At most ``limit`` files, nearest first."""
-    seen = {os.path.abspath(p) for p in (*paths, *known)}
-    bases: List[str] = []
+    stays unknown. At most ``limit`` files, nearest first. ``targets``
+    holds the imports of the files read so far and grows as files are."""
+    seen = {os.path.abspath(p) for p in (*start, *known)}
+    #: (folder, top-level package found there, or "" for any module: a source root)
+    bases: List[Tuple[str, str]] = []
 
-    def base_of(path: str, module: Optional[str], pkg: bool) -> None:
+    def base_of(path: str) -> None:
+        fp = plan.files.get(path)
+        module, pkg = (fp.module, fp.is_package) if fp is not None else (None, False)
         if module is None:
             return
         d = os.path.dirname(os.path.abspath(path))
         for _ in range(module.count(".") + (1 if pkg else 0)):
             d = os.path.dirname(d)
-        if d not in bases:
-            bases.append(d)
+        # the importer's own top-level package: a sibling folder there is
+        # another project (a checkout next to it), not this one
+        base = (d, module.split(".", 1)[0])
+        if base not in bases and (d, "") not in bases:
+            bases.append(base)
+            resolved.clear()  # a new place to look
+
+    resolved: Dict[str, Optional[str]] = {}
+    listed: Dict[str, Set[str]] = {}
 
     def resolve(target: str) -> Optional[str]:
+        if target not in resolved:
+            resolved[target] = _resolve(target)
+        return resolved[target]
+
+    def _resolve(target: str) -> Optional[str]:
         parts = target.split(".")
         for n in (len(parts), len(parts) - 1):  # pkg.mod, or pkg.mod.Name
             if n < 1:
                 continue
             rel = os.path.join(*parts[:n])
-            for base in bases:
+            for base, top in bases:
+                if (top and parts[0] != top) or (not top and parts[0] not in _entries(base, listed)):
+                    continue
                 for cand in (os.path.join(base, rel + ".py"), os.path.join(base, rel, "__init__.py")):
                     if os.path.isfile(cand):
                         return os.path.abspath(cand)
@@ -173,29 +214,48 @@ def follow_imports(paths: Sequence[str], roots: Sequence[str], known: Iterable[s
 
     for root in roots:
         r = os.path.abspath(root)
-        if os.path.isdir(r) and r not in bases:
-            bases.append(r)
-    queue: List[Tuple[str, Optional[str], bool]] = []
-    for path in paths:
-        if path.endswith(".py"):
-            module, pkg = module_name(path, roots), is_package_file(path)
-            base_of(path, module, pkg)
-            queue.append((path, module, pkg))
+        if os.path.isdir(r) and (r, "") not in bases:
+            bases.append((r, ""))
+    for path in start:
+        base_of(path)
+    queue = list(start)
     out: List[str] = []
     while queue and len(out) < limit:
-        path, module, pkg = queue.pop(0)
-        for target in sorted(read_imports(_text(path), module, pkg).targets):
+        path = queue.pop(0)
+        for target in sorted(targets.get(path, ())):
+            if target in plan.paths:
+                continue  # a module of the run (or of the seed)
             found = resolve(target)
             if found is None or found in seen:
                 continue
             seen.add(found)
-            out.append(_shown(found, paths))
+            shown = _shown(found, start)
+            out.append(shown)
             if len(out) >= limit:
                 break
-            fmodule, fpkg = module_name(found, roots), is_package_file(found)
-            base_of(found, fmodule, fpkg)
-            queue.append((found, fmodule, fpkg))
+            # its imports, read now (make_plan adds it to the plan after)
+            module, pkg = module_name(shown, roots), is_package_file(shown)
+            targets[shown] = read_imports(_text(shown), module, pkg).targets
+            plan.files.setdefault(shown, FilePlan(module, pkg))
+            base_of(shown)
+            queue.append(shown)
+    for path in out:
+        plan.files.pop(path, None)  # make_plan adds them in full
     return out
+
+
+def _entries(folder: str, known: Dict[str, Set[str]]) -> Set[str]:
+    """The module and package names a folder holds (``x`` for ``x.py`` and
+    for ``x/``), read once per run (``known``)."""
+    found = known.get(folder)
+    if found is None:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            names = []
+        found = {n[:-3] if n.endswith(".py") else n for n in names}
+        known[folder] = found
+    return found
 
 
 def _shown(path: str, paths: Sequence[str]) -> str:
