@@ -1,0 +1,910 @@
+"""``devlint server``: a Language Server (LSP over stdio) built on pygls.
+
+What it does (docs/editors.md has the editor settings):
+
+- diagnostics when a document opens, changes (debounced, the latest text
+  wins) and is saved, from the same engine, configuration and project index
+  as ``devlint check <file>``; linting runs on a worker thread, never on the
+  event loop;
+- code actions: each finding's fix (safe ones as ``quickfix``, unsafe ones
+  labelled "(unsafe)"), "Disable DLxxx for this line" (a ``# noqa`` comment,
+  :func:`devlint.noqa.add_noqa`), and the source action "Fix all safe
+  devlint problems" (``source.fixAll.devlint``; also the command
+  ``devlint.applyAutofix``);
+- hover on a finding or on a code in ``# noqa: DLxxx``: the rule's page;
+- settings from ``[tool.devlint]`` of the nearest ``pyproject.toml``,
+  re-read when one changes (``workspace/didChangeWatchedFiles``, or a saved
+  ``pyproject.toml``); excluded files get no diagnostics;
+- notebook documents: the code cells are linted as one module as for an
+  ``.ipynb`` file, findings published on their cells.
+
+Positions: devlint counts columns in code points; LSP clients count in
+UTF-16 code units unless they negotiate otherwise (``positionEncoding``),
+so every column is converted with the line's text.
+
+pygls is an optional dependency (``pip install 'devlint[lsp]'``): nothing
+else in devlint imports this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+
+from devlint import __version__
+from devlint.config import Config, ConfigError, load_config
+from devlint.diagnostic import Diagnostic, Edit, FileResult
+
+log = logging.getLogger("devlint.server")
+
+#: how long after the last keystroke a changed document is linted
+DEBOUNCE_SECONDS = 0.3
+SOURCE = "devlint"
+FIX_ALL_KIND = "source.fixAll.devlint"
+FIX_ALL_COMMAND = "devlint.applyAutofix"
+#: the rule pages; the same address SARIF's ``helpUri`` gives
+DOCS_URL = "https://github.com/devlint/devlint/blob/main/docs/rules.md#{anchor}"
+_NOQA_CODES = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)", re.I)
+
+
+# --------------------------------------------------------------------------
+# positions: devlint's 1-based code-point columns <-> the client's units
+
+
+def _units(text: str, encoding: str) -> int:
+    if encoding == types.PositionEncodingKind.Utf32:
+        return len(text)
+    if encoding == types.PositionEncodingKind.Utf8:
+        return len(text.encode("utf-8", errors="surrogatepass"))
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
+
+
+def to_client_column(line: str, column: int, encoding: str) -> int:
+    """The client's column of 0-based code-point column ``column`` of ``line``."""
+    return _units(line[:column], encoding)
+
+
+def from_client_column(line: str, column: int, encoding: str) -> int:
+    """The 0-based code-point column of the client's column ``column``."""
+    if encoding == types.PositionEncodingKind.Utf32:
+        return min(column, len(line))
+    units = 0
+    for i, ch in enumerate(line):
+        if units >= column:
+            return i
+        units += _units(ch, encoding)
+    return len(line)
+
+
+def _lines(text: str) -> List[str]:
+    # the lines as the engine counts them (\r\n, \r and \n end a line)
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _position(lines: Sequence[str], line: int, col: int, encoding: str) -> types.Position:
+    """1-based line, 1-based code-point column -> an LSP position."""
+    if line < 1:
+        return types.Position(0, 0)
+    if line > len(lines):
+        return types.Position(len(lines), 0)
+    return types.Position(line - 1, to_client_column(lines[line - 1], max(col - 1, 0), encoding))
+
+
+def _range(lines: Sequence[str], d_line: int, d_col: int, end_line: int, end_col: int, encoding: str) -> types.Range:
+    start = _position(lines, d_line, d_col, encoding)
+    if end_line < d_line or (end_line == d_line and end_col <= d_col):
+        # a finding without an extent: underline to the end of its line
+        text = lines[d_line - 1] if 0 < d_line <= len(lines) else ""
+        end = types.Position(start.line, max(start.character, _units(text, encoding)))
+        return types.Range(start, end)
+    return types.Range(start, _position(lines, end_line, end_col, encoding))
+
+
+def _text_edit(lines: Sequence[str], e: Edit, encoding: str) -> types.TextEdit:
+    return types.TextEdit(
+        range=types.Range(_position(lines, e.start_line, e.start_col, encoding), _position(lines, e.end_line, e.end_col, encoding)),
+        new_text=e.content,
+    )
+
+
+def _whole_document(lines: Sequence[str], new_text: str) -> types.TextEdit:
+    return types.TextEdit(range=types.Range(types.Position(0, 0), types.Position(len(lines), 0)), new_text=new_text)
+
+
+def _minimal_edit(old: str, new: str, encoding: str) -> types.TextEdit:
+    """One edit turning ``old`` into ``new``: the span between their common
+    prefix and suffix (what a one-line comment change needs)."""
+    start = 0
+    limit = min(len(old), len(new))
+    while start < limit and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < limit - start and old[len(old) - 1 - end] == new[len(new) - 1 - end]:
+        end += 1
+    lines = _lines(old)
+
+    def at(offset: int) -> types.Position:
+        before = old[:offset].replace("\r\n", "\n").replace("\r", "\n")
+        line = before.count("\n")
+        col = len(before) - (before.rfind("\n") + 1)
+        return types.Position(line, to_client_column(lines[line], col, encoding))
+
+    return types.TextEdit(types.Range(at(start), at(len(old) - end)), new[start : len(new) - end])
+
+
+# --------------------------------------------------------------------------
+# documents and settings
+
+
+def uri_to_path(uri: str) -> Optional[str]:
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    path = unquote(parsed.path)
+    if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):  # pragma: no cover
+        path = path[1:]
+    return path
+
+
+@dataclass
+class Settings:
+    """What linting one file needs: its configuration and rule codes."""
+
+    config: Config
+    codes: Tuple[str, ...]
+    ignore: Tuple[str, ...]
+    excluded: bool
+
+
+@dataclass
+class LintResult:
+    version: Optional[int]
+    text: str
+    result: FileResult
+    settings: Optional[Settings] = None
+    #: a notebook: cell index (1-based, markdown cells counted) -> cell uri, cell text
+    cells: Dict[int, Tuple[str, str]] = field(default_factory=dict)
+
+
+def _rule_doc(code: str) -> Optional[str]:
+    from devlint.rule import all_rules
+
+    rule = all_rules().get(code)
+    if rule is None:
+        return None
+    return rule.documentation()
+
+
+class DevlintServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(
+            "devlint",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithCells(
+                        cells=[types.NotebookCellLanguage(language="python")],
+                        notebook="jupyter-notebook",
+                    )
+                ],
+                save=True,
+            ),
+        )
+        #: one worker: lints run one at a time, off the event loop
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devlint-lint")
+        self.pending: Dict[str, asyncio.TimerHandle] = {}
+        self.results: Dict[str, LintResult] = {}
+        #: folder -> its configuration (cleared when a pyproject.toml changes)
+        self._configs: Dict[str, Config] = {}
+        self._config_errors: set = set()
+        #: (cache folder, config key) -> (results file, its mtime, seed) for the project index
+        self._seeds: Dict[Tuple[str, str], Tuple[str, Any, list]] = {}
+        self._lock = threading.Lock()
+
+    # -- settings ------------------------------------------------------------
+    def encoding(self) -> str:
+        try:
+            enc = self.workspace.position_encoding
+        except Exception:
+            enc = None
+        return str(getattr(enc, "value", enc) or types.PositionEncodingKind.Utf16.value)
+
+    def _folder_for(self, path: Optional[str]) -> Optional[str]:
+        """The workspace folder holding ``path`` (the deepest), else the root."""
+        best = None
+        try:
+            folders = [uri_to_path(f.uri) for f in self.workspace.folders.values()]
+            root = self.workspace.root_path
+        except Exception:
+            folders, root = [], None
+        for folder in folders:
+            if folder and path and (path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)):
+                if best is None or len(folder) > len(best):
+                    best = folder
+        return best or root
+
+    def settings_for(self, path: Optional[str]) -> Settings:
+        """The configuration ``devlint check <path>`` would use, the rule codes
+        it enables, the codes ignored for the file and whether the
+        configuration excludes it."""
+        from devlint.catalog import rule_table
+        from devlint.files import excluded_by_config
+
+        folder = self._folder_for(path)
+        start = path if path else (folder or os.getcwd())
+        key = os.path.dirname(start) if path else start
+        with self._lock:
+            cfg = self._configs.get(key)
+        if cfg is None:
+            try:
+                cfg = load_config([start])
+            except ConfigError as exc:
+                message = str(exc)
+                if message not in self._config_errors:
+                    self._config_errors.add(message)
+                    self._notify(f"devlint: {message}; using the default settings until it is fixed", types.MessageType.Error)
+                cfg = Config()
+            if cfg.source is None and folder:
+                # no pyproject.toml with [tool.devlint]: the workspace folder
+                # stands for the current folder of a command-line run
+                cfg = replace(cfg, root=folder)
+            with self._lock:
+                self._configs[key] = cfg
+        codes = tuple(cfg.enabled_codes(rule_table()))
+        if path is None:
+            return Settings(cfg, codes, (), False)
+        excluded = excluded_by_config(path, tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root)
+        return Settings(cfg, codes, cfg.ignored_for(path), excluded)
+
+    def reload_settings(self) -> None:
+        with self._lock:
+            self._configs.clear()
+            self._seeds.clear()
+        self._config_errors.clear()
+
+    def _notify(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        try:
+            self.window_show_message(types.ShowMessageParams(type=kind, message=message))
+        except Exception:  # not connected (tests calling lint directly)
+            log.warning(message)
+
+    def _log(self, message: str) -> None:
+        try:
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message))
+        except Exception:
+            log.warning(message)
+
+    # -- the project index ---------------------------------------------------
+    def _seed(self, cfg: Config) -> list:
+        """The summaries the last ``devlint check`` stored in the result
+        cache for files whose content is still the one summarised (what a
+        one-file CLI run seeds its index with); re-read when the cache file
+        changes."""
+        from devlint.cache import ResultCache, cache_dir
+
+        where = (cache_dir(cfg.root), cfg.cache_key())
+        with self._lock:
+            known = self._seeds.get(where)
+        try:
+            stamp = os.stat(known[0]).st_mtime_ns if known is not None else None
+        except OSError:
+            stamp = None
+        if known is not None and stamp is not None and known[1] == stamp:
+            return known[2]
+        cache = ResultCache(*where)  # reads the results file (and hashes devlint's code for its name)
+        try:
+            stamp = os.stat(cache.file).st_mtime_ns
+        except OSError:
+            stamp = None
+        # the paths are as the run that stored them named them: relative
+        # ones to its current folder, taken to be the project's root
+        cache.entries = {p if os.path.isabs(p) else os.path.normpath(os.path.join(cfg.root, p)): e for p, e in cache.entries.items()}
+        seed = cache.project_summaries(()) if stamp is not None else []
+        with self._lock:
+            self._seeds[where] = (cache.file, stamp, seed)
+        return seed
+
+    def project_for(self, path: str, text: str, cfg: Config):
+        """The file's place in the project, as a one-file CLI run sees it:
+        its module name and an index seeded from the cache."""
+        from devlint.files import PYTHON_SUFFIXES
+
+        if not path.endswith(PYTHON_SUFFIXES):
+            return None
+        from devlint.project.imports import read_imports
+        from devlint.project.index import ProjectContext, ProjectIndex
+        from devlint.project.plan import make_plan
+
+        me = os.path.abspath(path)
+        seed = [s for s in self._seed(cfg) if os.path.abspath(s[0]) != me]
+        plan = make_plan([path], cfg.source_roots(), seed)
+        fp = plan.files.get(path)
+        if fp is None:
+            return None
+        if fp.module is not None:  # the buffer's imports, not the file's on disk
+            plan.aliases[fp.module] = read_imports(text, fp.module, fp.is_package).aliases
+            _add_reexports(plan, fp.module, cfg.source_roots())
+        # messages name other files as ``devlint check`` run from the root does
+        root = os.path.abspath(cfg.root)
+        for name, where in plan.paths.items():
+            full = os.path.abspath(where)
+            if full.startswith(root.rstrip(os.sep) + os.sep):
+                plan.paths[name] = os.path.relpath(full, root)
+        index = ProjectIndex(summaries=plan.seed, aliases=plan.aliases, paths=plan.paths)
+        return ProjectContext(fp.module, fp.is_package, index)
+
+    # -- linting (on the worker thread) --------------------------------------
+    def lint_text(self, uri: str, text: str, fix: bool = False) -> Tuple[FileResult, Settings]:
+        """Check (or, ``fix``: fix the safe problems of) one document's text."""
+        from devlint.engine import fix_source, lint_source
+        from devlint.limits import run_deep
+
+        path = uri_to_path(uri)
+        settings = self.settings_for(path)
+        name = path or uri
+        if settings.excluded:
+            return FileResult(path=name, skipped=True, fixed_text=text if fix else None), settings
+        project = None
+        if path is not None:
+            try:
+                project = self.project_for(path, text, settings.config)
+            except Exception as exc:  # the index is a bonus: never lose the file's own findings
+                self._log(f"devlint: project index unavailable for {path}: {type(exc).__name__}: {exc}")
+        try:
+            if fix:
+                result = run_deep(fix_source, text, name, settings.codes, unsafe=False, ignore=settings.ignore, project=project)
+            else:
+                result = run_deep(lint_source, text, name, settings.codes, settings.ignore, project=project)
+        except RecursionError:
+            result = FileResult(path=name, error="skipped: too deeply nested to analyse")
+        except Exception as exc:
+            result = FileResult(path=name, internal_errors=[f"internal error ({type(exc).__name__}: {exc}); please report this as a devlint bug"])
+        return result, settings
+
+    def lint_cells(self, notebook_uri: str, cells: Sequence[Tuple[int, str, str]], fix: bool = False):
+        """Check the code cells of a notebook as ``devlint check x.ipynb``
+        does. ``cells``: (1-based index among all cells, uri, text)."""
+        from devlint.engine import fix_source
+        from devlint.notebook import Cell, Notebook, join_cells, lint_cells, mask_ipython, split_cells, unmask
+
+        path = uri_to_path(notebook_uri)
+        settings = self.settings_for(path)
+        name = path or notebook_uri
+        code_cells = []
+        for index, _uri, text in cells:
+            masked = mask_ipython(text)
+            if masked is not None:
+                code_cells.append(Cell(index, text, masked[0], masked[1], False))
+        if settings.excluded or not code_cells:
+            return FileResult(path=name, skipped=True), settings, {}
+        nb = Notebook(data={}, text="", cells=code_cells, style=None, crlf=False)
+        if not fix:
+            result, _ = lint_cells(nb, name, settings.codes, settings.ignore)
+            return result, settings, {}
+        joined = join_cells(code_cells)
+        fixed = fix_source(joined.text, name, settings.codes, unsafe=False, ignore=settings.ignore)
+        new = split_cells(fixed.fixed_text or joined.text, code_cells) or {}
+        out = {}
+        for cell in code_cells:
+            if cell.index in new and new[cell.index] != cell.masked:
+                source = unmask(new[cell.index], cell.masks)
+                if source is not None and source != cell.source:
+                    out[cell.index] = source
+        return fixed, settings, out
+
+    # -- publishing ------------------------------------------------------------
+    def to_lsp(self, d: Diagnostic, text: str, root: Optional[str] = None) -> types.Diagnostic:
+        lines = _lines(text)
+        enc = self.encoding()
+        severity = types.DiagnosticSeverity.Error if d.code == "DL000" else types.DiagnosticSeverity.Warning
+        message = d.message
+        if d.fix is not None and not d.fix.is_safe:
+            message += " (unsafe fix available)"
+        related = []
+        for rpath, rline, what in d.related:
+            related.append(
+                types.DiagnosticRelatedInformation(
+                    location=types.Location(
+                        uri=_path_to_uri(rpath if os.path.isabs(rpath) or root is None else os.path.join(root, rpath)),
+                        range=types.Range(types.Position(max(rline - 1, 0), 0), types.Position(max(rline - 1, 0), 0)),
+                    ),
+                    message=what,
+                )
+            )
+        return types.Diagnostic(
+            range=_range(lines, d.line, d.col, d.end_line, d.end_col, enc),
+            message=message,
+            severity=severity,
+            code=d.code,
+            code_description=types.CodeDescription(href=DOCS_URL.format(anchor=d.code.lower())) if d.code != "DL000" else None,
+            source=SOURCE,
+            tags=[types.DiagnosticTag.Unnecessary] if d.code == "DL100" else None,
+            related_information=related or None,
+            data={"name": d.name, "fixable": d.fix is not None},
+        )
+
+    def publish(self, uri: str, lint: LintResult) -> None:
+        for problem in ([lint.result.error] if lint.result.error and not lint.result.error.startswith("skipped") else []) + lint.result.internal_errors:
+            self._log(f"devlint: {uri}: {problem}")
+        root = lint.settings.config.root if lint.settings is not None else None
+        if lint.cells:
+            by_cell: Dict[int, List[types.Diagnostic]] = {i: [] for i in lint.cells}
+            for d in lint.result.diagnostics:
+                if d.cell in lint.cells:
+                    by_cell[d.cell].append(self.to_lsp(d, lint.cells[d.cell][1], root))
+            for index, (cell_uri, _text) in lint.cells.items():
+                self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell_uri, diagnostics=by_cell[index]))
+            return
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri, version=lint.version, diagnostics=[self.to_lsp(d, lint.text, root) for d in lint.result.diagnostics]
+            )
+        )
+
+    def schedule(self, uri: str, delay: float = DEBOUNCE_SECONDS) -> None:
+        """Lint ``uri`` ``delay`` seconds from now, unless it changes again
+        before (then the later change schedules it)."""
+        loop = asyncio.get_running_loop()
+        old = self.pending.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.lint_now(uri)))
+
+    def _snapshot(self, uri: str):
+        """(version, text, notebook cells or None) of an open document now."""
+        nb = self.workspace.get_notebook_document(notebook_uri=uri) if uri in self.workspace.notebook_documents else None
+        if nb is not None:
+            cells = []
+            for i, cell in enumerate(nb.cells, start=1):
+                if cell.kind != types.NotebookCellKind.Code:
+                    continue
+                doc = self.workspace.text_documents.get(cell.document)
+                if doc is None or (doc.language_id and doc.language_id != "python"):
+                    continue
+                cells.append((i, cell.document, doc.source))
+            return nb.version, "", cells
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return None
+        return doc.version, doc.source, None
+
+    async def lint_now(self, uri: str) -> Optional[LintResult]:
+        """Lint the document as it is now, on the worker thread; publish the
+        result unless the document changed meanwhile (a newer lint is on its
+        way) or was closed."""
+        self.pending.pop(uri, None)
+        snap = self._snapshot(uri)
+        if snap is None:
+            return None
+        version, text, cells = snap
+        loop = asyncio.get_running_loop()
+        if cells is not None:
+            result, settings, _ = await loop.run_in_executor(self.executor, self.lint_cells, uri, cells)
+            lint = LintResult(version, "", result, settings, {i: (u, t) for i, u, t in cells})
+        else:
+            result, settings = await loop.run_in_executor(self.executor, self.lint_text, uri, text)
+            lint = LintResult(version, text, result, settings)
+        now = self._snapshot(uri)
+        if now is None or now[0] != version or now[1] != text:
+            return None  # stale: the document changed or closed while it was linted
+        self.results[uri] = lint
+        self.publish(uri, lint)
+        return lint
+
+    async def current(self, uri: str) -> Optional[LintResult]:
+        """The findings for the document as it is now (linting it when the
+        last result is older)."""
+        snap = self._snapshot(uri)
+        if snap is None:
+            return None
+        known = self.results.get(uri)
+        if known is not None and known.version == snap[0] and known.text == snap[1]:
+            return known
+        pending = self.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        return await self.lint_now(uri)
+
+    def forget(self, uri: str) -> None:
+        pending = self.pending.pop(uri, None)
+        if pending is not None:
+            pending.cancel()
+        self.results.pop(uri, None)
+
+    # -- notebooks: a cell uri -> its notebook ----------------------------------
+    def notebook_of(self, cell_uri: str) -> Optional[Tuple[str, int]]:
+        """(notebook uri, 1-based cell index) of a cell document."""
+        for nb_uri, nb in self.workspace.notebook_documents.items():
+            for i, cell in enumerate(nb.cells, start=1):
+                if cell.document == cell_uri:
+                    return nb_uri, i
+        return None
+
+
+#: at most this many modules' imports are read to follow re-exports
+_MAX_REEXPORT_FILES = 64
+
+
+def _add_reexports(plan, module: str, roots: Sequence[str]) -> None:
+    """The imports (aliases) of the project modules the file imports through,
+    transitively, read from their text on disk (no parse), where the cache
+    has no summary of them: a package ``__init__.py`` that only re-exports
+    (``from .grid import create_grid``) stores none, and without its aliases
+    ``from .utils import create_grid`` would not resolve. A whole-project
+    ``devlint check`` reads them from every file of the run."""
+    from devlint.project.imports import read_imports
+    from devlint.project.names import is_package_file, module_name
+
+    todo = list(plan.aliases.get(module, {}).values())
+    tried: set = set()
+    read = 0
+    while todo and read < _MAX_REEXPORT_FILES:
+        parts = todo.pop().split(".")
+        for i in range(1, len(parts) + 1):
+            name = ".".join(parts[:i])
+            if name in plan.aliases or name in tried:
+                continue
+            tried.add(name)
+            for root in roots:
+                base = os.path.join(root, *name.split("."))
+                for candidate in (base + ".py", os.path.join(base, "__init__.py")):
+                    if not os.path.isfile(candidate) or module_name(candidate, roots) != name:
+                        continue
+                    try:
+                        with open(candidate, "rb") as fh:
+                            source = fh.read(2 * 1024 * 1024).decode("utf-8", errors="replace")
+                    except OSError:
+                        continue
+                    read += 1
+                    aliases = read_imports(source, name, is_package_file(candidate)).aliases
+                    plan.aliases[name] = aliases
+                    plan.paths.setdefault(name, candidate)
+                    todo.extend(aliases.values())
+                    break
+                if name in plan.aliases:
+                    break
+
+
+def _path_to_uri(path: str) -> str:
+    from pathlib import Path
+
+    try:
+        return Path(os.path.abspath(path)).as_uri()
+    except ValueError:  # pragma: no cover
+        return path
+
+
+# --------------------------------------------------------------------------
+# the features
+
+
+def _intersects(r: types.Range, start: types.Position, end: types.Position) -> bool:
+    def key(p: types.Position) -> Tuple[int, int]:
+        return (p.line, p.character)
+
+    return key(r.start) <= key(end) and key(start) <= key(r.end)
+
+
+def _diagnostics_for(server: DevlintServer, lint: LintResult, uri: str) -> Tuple[List[Diagnostic], str]:
+    """The findings of one document (a cell: its own), and its text."""
+    if not lint.cells:
+        return list(lint.result.diagnostics), lint.text
+    where = server.notebook_of(uri)
+    if where is None:
+        return [], ""
+    _nb, index = where
+    return [d for d in lint.result.diagnostics if d.cell == index], lint.cells.get(index, ("", ""))[1]
+
+
+def _fix_actions(server: DevlintServer, uri: str, findings: Sequence[Diagnostic], text: str) -> List[types.CodeAction]:
+    enc = server.encoding()
+    lines = _lines(text)
+    actions = []
+    for d in findings:
+        if d.fix is None or not d.fix.edits:
+            continue
+        title = d.fix.description or f"Fix {d.code}"
+        if not d.fix.is_safe:
+            title += " (unsafe)"
+        actions.append(
+            types.CodeAction(
+                title=f"{d.code}: {title}",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[server.to_lsp(d, text)],
+                is_preferred=d.fix.is_safe,
+                edit=types.WorkspaceEdit(changes={uri: [_text_edit(lines, e, enc) for e in d.fix.edits]}),
+            )
+        )
+    return actions
+
+
+def _noqa_actions(server: DevlintServer, uri: str, findings: Sequence[Diagnostic], text: str, masked: Optional[str] = None) -> List[types.CodeAction]:
+    """"Disable DLxxx for this line": ``# noqa: DLxxx`` added to the line the
+    finding is reported on, or merged into a ``# noqa`` already there
+    (:func:`devlint.noqa.add_noqa`, what ``check --add-noqa`` writes)."""
+    from devlint.noqa import add_noqa
+
+    actions = []
+    seen = set()
+    base = masked if masked is not None else text
+    for d in findings:
+        if d.code in ("DL000", "DL100") or (d.code, d.line) in seen:
+            continue
+        seen.add((d.code, d.line))
+        try:
+            added = add_noqa(base, [d])
+        except Exception:
+            continue
+        if not added.added or added.text == base:
+            continue
+        actions.append(
+            types.CodeAction(
+                title=f"Disable {d.code} for this line",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[server.to_lsp(d, text)],
+                edit=types.WorkspaceEdit(changes={uri: [_minimal_edit(base, added.text, server.encoding())]}),
+            )
+        )
+    return actions
+
+
+async def _fix_all_edit(server: DevlintServer, uri: str) -> Optional[types.WorkspaceEdit]:
+    """The edit applying every safe fix of the document (``devlint fix
+    --apply``), None when there is nothing to fix."""
+    snap = server._snapshot(uri)
+    where = None
+    if snap is None:
+        where = server.notebook_of(uri)
+        if where is None:
+            return None
+        uri = where[0]
+        snap = server._snapshot(uri)
+        if snap is None:
+            return None
+    version, text, cells = snap
+    loop = asyncio.get_running_loop()
+    if cells is not None:
+        _fixed, _settings, new = await loop.run_in_executor(server.executor, server.lint_cells, uri, cells, True)
+        changes = {}
+        for index, cell_uri, cell_text in cells:
+            if index in new:
+                changes[cell_uri] = [_whole_document(_lines(cell_text), new[index])]
+        return types.WorkspaceEdit(changes=changes) if changes else None
+    result, _settings = await loop.run_in_executor(server.executor, server.lint_text, uri, text, True)
+    if result.fixed_text is None or result.fixed_text == text or result.error:
+        return None
+    edit = _whole_document(_lines(text), result.fixed_text)
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=[edit],
+            )
+        ]
+    )
+
+
+def _wants(only: Optional[Sequence[str]], kind: str) -> bool:
+    if not only:
+        return True
+    return any(kind == o or kind.startswith(o + ".") for o in only)
+
+
+def _hover_code(server: DevlintServer, lint: Optional[LintResult], uri: str, text: str, pos: types.Position) -> Optional[str]:
+    """The rule code under ``pos``: in a ``# noqa: DLxxx`` comment, else of a
+    finding whose range holds it."""
+    lines = _lines(text)
+    if pos.line < len(lines):
+        line = lines[pos.line]
+        col = from_client_column(line, pos.character, server.encoding())
+        for m in _NOQA_CODES.finditer(line):
+            for c in re.finditer(r"[A-Za-z]+[0-9]+", m.group("codes")):
+                start, end = m.start("codes") + c.start(), m.start("codes") + c.end()
+                if start <= col <= end:
+                    return c.group(0).upper()
+    if lint is None:
+        return None
+    findings, ftext = _diagnostics_for(server, lint, uri)
+    for d in findings:
+        r = server.to_lsp(d, ftext).range
+        if _intersects(r, pos, pos):
+            return d.code
+    return None
+
+
+def _rule_markdown(code: str) -> Optional[str]:
+    doc = _rule_doc(code)
+    if doc is None:
+        for known in _all_codes():
+            if known.startswith(code):  # a prefix in a noqa comment (DL00)
+                doc = _rule_doc(known)
+                code = known
+                break
+    if doc is None:
+        return None
+    title, _, body = doc.partition("\n")
+    return f"**{title.strip()}** ([docs]({DOCS_URL.format(anchor=code.lower())}))\n\n{body.strip()}"
+
+
+def _all_codes() -> List[str]:
+    from devlint.rule import all_rules
+
+    return list(all_rules())
+
+
+def build_server() -> DevlintServer:
+    server = DevlintServer()
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: DevlintServer, params: types.InitializedParams) -> None:
+        caps = ls.client_capabilities
+        watched = caps.workspace.did_change_watched_files if caps.workspace else None
+        if watched is not None and watched.dynamic_registration:
+            ls.client_register_capability(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="devlint-pyproject",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                            ),
+                        )
+                    ]
+                )
+            )
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    async def did_open(ls: DevlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        if ls.notebook_of(params.text_document.uri) is not None:
+            return  # a notebook cell: linted with its notebook
+        if params.text_document.uri.endswith("pyproject.toml"):
+            return
+        await ls.lint_now(params.text_document.uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: DevlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        where = ls.notebook_of(uri)
+        if uri.endswith("pyproject.toml"):
+            return
+        ls.schedule(where[0] if where else uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    async def did_save(ls: DevlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri.endswith("pyproject.toml"):
+            ls.reload_settings()
+            for other in list(ls.workspace.text_documents) + list(ls.workspace.notebook_documents):
+                if not other.endswith("pyproject.toml") and ls.notebook_of(other) is None:
+                    ls.schedule(other, 0)
+            return
+        with ls._lock:
+            ls._seeds.clear()  # a saved file may change what the cache still vouches for
+        await ls.lint_now(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if ls.notebook_of(uri) is not None:
+            return
+        ls.forget(uri)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    async def notebook_open(ls: DevlintServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        await ls.lint_now(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_change(ls: DevlintServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.schedule(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    async def notebook_save(ls: DevlintServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        await ls.lint_now(params.notebook_document.uri)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_close(ls: DevlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        lint = ls.results.get(params.notebook_document.uri)
+        ls.forget(params.notebook_document.uri)
+        for cell in params.cell_text_documents:
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+        del lint
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched(ls: DevlintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(c.uri.endswith("pyproject.toml") for c in params.changes):
+            ls.reload_settings()
+            for uri in list(ls.workspace.text_documents):
+                if not uri.endswith("pyproject.toml") and ls.notebook_of(uri) is None:
+                    ls.schedule(uri, 0)
+            for uri in list(ls.workspace.notebook_documents):
+                ls.schedule(uri, 0)
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND],
+            resolve_provider=False,
+        ),
+    )
+    async def code_action(ls: DevlintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
+        uri = params.text_document.uri
+        where = ls.notebook_of(uri)
+        lint = await ls.current(where[0] if where else uri)
+        if lint is None:
+            return []
+        only = [str(getattr(k, "value", k)) for k in params.context.only] if params.context.only else None
+        findings, text = _diagnostics_for(ls, lint, uri)
+        actions: List[types.CodeAction] = []
+        if _wants(only, types.CodeActionKind.QuickFix.value):
+            here = [d for d in findings if _intersects(ls.to_lsp(d, text).range, params.range.start, params.range.end)]
+            masked = None
+            if lint.cells and where is not None:
+                from devlint.notebook import mask_ipython
+
+                m = mask_ipython(text)
+                masked = m[0] if m else None
+            actions += _fix_actions(ls, uri, here, text)
+            actions += _noqa_actions(ls, uri, here, text, masked)
+        if _wants(only, FIX_ALL_KIND) and any(d.fix is not None and d.fix.is_safe for d in lint.result.diagnostics):
+            edit = await _fix_all_edit(ls, uri)
+            if edit is not None:
+                actions.append(types.CodeAction(title="Fix all safe devlint problems", kind=FIX_ALL_KIND, edit=edit))
+        return actions
+
+    @server.command(FIX_ALL_COMMAND)
+    async def apply_autofix(ls: DevlintServer, *args: Any) -> None:
+        """``devlint.applyAutofix`` with a document uri (or ``{"uri": ...}``):
+        the safe fixes, sent back as ``workspace/applyEdit``."""
+        uri = args[0] if args else None
+        if isinstance(uri, dict):
+            uri = uri.get("uri")
+        if not isinstance(uri, str):
+            raise ValueError(f"{FIX_ALL_COMMAND} takes the uri of a document")
+        edit = await _fix_all_edit(ls, uri)
+        if edit is not None:
+            await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label="devlint: fix all safe problems"))
+        return None
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: DevlintServer, params: types.HoverParams) -> Optional[types.Hover]:
+        uri = params.text_document.uri
+        where = ls.notebook_of(uri)
+        lint = await ls.current(where[0] if where else uri)
+        doc = ls.workspace.text_documents.get(uri)
+        if doc is None:
+            return None
+        code = _hover_code(ls, lint, uri, doc.source, params.position)
+        if code is None:
+            return None
+        markdown = _rule_markdown(code)
+        if markdown is None:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown))
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: DevlintServer, *args) -> None:
+        for handle in ls.pending.values():
+            handle.cancel()
+        ls.pending.clear()
+        ls.executor.shutdown(wait=False, cancel_futures=True)
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin / stdout until the client says exit."""
+    logging.basicConfig(level=logging.WARNING, format="devlint server: %(levelname)s %(message)s")
+    build_server().start_io()

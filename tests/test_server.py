@@ -1,0 +1,509 @@
+"""``devlint server``, the language server, driven by a real LSP client: the
+server runs as ``python -m devlint server`` in a subprocess and the tests
+exchange JSON-RPC messages with it over its stdin / stdout (the framing of
+the LSP base protocol, written here so that the test sees exactly the bytes
+an editor would)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+
+pytest.importorskip("pygls.lsp.server", reason="the language server needs pygls (pip install 'devlint[lsp]')")
+
+TIMEOUT = 60
+
+BUG = (
+    "import torch\n"
+    "import torch.nn as nn\n"
+    "\n"
+    "\n"
+    "class Head(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.lin = nn.Linear(4, 4)\n"
+    "\n"
+    "    def forward(self, x):\n"
+    '        label = "naïve 😀"; return self.lin(x) + torch.zeros(4)\n'
+)
+BUG_LINE = 10  # 0-based
+CLEAN = BUG.replace("torch.zeros(4)", "x")
+
+
+def _env() -> Dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.pop("DEVLINT_CACHE_DIR", None)
+    return env
+
+
+class Client:
+    """A minimal LSP client over a subprocess's pipes."""
+
+    def __init__(self, cwd: Path, env: Optional[Dict[str, str]] = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "devlint", "server"],
+            cwd=str(cwd),
+            env=env or _env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.inbox: "queue.Queue[Optional[dict]]" = queue.Queue()
+        self.notifications: List[dict] = []
+        self.server_requests: List[dict] = []
+        self.next_id = 0
+        self.stderr = b""
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+
+    # -- framing -------------------------------------------------------------
+    def _read(self) -> None:
+        out = self.proc.stdout
+        assert out is not None
+        while True:
+            headers = {}
+            while True:
+                line = out.readline()
+                if not line:
+                    self.inbox.put(None)
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                headers[name.strip().lower()] = value.strip()
+            body = out.read(int(headers["content-length"]))
+            self.inbox.put(json.loads(body.decode("utf-8")))
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        self.stderr = self.proc.stderr.read()
+
+    def send(self, message: dict) -> None:
+        message = {"jsonrpc": "2.0", **message}
+        body = json.dumps(message).encode("utf-8")
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"method": method, "params": params})
+
+    def _next(self, deadline: float) -> dict:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"no message from the server in time; stderr: {self.stderr[-2000:]!r}")
+        try:
+            msg = self.inbox.get(timeout=left)
+        except queue.Empty:
+            raise TimeoutError(f"no message from the server in time; stderr: {self.stderr[-2000:]!r}") from None
+        if msg is None:
+            raise EOFError(f"the server closed its output; stderr: {self.stderr[-2000:]!r}")
+        if "method" in msg and "id" in msg:  # a request from the server
+            self.server_requests.append(msg)
+            result: Any = None
+            if msg["method"] == "workspace/applyEdit":
+                result = {"applied": True}
+            self.send({"id": msg["id"], "result": result})
+        elif "method" in msg:
+            self.notifications.append(msg)
+        return msg
+
+    def request(self, method: str, params: Any, timeout: float = TIMEOUT) -> Any:
+        self.next_id += 1
+        my_id = self.next_id
+        self.send({"id": my_id, "method": method, "params": params})
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self._next(deadline)
+            if msg.get("id") == my_id and "method" not in msg:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result")
+
+    def wait_for(self, method: str, where: Callable[[dict], bool] = lambda p: True, timeout: float = TIMEOUT) -> dict:
+        """The params of the first notification ``method`` (received already,
+        not yet taken, or coming) that ``where`` accepts."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for i, n in enumerate(self.notifications[seen:], start=seen):
+                if n["method"] == method and where(n["params"]):
+                    del self.notifications[i]
+                    return n["params"]
+            seen = len(self.notifications)
+            self._next(deadline)
+
+    def diagnostics(self, uri: str, version: Optional[int] = None, timeout: float = TIMEOUT) -> List[dict]:
+        def match(p: dict) -> bool:
+            return p["uri"] == uri and (version is None or p.get("version") == version)
+
+        return self.wait_for("textDocument/publishDiagnostics", match, timeout)["diagnostics"]
+
+    # -- a session -------------------------------------------------------------
+    def initialize(self, root: Path, capabilities: Optional[dict] = None) -> dict:
+        result = self.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": root.as_uri(),
+                "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+                "capabilities": capabilities
+                or {
+                    "workspace": {"applyEdit": True, "didChangeWatchedFiles": {"dynamicRegistration": True}},
+                    "textDocument": {"publishDiagnostics": {"versionSupport": True}},
+                    "notebookDocument": {"synchronization": {}},
+                },
+            },
+        )
+        self.notify("initialized", {})
+        return result
+
+    def open(self, path: Path, text: str, version: int = 1) -> str:
+        uri = path.as_uri()
+        self.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": version, "text": text}})
+        return uri
+
+    def change(self, uri: str, text: str, version: int) -> None:
+        self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]})
+
+    def close(self) -> int:
+        try:
+            if self.proc.poll() is None:
+                self.request("shutdown", None)
+                self.notify("exit", None)
+            return self.proc.wait(timeout=TIMEOUT)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def apply_edits(text: str, edits: List[dict]) -> str:
+    """``text`` with LSP ``TextEdit``s applied (positions in UTF-16 units)."""
+    lines = text.split("\n")
+
+    def offset(pos: dict) -> int:
+        line = pos["line"]
+        if line >= len(lines):
+            return len(text)
+        before = sum(len(l) + 1 for l in lines[:line])
+        units = 0
+        for i, ch in enumerate(lines[line]):
+            if units >= pos["character"]:
+                return before + i
+            units += 2 if ord(ch) > 0xFFFF else 1
+        return before + len(lines[line])
+
+    spans = sorted(((offset(e["range"]["start"]), offset(e["range"]["end"]), e["newText"]) for e in edits), reverse=True)
+    for start, end, new in spans:
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def devlint_fix_apply(folder: Path, name: str, text: str) -> str:
+    """What ``devlint fix --apply`` makes of ``text`` as ``folder/name``."""
+    scratch = folder / "_cli"
+    scratch.mkdir(exist_ok=True)
+    target = scratch / name
+    target.write_text(text, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "devlint", "fix", "--apply", "--no-cache", str(target)], cwd=str(folder), env=_env(),
+                   capture_output=True, check=False)
+    return target.read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.devlint]\n", encoding="utf-8")
+    return tmp_path
+
+
+@pytest.fixture
+def client(workspace):
+    c = Client(workspace)
+    c.initialize(workspace)
+    yield c
+    c.close()
+
+
+def _at(diags: List[dict], code: str) -> dict:
+    found = [d for d in diags if d["code"] == code]
+    assert found, diags
+    return found[0]
+
+
+# --------------------------------------------------------------------------
+
+
+def test_initialize_advertises_the_features(workspace):
+    c = Client(workspace)
+    try:
+        caps = c.initialize(workspace)["capabilities"]
+        assert caps["codeActionProvider"]["codeActionKinds"] == ["quickfix", "source.fixAll", "source.fixAll.devlint"]
+        assert caps["hoverProvider"]
+        assert caps["executeCommandProvider"]["commands"] == ["devlint.applyAutofix"]
+        assert caps["textDocumentSync"]["openClose"] and caps["textDocumentSync"]["change"] == 2
+        assert caps["notebookDocumentSync"]["notebookSelector"][0]["notebook"] == "jupyter-notebook"
+        # the watcher of pyproject.toml files, registered dynamically
+        deadline = time.monotonic() + TIMEOUT
+        while not any(r["method"] == "client/registerCapability" for r in c.server_requests):
+            c._next(deadline)
+        reg = next(r for r in c.server_requests if r["method"] == "client/registerCapability")["params"]["registrations"][0]
+        assert reg["method"] == "workspace/didChangeWatchedFiles"
+        assert reg["registerOptions"]["watchers"][0]["globPattern"] == "**/pyproject.toml"
+    finally:
+        assert c.close() == 0
+
+
+def test_diagnostics_on_open_and_change(client, workspace):
+    uri = client.open(workspace / "head.py", BUG)
+    diags = client.diagnostics(uri, version=1)
+    d = _at(diags, "DL001")
+    assert len(diags) == 1
+    assert d["source"] == "devlint"
+    assert d["severity"] == 2  # warning
+    assert d["codeDescription"]["href"] == "https://github.com/devlint/devlint/blob/main/docs/rules.md#dl001"
+    # the CLI says line 11, columns 49-63 in code points; "😀" is two UTF-16 units
+    line = BUG.split("\n")[BUG_LINE]
+    col = line.index("torch.zeros(4)")
+    assert col == 48
+    assert d["range"] == {"start": {"line": BUG_LINE, "character": col + 1}, "end": {"line": BUG_LINE, "character": col + 1 + 14}}
+    # the bug removed: empty diagnostics for the new version
+    client.change(uri, CLEAN, 2)
+    assert client.diagnostics(uri, version=2) == []
+    # and back
+    client.change(uri, BUG, 3)
+    assert [x["code"] for x in client.diagnostics(uri, version=3)] == ["DL001"]
+
+
+def test_changes_are_debounced_latest_text_wins(client, workspace):
+    uri = client.open(workspace / "typing.py", CLEAN)
+    assert client.diagnostics(uri, version=1) == []
+    for v in range(2, 12):  # ten keystrokes, well within the debounce delay
+        client.change(uri, BUG if v % 2 else CLEAN, v)
+    client.change(uri, BUG, 12)
+    last = client.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri)
+    assert last["version"] == 12  # no publication for the intermediate versions
+    assert [d["code"] for d in last["diagnostics"]] == ["DL001"]
+
+
+def test_quickfix_equals_devlint_fix_apply(client, workspace):
+    uri = client.open(workspace / "head.py", BUG)
+    d = _at(client.diagnostics(uri, version=1), "DL001")
+    actions = client.request(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d], "only": ["quickfix"]}},
+    )
+    fixes = [a for a in actions if a["title"].startswith("DL001:")]
+    assert len(fixes) == 1
+    fix = fixes[0]
+    assert fix["kind"] == "quickfix" and fix["isPreferred"] is True
+    assert "(unsafe)" not in fix["title"]
+    assert fix["diagnostics"][0]["code"] == "DL001"
+    fixed = apply_edits(BUG, fix["edit"]["changes"][uri])
+    assert fixed == devlint_fix_apply(workspace, "head.py", BUG)
+    assert "torch.zeros(4, device=self.lin.weight.device)" in fixed
+
+
+def test_noqa_action(client, workspace):
+    uri = client.open(workspace / "head.py", BUG)
+    d = _at(client.diagnostics(uri, version=1), "DL001")
+    actions = client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d]}})
+    noqa = next(a for a in actions if a["title"] == "Disable DL001 for this line")
+    assert noqa["kind"] == "quickfix"
+    new = apply_edits(BUG, noqa["edit"]["changes"][uri])
+    assert new.split("\n")[BUG_LINE] == BUG.split("\n")[BUG_LINE] + "  # noqa: DL001"
+    client.change(uri, new, 2)
+    assert client.diagnostics(uri, version=2) == []
+    # a line with a noqa comment already: the code is merged into it
+    other = BUG.replace("torch.zeros(4)\n", "torch.zeros(4)  # noqa: E501 (long)\n")
+    client.change(uri, other, 3)
+    d = _at(client.diagnostics(uri, version=3), "DL001")
+    actions = client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d]}})
+    noqa = next(a for a in actions if a["title"] == "Disable DL001 for this line")
+    assert apply_edits(other, noqa["edit"]["changes"][uri]).split("\n")[BUG_LINE].endswith("# noqa: E501, DL001 (long)")
+
+
+def test_source_fix_all(client, workspace):
+    two = BUG + "\n\nclass Tail(nn.Module):\n    def forward(self, x):\n        return x * torch.ones(3)\n"
+    uri = client.open(workspace / "two.py", two)
+    assert len(client.diagnostics(uri, version=1)) == 2
+    actions = client.request(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+         "context": {"diagnostics": [], "only": ["source.fixAll"]}},
+    )
+    assert [a["kind"] for a in actions] == ["source.fixAll.devlint"]
+    assert actions[0]["title"] == "Fix all safe devlint problems"
+    change = actions[0]["edit"]["documentChanges"][0]
+    assert change["textDocument"] == {"uri": uri, "version": 1}
+    assert apply_edits(two, change["edits"]) == devlint_fix_apply(workspace, "two.py", two)
+
+
+def test_fix_all_command_sends_apply_edit(client, workspace):
+    uri = client.open(workspace / "head.py", BUG)
+    client.diagnostics(uri, version=1)
+    assert client.request("workspace/executeCommand", {"command": "devlint.applyAutofix", "arguments": [uri]}) is None
+    edits = [r for r in client.server_requests if r["method"] == "workspace/applyEdit"]
+    assert len(edits) == 1
+    change = edits[0]["params"]["edit"]["documentChanges"][0]
+    assert apply_edits(BUG, change["edits"]) == devlint_fix_apply(workspace, "head.py", BUG)
+
+
+def test_hover(client, workspace):
+    uri = client.open(workspace / "head.py", BUG)
+    d = _at(client.diagnostics(uri, version=1), "DL001")
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": d["range"]["start"]})
+    assert hover["contents"]["kind"] == "markdown"
+    assert hover["contents"]["value"].startswith("**DL001 factory-without-device**")
+    assert "## What it does" in hover["contents"]["value"]
+    # on a code inside a noqa comment
+    text = BUG + "y = 1  # noqa: DL004\n"
+    client.change(uri, text, 2)
+    client.diagnostics(uri, version=2)
+    line = len(text.split("\n")) - 2
+    col = text.split("\n")[line].index("DL004") + 2
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": line, "character": col}})
+    assert hover["contents"]["value"].startswith("**DL004 ")
+    # nowhere near a finding or a code
+    assert client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}) is None
+
+
+def test_settings_from_pyproject_and_reload(workspace):
+    (workspace / "pyproject.toml").write_text('[tool.devlint]\nper-file-ignores = { "skip_*.py" = ["DL001"] }\n', encoding="utf-8")
+    (workspace / "vendor").mkdir()
+    c = Client(workspace)
+    try:
+        c.initialize(workspace)
+        skipped = c.open(workspace / "skip_me.py", BUG)
+        assert c.diagnostics(skipped, version=1) == []
+        checked = c.open(workspace / "head.py", BUG)
+        assert [d["code"] for d in c.diagnostics(checked, version=1)] == ["DL001"]
+        # the configuration changes on disk: every open document is checked again
+        (workspace / "pyproject.toml").write_text('[tool.devlint]\nignore = ["DL001"]\nextend-exclude = ["vendor"]\n', encoding="utf-8")
+        c.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": (workspace / "pyproject.toml").as_uri(), "type": 2}]})
+        assert c.diagnostics(checked, version=1) == []
+        assert c.diagnostics(skipped, version=1) == []
+        (workspace / "pyproject.toml").write_text('[tool.devlint]\nextend-exclude = ["vendor"]\n', encoding="utf-8")
+        c.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": (workspace / "pyproject.toml").as_uri(), "type": 2}]})
+        assert [d["code"] for d in c.diagnostics(checked, version=1)] == ["DL001"]
+        # an excluded file gets no diagnostics
+        vendored = c.open(workspace / "vendor" / "lib.py", BUG)
+        assert c.diagnostics(vendored, version=1) == []
+    finally:
+        assert c.close() == 0
+
+
+def test_invalid_pyproject_is_reported_and_defaults_apply(workspace):
+    (workspace / "pyproject.toml").write_text('[tool.devlint]\nselect = ["XX9"]\n', encoding="utf-8")
+    c = Client(workspace)
+    try:
+        c.initialize(workspace)
+        uri = c.open(workspace / "head.py", BUG)
+        shown = c.wait_for("window/showMessage")
+        assert shown["type"] == 1 and "unknown rule code 'XX9'" in shown["message"]
+        assert [d["code"] for d in c.diagnostics(uri, version=1)] == ["DL001"]
+    finally:
+        assert c.close() == 0
+
+
+def test_notebook_cells(client, workspace):
+    nb_uri = (workspace / "explore.ipynb").as_uri()
+    cells = [
+        ("import torch\nimport torch.nn as nn\n%matplotlib inline\n", 2),
+        ("Some *markdown*", 1),
+        ("class Net(nn.Module):\n    def forward(self, x):\n        return x + torch.zeros(3)\n", 2),
+    ]
+    cell_uris = [f"vscode-notebook-cell:{workspace / 'explore.ipynb'}#cell{i}" for i in range(len(cells))]
+    client.notify(
+        "notebookDocument/didOpen",
+        {
+            "notebookDocument": {
+                "uri": nb_uri,
+                "notebookType": "jupyter-notebook",
+                "version": 1,
+                "cells": [{"kind": kind, "document": u} for (_, kind), u in zip(cells, cell_uris)],
+            },
+            "cellTextDocuments": [
+                {"uri": u, "languageId": "python" if kind == 2 else "markdown", "version": 1, "text": text}
+                for (text, kind), u in zip(cells, cell_uris)
+            ],
+        },
+    )
+    diags = client.diagnostics(cell_uris[2])
+    assert [d["code"] for d in diags] == ["DL001"]
+    assert diags[0]["range"]["start"] == {"line": 2, "character": 19}
+    # the CLI on the same notebook says cell 3, line 3
+    actions = client.request(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": cell_uris[2]}, "range": diags[0]["range"], "context": {"diagnostics": diags, "only": ["quickfix"]}},
+    )
+    fix = next(a for a in actions if a["title"].startswith("DL001:"))
+    assert apply_edits(cells[2][0], fix["edit"]["changes"][cell_uris[2]]).endswith("torch.zeros(3, device=x.device)\n")
+    # a change in the cell: linted again, with its notebook
+    client.notify(
+        "notebookDocument/didChange",
+        {
+            "notebookDocument": {"uri": nb_uri, "version": 2},
+            "change": {"cells": {"textContent": [{"document": {"uri": cell_uris[2], "version": 2},
+                                                   "changes": [{"text": "y = 1\n"}]}]}},
+        },
+    )
+    assert client.diagnostics(cell_uris[2]) == []
+
+
+def test_project_index_from_the_cache(workspace):
+    """A file whose bug is in a helper of another module: with the summaries
+    the last ``devlint check`` stored, the editor reports what the CLI
+    reports for the whole project."""
+    tree = FIXTURES / "projects" / "helper_makes_cpu_tensor" / "tree"
+    shutil.copytree(tree, workspace, dirs_exist_ok=True)
+    cli = subprocess.run([sys.executable, "-m", "devlint", "check", "--output-format", "json", "."], cwd=str(workspace),
+                         env=_env(), capture_output=True, text=True)
+    expected = [d for d in json.loads(cli.stdout) if d["filename"].endswith("kernels.py")]
+    assert expected, cli.stdout + cli.stderr
+    # the server's current folder need not be the project's
+    c = Client(workspace / "gpkit")
+    try:
+        c.initialize(workspace)
+        path = workspace / "gpkit" / "kernels.py"
+        uri = c.open(path, path.read_text(encoding="utf-8"))
+        got = c.diagnostics(uri, version=1)
+        assert [(d["code"], d["range"]["start"]["line"] + 1, d["message"]) for d in got] == [
+            (d["code"], d["location"]["line"], d["message"]) for d in expected
+        ]
+        assert got[0]["relatedInformation"][0]["location"]["uri"] == (workspace / "gpkit" / "utils" / "grid.py").as_uri()
+    finally:
+        assert c.close() == 0
+
+
+def test_shutdown_and_exit_end_the_process(workspace):
+    c = Client(workspace)
+    c.initialize(workspace)
+    c.open(workspace / "head.py", BUG)
+    assert c.close() == 0
+
+
+def test_missing_pygls_is_one_clear_line(tmp_path):
+    fake = tmp_path / "fake"
+    (fake / "pygls").mkdir(parents=True)
+    (fake / "pygls" / "__init__.py").write_text("raise ImportError('No module named pygls')\n")
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fake), env["PYTHONPATH"]])
+    proc = subprocess.run([sys.executable, "-m", "devlint", "server"], env=env, capture_output=True, text=True, input="")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pip install 'devlint[lsp]'" in lines[0]
