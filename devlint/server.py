@@ -52,6 +52,7 @@ DEBOUNCE_SECONDS = 0.3
 SOURCE = "devlint"
 FIX_ALL_KIND = "source.fixAll.devlint"
 FIX_ALL_COMMAND = "devlint.applyAutofix"
+FIX_ALL_TITLE = "Fix all safe devlint problems"
 #: the rule pages; the same address SARIF's ``helpUri`` gives
 DOCS_URL = "https://github.com/devlint/devlint/blob/main/docs/rules.md#{anchor}"
 _NOQA_CODES = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)", re.I)
@@ -211,6 +212,10 @@ class DevlintServer(LanguageServer):
         #: (cache folder, config key) -> (results file, its mtime, seed) for the project index
         self._seeds: Dict[Tuple[str, str], Tuple[str, Any, list]] = {}
         self._lock = threading.Lock()
+        #: the event loop (set once the client has initialized)
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        #: (uri, version, text) -> the edit fixing every safe problem (None: nothing to fix)
+        self._fix_all: Dict[str, Tuple[Any, str, Optional[types.WorkspaceEdit]]] = {}
 
     # -- settings ------------------------------------------------------------
     def encoding(self) -> str:
@@ -271,18 +276,28 @@ class DevlintServer(LanguageServer):
         with self._lock:
             self._configs.clear()
             self._seeds.clear()
+        self._fix_all.clear()
         self._config_errors.clear()
 
     def _notify(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
-        try:
-            self.window_show_message(types.ShowMessageParams(type=kind, message=message))
-        except Exception:  # not connected (tests calling lint directly)
-            log.warning(message)
+        """``window/showMessage``, from any thread (sent by the event loop)."""
+        self._on_loop(lambda: self.window_show_message(types.ShowMessageParams(type=kind, message=message)), message)
 
     def _log(self, message: str) -> None:
+        """``window/logMessage``, from any thread (sent by the event loop)."""
+        self._on_loop(lambda: self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message)), message)
+
+    def _on_loop(self, send, message: str) -> None:
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            log.warning(message)
+            return
         try:
-            self.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=message))
-        except Exception:
+            if threading.current_thread() is threading.main_thread():
+                send()
+            else:
+                loop.call_soon_threadsafe(send)
+        except Exception:  # not connected (a test calling lint_text directly)
             log.warning(message)
 
     # -- the project index ---------------------------------------------------
@@ -296,12 +311,13 @@ class DevlintServer(LanguageServer):
         where = (cache_dir(cfg.root), cfg.cache_key())
         with self._lock:
             known = self._seeds.get(where)
-        try:
-            stamp = os.stat(known[0]).st_mtime_ns if known is not None else None
-        except OSError:
-            stamp = None
-        if known is not None and stamp is not None and known[1] == stamp:
-            return known[2]
+        if known is not None:
+            try:
+                stamp = os.stat(known[0]).st_mtime_ns
+            except OSError:
+                stamp = None
+            if stamp == known[1]:  # unchanged, or still absent
+                return known[2]
         cache = ResultCache(*where)  # reads the results file (and hashes devlint's code for its name)
         try:
             stamp = os.stat(cache.file).st_mtime_ns
@@ -521,6 +537,7 @@ class DevlintServer(LanguageServer):
         if pending is not None:
             pending.cancel()
         self.results.pop(uri, None)
+        self._fix_all.pop(uri, None)
 
     # -- notebooks: a cell uri -> its notebook ----------------------------------
     def notebook_of(self, cell_uri: str) -> Optional[Tuple[str, int]]:
@@ -673,26 +690,42 @@ async def _fix_all_edit(server: DevlintServer, uri: str) -> Optional[types.Works
         if snap is None:
             return None
     version, text, cells = snap
+    stamp = repr(cells) if cells is not None else text
+    known = server._fix_all.get(uri)
+    if known is not None and known[0] == version and known[1] == stamp:
+        return known[2]  # fixing is costly: once per version of the text
     loop = asyncio.get_running_loop()
+    edit: Optional[types.WorkspaceEdit] = None
     if cells is not None:
         _fixed, _settings, new = await loop.run_in_executor(server.executor, server.lint_cells, uri, cells, True)
         changes = {}
         for index, cell_uri, cell_text in cells:
             if index in new:
                 changes[cell_uri] = [_whole_document(_lines(cell_text), new[index])]
-        return types.WorkspaceEdit(changes=changes) if changes else None
-    result, _settings = await loop.run_in_executor(server.executor, server.lint_text, uri, text, True)
-    if result.fixed_text is None or result.fixed_text == text or result.error:
-        return None
-    edit = _whole_document(_lines(text), result.fixed_text)
-    return types.WorkspaceEdit(
-        document_changes=[
-            types.TextDocumentEdit(
-                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                edits=[edit],
+        edit = types.WorkspaceEdit(changes=changes) if changes else None
+    else:
+        result, _settings = await loop.run_in_executor(server.executor, server.lint_text, uri, text, True)
+        if result.fixed_text is not None and result.fixed_text != text and not result.error:
+            edit = types.WorkspaceEdit(
+                document_changes=[
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                        edits=[_whole_document(_lines(text), result.fixed_text)],
+                    )
+                ]
             )
-        ]
-    )
+    server._fix_all[uri] = (version, stamp, edit)
+    return edit
+
+
+def _resolves_edits(server: DevlintServer) -> bool:
+    """Whether the client fills in a code action's edit by
+    ``codeAction/resolve`` (then fixing everything waits until it asks)."""
+    try:
+        support = server.client_capabilities.text_document.code_action.resolve_support
+    except AttributeError:
+        return False
+    return support is not None and "edit" in (support.properties or [])
 
 
 def _wants(only: Optional[Sequence[str]], kind: str) -> bool:
@@ -748,6 +781,7 @@ def build_server() -> DevlintServer:
 
     @server.feature(types.INITIALIZED)
     def initialized(ls: DevlintServer, params: types.InitializedParams) -> None:
+        ls.loop = asyncio.get_running_loop()
         caps = ls.client_capabilities
         watched = caps.workspace.did_change_watched_files if caps.workspace else None
         if watched is not None and watched.dynamic_registration:
@@ -836,7 +870,7 @@ def build_server() -> DevlintServer:
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND],
-            resolve_provider=False,
+            resolve_provider=True,
         ),
     )
     async def code_action(ls: DevlintServer, params: types.CodeActionParams) -> List[types.CodeAction]:
@@ -859,10 +893,20 @@ def build_server() -> DevlintServer:
             actions += _fix_actions(ls, uri, here, text)
             actions += _noqa_actions(ls, uri, here, text, masked)
         if _wants(only, FIX_ALL_KIND) and any(d.fix is not None and d.fix.is_safe for d in lint.result.diagnostics):
-            edit = await _fix_all_edit(ls, uri)
-            if edit is not None:
-                actions.append(types.CodeAction(title="Fix all safe devlint problems", kind=FIX_ALL_KIND, edit=edit))
+            if _resolves_edits(ls):
+                actions.append(types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, data={"uri": uri}))
+            else:
+                edit = await _fix_all_edit(ls, uri)
+                if edit is not None:
+                    actions.append(types.CodeAction(title=FIX_ALL_TITLE, kind=FIX_ALL_KIND, edit=edit))
         return actions
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    async def resolve_code_action(ls: DevlintServer, action: types.CodeAction) -> types.CodeAction:
+        data = action.data if isinstance(action.data, dict) else {}
+        if str(getattr(action.kind, "value", action.kind)) == FIX_ALL_KIND and isinstance(data.get("uri"), str) and action.edit is None:
+            action.edit = await _fix_all_edit(ls, data["uri"]) or types.WorkspaceEdit(changes={})
+        return action
 
     @server.command(FIX_ALL_COMMAND)
     async def apply_autofix(ls: DevlintServer, *args: Any) -> None:

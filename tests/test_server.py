@@ -67,7 +67,8 @@ class Client:
         self.next_id = 0
         self.stderr = b""
         threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._stderr_reader.start()
 
     # -- framing -------------------------------------------------------------
     def _read(self) -> None:
@@ -185,7 +186,11 @@ class Client:
             if self.proc.poll() is None:
                 self.request("shutdown", None)
                 self.notify("exit", None)
-            return self.proc.wait(timeout=TIMEOUT)
+            code = self.proc.wait(timeout=TIMEOUT)
+            self._stderr_reader.join(timeout=TIMEOUT)
+            # nothing went wrong on the server's side (a handler that raised)
+            assert b"Traceback" not in self.stderr and b"Error" not in self.stderr, self.stderr.decode(errors="replace")
+            return code
         finally:
             if self.proc.poll() is None:
                 self.proc.kill()
@@ -351,6 +356,30 @@ def test_source_fix_all(client, workspace):
     change = actions[0]["edit"]["documentChanges"][0]
     assert change["textDocument"] == {"uri": uri, "version": 1}
     assert apply_edits(two, change["edits"]) == devlint_fix_apply(workspace, "two.py", two)
+
+
+def test_source_fix_all_resolved_lazily(workspace):
+    """A client that resolves code actions gets the fix-all action without
+    its edit (fixing costs a run of the fixer) and the edit on resolve."""
+    c = Client(workspace)
+    try:
+        c.initialize(workspace, {
+            "workspace": {"applyEdit": True},
+            "textDocument": {"codeAction": {"resolveSupport": {"properties": ["edit"]}}},
+        })
+        uri = c.open(workspace / "head.py", BUG)
+        c.diagnostics(uri, version=1)
+        actions = c.request(
+            "textDocument/codeAction",
+            {"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+             "context": {"diagnostics": [], "only": ["source.fixAll.devlint"]}},
+        )
+        assert len(actions) == 1 and "edit" not in actions[0]
+        resolved = c.request("codeAction/resolve", actions[0])
+        edits = resolved["edit"]["documentChanges"][0]["edits"]
+        assert apply_edits(BUG, edits) == devlint_fix_apply(workspace, "head.py", BUG)
+    finally:
+        assert c.close() == 0
 
 
 def test_fix_all_command_sends_apply_edit(client, workspace):
