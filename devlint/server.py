@@ -679,16 +679,12 @@ def _noqa_actions(server: DevlintServer, uri: str, findings: Sequence[Diagnostic
 async def _fix_all_edit(server: DevlintServer, uri: str) -> Optional[types.WorkspaceEdit]:
     """The edit applying every safe fix of the document (``devlint fix
     --apply``), None when there is nothing to fix."""
-    snap = server._snapshot(uri)
-    where = None
-    if snap is None:
-        where = server.notebook_of(uri)
-        if where is None:
-            return None
+    where = server.notebook_of(uri)
+    if where is not None:  # a cell: its notebook is fixed as a whole
         uri = where[0]
-        snap = server._snapshot(uri)
-        if snap is None:
-            return None
+    snap = server._snapshot(uri)
+    if snap is None:
+        return None
     version, text, cells = snap
     stamp = repr(cells) if cells is not None else text
     known = server._fix_all.get(uri)

@@ -292,6 +292,11 @@ def test_diagnostics_on_open_and_change(client, workspace):
     # and back
     client.change(uri, BUG, 3)
     assert [x["code"] for x in client.diagnostics(uri, version=3)] == ["DL001"]
+    # a syntax error is an error, with no rule page to link to
+    client.change(uri, BUG + "def broken(:\n", 4)
+    (d,) = client.diagnostics(uri, version=4)
+    assert d["code"] == "DL000" and d["severity"] == 1 and "codeDescription" not in d
+    assert d["range"]["start"]["line"] == len(BUG.split("\n")) - 1
 
 
 def test_changes_are_debounced_latest_text_wins(client, workspace):
@@ -432,6 +437,13 @@ def test_settings_from_pyproject_and_reload(workspace):
         # an excluded file gets no diagnostics
         vendored = c.open(workspace / "vendor" / "lib.py", BUG)
         assert c.diagnostics(vendored, version=1) == []
+        # a pyproject.toml open in the editor and saved: read again too
+        toml = '[tool.devlint]\nignore = ["DL0"]\n'
+        (workspace / "pyproject.toml").write_text(toml, encoding="utf-8")
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": (workspace / "pyproject.toml").as_uri(), "languageId": "toml",
+                                                           "version": 1, "text": toml}})
+        c.notify("textDocument/didSave", {"textDocument": {"uri": (workspace / "pyproject.toml").as_uri()}})
+        assert c.diagnostics(checked, version=1) == []
     finally:
         assert c.close() == 0
 
@@ -482,6 +494,18 @@ def test_notebook_cells(client, workspace):
     )
     fix = next(a for a in actions if a["title"].startswith("DL001:"))
     assert apply_edits(cells[2][0], fix["edit"]["changes"][cell_uris[2]]).endswith("torch.zeros(3, device=x.device)\n")
+    noqa = next(a for a in actions if a["title"] == "Disable DL001 for this line")
+    assert apply_edits(cells[2][0], noqa["edit"]["changes"][cell_uris[2]]).split("\n")[2].endswith("torch.zeros(3)  # noqa: DL001")
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": cell_uris[2]}, "position": diags[0]["range"]["start"]})
+    assert hover["contents"]["value"].startswith("**DL001 ")
+    actions = client.request(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": cell_uris[0]}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+         "context": {"diagnostics": [], "only": ["source.fixAll"]}},
+    )
+    (fix_all,) = actions
+    assert list(fix_all["edit"]["changes"]) == [cell_uris[2]]  # only the cell that changes; magics untouched
+    assert apply_edits(cells[2][0], fix_all["edit"]["changes"][cell_uris[2]]) == cells[2][0].replace("torch.zeros(3)", "torch.zeros(3, device=x.device)")
     # a change in the cell: linted again, with its notebook
     client.notify(
         "notebookDocument/didChange",
@@ -536,3 +560,26 @@ def test_missing_pygls_is_one_clear_line(tmp_path):
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'devlint[lsp]'" in lines[0]
+
+
+def test_docs_match_the_server():
+    """docs/editors.md names what the server does, and its settings parse."""
+    import re
+    import tomllib
+
+    from devlint import server
+
+    text = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
+    assert "docs/editors.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in (server.FIX_ALL_KIND, server.FIX_ALL_COMMAND, server.FIX_ALL_TITLE, "Disable DLxxx for this line",
+                 server.DOCS_URL.format(anchor="dl001")):
+        assert name in text, name
+    assert f"{int(server.DEBOUNCE_SECONDS * 1000)} ms" in text
+    blocks = re.findall(r"```(\w*)\n(.*?)```", text, re.S)
+    assert [json.loads(b) for lang, b in blocks if lang == "json"]
+    helix = [tomllib.loads(b) for lang, b in blocks if lang == "toml"]
+    assert helix[0]["language-server"]["devlint"] == {"command": "devlint", "args": ["server"]}
+    assert "devlint" in helix[0]["language"][0]["language-servers"]
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    assert extras["lsp"] == ["pygls>=2"] and "pygls>=2" in extras["test"]
