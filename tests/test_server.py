@@ -310,6 +310,27 @@ def test_changes_are_debounced_latest_text_wins(client, workspace):
     assert [d["code"] for d in last["diagnostics"]] == ["DL001"]
 
 
+def test_a_long_check_does_not_block_the_server(client, workspace):
+    small = client.open(workspace / "small.py", BUG)
+    d = _at(client.diagnostics(small, version=1), "DL001")
+    big_text = "import torch\nimport torch.nn as nn\n" + "".join(
+        f"\n\nclass Head{i}(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(4, 4)\n\n"
+        f"    def forward(self, x):\n        return self.lin(x) + torch.zeros(4)\n"
+        for i in range(300)
+    )
+    big = client.open(workspace / "big.py", big_text)  # seconds of checking
+    started = time.monotonic()
+    actions = client.request("textDocument/codeAction", {"textDocument": {"uri": small}, "range": d["range"],
+                                                         "context": {"diagnostics": [d], "only": ["quickfix"]}})
+    hover = client.request("textDocument/hover", {"textDocument": {"uri": small}, "position": d["range"]["start"]})
+    assert hover["contents"]["value"].startswith("**DL001 ")
+    answered = time.monotonic() - started
+    assert any(a["title"].startswith("DL001:") for a in actions)
+    # answered while the big file was still being checked
+    assert not any(n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] == big for n in client.notifications), answered
+    assert len(client.diagnostics(big, version=1)) == 300
+
+
 def test_quickfix_equals_devlint_fix_apply(client, workspace):
     uri = client.open(workspace / "head.py", BUG)
     d = _at(client.diagnostics(uri, version=1), "DL001")
