@@ -299,6 +299,22 @@ def test_diagnostics_on_open_and_change(client, workspace):
     assert d["range"]["start"]["line"] == len(BUG.split("\n")) - 1
 
 
+def test_utf8_positions_when_the_client_asks(workspace):
+    c = Client(workspace)
+    try:
+        result = c.initialize(workspace, {"general": {"positionEncodings": ["utf-8", "utf-16"]}})
+        assert result["capabilities"]["positionEncoding"] == "utf-8"
+        uri = c.open(workspace / "head.py", BUG)
+        d = _at(c.diagnostics(uri, version=1), "DL001")
+        line = BUG.split("\n")[BUG_LINE]
+        start = len(line[: line.index("torch.zeros(4)")].encode("utf-8"))
+        assert start == 48 + 1 + 3  # "ï" takes two bytes, "😀" four
+        assert d["range"]["start"] == {"line": BUG_LINE, "character": start}
+        assert d["range"]["end"] == {"line": BUG_LINE, "character": start + 14}
+    finally:
+        assert c.close() == 0
+
+
 def test_changes_are_debounced_latest_text_wins(client, workspace):
     uri = client.open(workspace / "typing.py", CLEAN)
     assert client.diagnostics(uri, version=1) == []
