@@ -392,7 +392,7 @@ class DevlintServer(LanguageServer):
         """Check the code cells of a notebook as ``devlint check x.ipynb``
         does. ``cells``: (1-based index among all cells, uri, text)."""
         from devlint.engine import fix_source
-        from devlint.notebook import Cell, Notebook, join_cells, lint_cells, mask_ipython, split_cells, unmask
+        from devlint.notebook import Cell, Notebook, _syntax_errors, join_cells, lint_cells, mask_ipython, split_cells, unmask
 
         path = uri_to_path(notebook_uri)
         settings = self.settings_for(path)
@@ -410,6 +410,11 @@ class DevlintServer(LanguageServer):
             return result, settings, {}
         joined = join_cells(code_cells)
         fixed = fix_source(joined.text, name, settings.codes, unsafe=False, ignore=settings.ignore)
+        if any(d.code == "DL000" for d in fixed.diagnostics):
+            # as `devlint fix` does: the cells that parse are fixed, the others left alone
+            code_cells, _errors = _syntax_errors(code_cells, name)
+            joined = join_cells(code_cells)
+            fixed = fix_source(joined.text, name, settings.codes, unsafe=False, ignore=settings.ignore)
         new = split_cells(fixed.fixed_text or joined.text, code_cells) or {}
         out = {}
         for cell in code_cells:

@@ -23,7 +23,7 @@ from conftest import FIXTURES, ROOT
 
 pytest.importorskip("pygls.lsp.server", reason="the language server needs pygls (pip install 'devlint[lsp]')")
 
-TIMEOUT = 60
+TIMEOUT = 30
 
 BUG = (
     "import torch\n"
@@ -504,6 +504,7 @@ def test_notebook_cells(client, workspace):
         ("import torch\nimport torch.nn as nn\n%matplotlib inline\n", 2),
         ("Some *markdown*", 1),
         ("class Net(nn.Module):\n    def forward(self, x):\n        return x + torch.zeros(3)\n", 2),
+        ("def unfinished(:\n", 2),
     ]
     cell_uris = [f"vscode-notebook-cell:{workspace / 'explore.ipynb'}#cell{i}" for i in range(len(cells))]
     client.notify(
@@ -523,6 +524,8 @@ def test_notebook_cells(client, workspace):
     )
     diags = client.diagnostics(cell_uris[2])
     assert [d["code"] for d in diags] == ["DL001"]
+    assert [d["code"] for d in client.diagnostics(cell_uris[3])] == ["DL000"]  # the broken cell, alone
+    assert client.diagnostics(cell_uris[0]) == []  # (a markdown cell gets none)
     assert diags[0]["range"]["start"] == {"line": 2, "character": 19}
     # the CLI on the same notebook says cell 3, line 3
     actions = client.request(
