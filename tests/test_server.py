@@ -21,9 +21,17 @@ import pytest
 
 from conftest import FIXTURES, ROOT
 
-pytest.importorskip("pygls.lsp.server", reason="the language server needs pygls (pip install 'devlint[lsp]')")
+
+def _needs_pygls() -> None:
+    try:
+        import pygls.lsp.server  # noqa: F401
+    except ImportError:
+        pytest.skip("the language server needs pygls 2 (pip install 'devlint[lsp]')")
+
 
 TIMEOUT = 30
+#: a save is checked at once; a change after the debounce delay (0.3 s)
+DEBOUNCE_SLACK = 10
 
 BUG = (
     "import torch\n"
@@ -232,6 +240,7 @@ def devlint_fix_apply(folder: Path, name: str, text: str) -> str:
 
 @pytest.fixture
 def workspace(tmp_path):
+    _needs_pygls()
     (tmp_path / "pyproject.toml").write_text("[tool.devlint]\n", encoding="utf-8")
     return tmp_path
 
@@ -286,6 +295,9 @@ def test_diagnostics_on_open_and_change(client, workspace):
     col = line.index("torch.zeros(4)")
     assert col == 48
     assert d["range"] == {"start": {"line": BUG_LINE, "character": col + 1}, "end": {"line": BUG_LINE, "character": col + 1 + 14}}
+    # saved: checked again at once (no debounce)
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    assert [x["code"] for x in client.diagnostics(uri, version=1, timeout=DEBOUNCE_SLACK)] == ["DL001"]
     # the bug removed: empty diagnostics for the new version
     client.change(uri, CLEAN, 2)
     assert client.diagnostics(uri, version=2) == []
@@ -363,6 +375,39 @@ def test_quickfix_equals_devlint_fix_apply(client, workspace):
     fixed = apply_edits(BUG, fix["edit"]["changes"][uri])
     assert fixed == devlint_fix_apply(workspace, "head.py", BUG)
     assert "torch.zeros(4, device=self.lin.weight.device)" in fixed
+
+
+UNSAFE = (
+    "import torch\n"
+    "from torch.nn import Conv2d, Module\n"
+    "\n"
+    "\n"
+    "class Pyramid(Module):\n"
+    "    def __init__(self, levels=3):\n"
+    "        super().__init__()\n"
+    "        convs = []\n"
+    "        for _ in range(levels):\n"
+    "            convs.append(Conv2d(8, 8, 3, padding=1))\n"
+    "        self.convs = convs\n"
+    "\n"
+    "    def forward(self, feats):\n"
+    "        return [conv(f) for conv, f in zip(self.convs, feats)]\n"
+)
+
+
+def test_unsafe_fix_is_labelled_and_left_out_of_fix_all(client, workspace):
+    uri = client.open(workspace / "pyramid.py", UNSAFE)
+    d = _at(client.diagnostics(uri, version=1), "DL007")
+    assert d["message"].endswith("(unsafe fix available)")
+    actions = client.request("textDocument/codeAction", {"textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d]}})
+    fix = next(a for a in actions if a["title"].startswith("DL007:"))
+    assert fix["title"].endswith("(unsafe)") and fix["isPreferred"] is False
+    assert not any(a["kind"].startswith("source.fixAll") for a in actions)  # nothing safe to fix
+    scratch = workspace / "_cli_unsafe.py"
+    scratch.write_text(UNSAFE, encoding="utf-8")
+    subprocess.run([sys.executable, "-m", "devlint", "fix", "--apply", "--unsafe-fixes", "--no-cache", str(scratch)],
+                   cwd=str(workspace), env=_env(), capture_output=True, check=False)
+    assert apply_edits(UNSAFE, fix["edit"]["changes"][uri]) == scratch.read_text(encoding="utf-8") != UNSAFE
 
 
 def test_noqa_action(client, workspace):
@@ -605,8 +650,10 @@ def test_missing_pygls_is_one_clear_line(tmp_path):
 def test_docs_match_the_server():
     """docs/editors.md names what the server does, and its settings parse."""
     import re
-    import tomllib
 
+    from devlint.config import tomllib
+
+    _needs_pygls()
     from devlint import server
 
     text = (ROOT / "docs" / "editors.md").read_text(encoding="utf-8")
