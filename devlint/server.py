@@ -32,6 +32,7 @@ import asyncio
 import logging
 import os
 import re
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -214,6 +215,8 @@ class DevlintServer(LanguageServer):
         self._lock = threading.Lock()
         #: the event loop (set once the client has initialized)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
+        #: checks running on the worker thread
+        self.busy = 0
         #: (uri, version, text) -> the edit fixing every safe problem (None: nothing to fix)
         self._fix_all: Dict[str, Tuple[Any, str, Optional[types.WorkspaceEdit]]] = {}
 
@@ -500,6 +503,20 @@ class DevlintServer(LanguageServer):
             return None
         return doc.version, doc.source, None
 
+    async def off_loop(self, fn, *args):
+        """``fn(*args)`` on the worker thread (one check at a time)."""
+
+        def run():
+            with self._lock:
+                self.busy += 1
+            try:
+                return fn(*args)
+            finally:
+                with self._lock:
+                    self.busy -= 1
+
+        return await asyncio.get_running_loop().run_in_executor(self.executor, run)
+
     async def lint_now(self, uri: str) -> Optional[LintResult]:
         """Lint the document as it is now, on the worker thread; publish the
         result unless the document changed meanwhile (a newer lint is on its
@@ -511,10 +528,10 @@ class DevlintServer(LanguageServer):
         version, text, cells = snap
         loop = asyncio.get_running_loop()
         if cells is not None:
-            result, settings, _ = await loop.run_in_executor(self.executor, self.lint_cells, uri, cells)
+            result, settings, _ = await self.off_loop(self.lint_cells, uri, cells)
             lint = LintResult(version, "", result, settings, {i: (u, t) for i, u, t in cells})
         else:
-            result, settings = await loop.run_in_executor(self.executor, self.lint_text, uri, text)
+            result, settings = await self.off_loop(self.lint_text, uri, text)
             lint = LintResult(version, text, result, settings)
         now = self._snapshot(uri)
         if now is None or now[0] != version or now[1] != text:
@@ -698,14 +715,14 @@ async def _fix_all_edit(server: DevlintServer, uri: str) -> Optional[types.Works
     loop = asyncio.get_running_loop()
     edit: Optional[types.WorkspaceEdit] = None
     if cells is not None:
-        _fixed, _settings, new = await loop.run_in_executor(server.executor, server.lint_cells, uri, cells, True)
+        _fixed, _settings, new = await server.off_loop(server.lint_cells, uri, cells, True)
         changes = {}
         for index, cell_uri, cell_text in cells:
             if index in new:
                 changes[cell_uri] = [_whole_document(_lines(cell_text), new[index])]
         edit = types.WorkspaceEdit(changes=changes) if changes else None
     else:
-        result, _settings = await loop.run_in_executor(server.executor, server.lint_text, uri, text, True)
+        result, _settings = await server.off_loop(server.lint_text, uri, text, True)
         if result.fixed_text is not None and result.fixed_text != text and not result.error:
             edit = types.WorkspaceEdit(
                 document_changes=[
@@ -945,6 +962,19 @@ def build_server() -> DevlintServer:
             handle.cancel()
         ls.pending.clear()
         ls.executor.shutdown(wait=False, cancel_futures=True)
+
+    @server.feature(types.EXIT)
+    def exit_(ls: DevlintServer, *args) -> None:
+        if ls.busy:
+            # a check still running on the worker thread would hold up the
+            # interpreter's exit (it joins the thread) until it ends: its
+            # result is of no use now, and nothing is left to write
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+            os._exit(0 if ls.protocol._shutdown else 1)
 
     return server
 

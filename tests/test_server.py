@@ -635,6 +635,20 @@ def test_shutdown_and_exit_end_the_process(workspace):
     assert c.close() == 0
 
 
+def test_exit_does_not_wait_for_a_running_check(workspace):
+    c = Client(workspace)
+    c.initialize(workspace)
+    big = "import torch\nimport torch.nn as nn\n" + "".join(
+        f"\n\nclass H{i}(nn.Module):\n    def forward(self, x):\n        return x + torch.zeros(4)\n" for i in range(600)
+    )
+    c.open(workspace / "big.py", big)  # several seconds of checking
+    time.sleep(0.5)
+    started = time.monotonic()
+    assert c.close() == 0
+    assert time.monotonic() - started < 3
+    assert not any(n["method"] == "textDocument/publishDiagnostics" for n in c.notifications)
+
+
 def test_missing_pygls_is_one_clear_line(tmp_path):
     fake = tmp_path / "fake"
     (fake / "pygls").mkdir(parents=True)
