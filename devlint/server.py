@@ -119,8 +119,10 @@ def _text_edit(lines: Sequence[str], e: Edit, encoding: str) -> types.TextEdit:
     )
 
 
-def _whole_document(lines: Sequence[str], new_text: str) -> types.TextEdit:
-    return types.TextEdit(range=types.Range(types.Position(0, 0), types.Position(len(lines), 0)), new_text=new_text)
+def _whole_document(lines: Sequence[str], new_text: str, encoding: str) -> types.TextEdit:
+    """Replace the whole text (its end: the end of its last line)."""
+    end = types.Position(len(lines) - 1, _units(lines[-1], encoding))
+    return types.TextEdit(range=types.Range(types.Position(0, 0), end), new_text=new_text)
 
 
 def _minimal_edit(old: str, new: str, encoding: str) -> types.TextEdit:
@@ -526,7 +528,6 @@ class DevlintServer(LanguageServer):
         if snap is None:
             return None
         version, text, cells = snap
-        loop = asyncio.get_running_loop()
         if cells is not None:
             result, settings, _ = await self.off_loop(self.lint_cells, uri, cells)
             lint = LintResult(version, "", result, settings, {i: (u, t) for i, u, t in cells})
@@ -534,7 +535,7 @@ class DevlintServer(LanguageServer):
             result, settings = await self.off_loop(self.lint_text, uri, text)
             lint = LintResult(version, text, result, settings)
         now = self._snapshot(uri)
-        if now is None or now[0] != version or now[1] != text:
+        if now != snap:
             return None  # stale: the document changed or closed while it was linted
         self.results[uri] = lint
         self.publish(uri, lint)
@@ -712,14 +713,13 @@ async def _fix_all_edit(server: DevlintServer, uri: str) -> Optional[types.Works
     known = server._fix_all.get(uri)
     if known is not None and known[0] == version and known[1] == stamp:
         return known[2]  # fixing is costly: once per version of the text
-    loop = asyncio.get_running_loop()
     edit: Optional[types.WorkspaceEdit] = None
     if cells is not None:
         _fixed, _settings, new = await server.off_loop(server.lint_cells, uri, cells, True)
         changes = {}
         for index, cell_uri, cell_text in cells:
             if index in new:
-                changes[cell_uri] = [_whole_document(_lines(cell_text), new[index])]
+                changes[cell_uri] = [_whole_document(_lines(cell_text), new[index], server.encoding())]
         edit = types.WorkspaceEdit(changes=changes) if changes else None
     else:
         result, _settings = await server.off_loop(server.lint_text, uri, text, True)
@@ -728,7 +728,7 @@ async def _fix_all_edit(server: DevlintServer, uri: str) -> Optional[types.Works
                 document_changes=[
                     types.TextDocumentEdit(
                         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                        edits=[_whole_document(_lines(text), result.fixed_text)],
+                        edits=[_whole_document(_lines(text), result.fixed_text, server.encoding())],
                     )
                 ]
             )
@@ -868,11 +868,9 @@ def build_server() -> DevlintServer:
 
     @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
     def notebook_close(ls: DevlintServer, params: types.DidCloseNotebookDocumentParams) -> None:
-        lint = ls.results.get(params.notebook_document.uri)
         ls.forget(params.notebook_document.uri)
         for cell in params.cell_text_documents:
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
-        del lint
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def watched(ls: DevlintServer, params: types.DidChangeWatchedFilesParams) -> None:
