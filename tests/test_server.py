@@ -395,6 +395,22 @@ UNSAFE = (
 )
 
 
+def test_crlf_buffer(client, workspace):
+    crlf = BUG.replace("\n", "\r\n")
+    uri = client.open(workspace / "dos.py", crlf)
+    d = _at(client.diagnostics(uri, version=1), "DL001")
+    assert d["range"]["start"]["line"] == BUG_LINE
+    actions = client.request(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": uri}, "range": d["range"], "context": {"diagnostics": [d]}},
+    )
+    fix = next(a for a in actions if a["title"].startswith("DL001:"))
+    expected = devlint_fix_apply(workspace, "head.py", BUG).replace("\n", "\r\n")
+    assert apply_edits(crlf, fix["edit"]["changes"][uri]) == expected
+    fix_all = next(a for a in actions if a["kind"] == "source.fixAll.devlint")
+    assert apply_edits(crlf, fix_all["edit"]["documentChanges"][0]["edits"]) == expected
+
+
 def test_unsafe_fix_is_labelled_and_left_out_of_fix_all(client, workspace):
     uri = client.open(workspace / "pyramid.py", UNSAFE)
     d = _at(client.diagnostics(uri, version=1), "DL007")
