@@ -487,6 +487,15 @@ class DevlintServer(LanguageServer):
             old.cancel()
         self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.lint_now(uri)))
 
+    def recheck_all(self, but: Optional[str] = None) -> None:
+        """Check every open document (``but`` one) again, soon."""
+        for uri in list(self.workspace.text_documents):
+            if uri != but and not uri.endswith("pyproject.toml") and self.notebook_of(uri) is None:
+                self.schedule(uri, 0)
+        for uri in list(self.workspace.notebook_documents):
+            if uri != but:
+                self.schedule(uri, 0)
+
     def _snapshot(self, uri: str):
         """(version, text, notebook cells or None) of an open document now."""
         nb = self.workspace.get_notebook_document(notebook_uri=uri) if uri in self.workspace.notebook_documents else None
@@ -810,7 +819,11 @@ def build_server() -> DevlintServer:
                             id="devlint-pyproject",
                             method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                             register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                                watchers=[
+                                    types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                                    # a `devlint check` stored new project summaries
+                                    types.FileSystemWatcher(glob_pattern="**/.devlint_cache/results-*.json"),
+                                ]
                             ),
                         )
                     ]
@@ -838,13 +851,12 @@ def build_server() -> DevlintServer:
         uri = params.text_document.uri
         if uri.endswith("pyproject.toml"):
             ls.reload_settings()
-            for other in list(ls.workspace.text_documents) + list(ls.workspace.notebook_documents):
-                if not other.endswith("pyproject.toml") and ls.notebook_of(other) is None:
-                    ls.schedule(other, 0)
+            ls.recheck_all()
             return
         with ls._lock:
             ls._seeds.clear()  # a saved file may change what the cache still vouches for
         await ls.lint_now(uri)
+        ls.recheck_all(but=uri)  # files importing it may see it differently now
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: DevlintServer, params: types.DidCloseTextDocumentParams) -> None:
@@ -876,11 +888,11 @@ def build_server() -> DevlintServer:
     def watched(ls: DevlintServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(c.uri.endswith("pyproject.toml") for c in params.changes):
             ls.reload_settings()
-            for uri in list(ls.workspace.text_documents):
-                if not uri.endswith("pyproject.toml") and ls.notebook_of(uri) is None:
-                    ls.schedule(uri, 0)
-            for uri in list(ls.workspace.notebook_documents):
-                ls.schedule(uri, 0)
+            ls.recheck_all()
+        elif any("/.devlint_cache/" in c.uri for c in params.changes):
+            with ls._lock:
+                ls._seeds.clear()
+            ls.recheck_all()
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,

@@ -277,7 +277,7 @@ def test_initialize_advertises_the_features(workspace):
             c._next(deadline)
         reg = next(r for r in c.server_requests if r["method"] == "client/registerCapability")["params"]["registrations"][0]
         assert reg["method"] == "workspace/didChangeWatchedFiles"
-        assert reg["registerOptions"]["watchers"][0]["globPattern"] == "**/pyproject.toml"
+        assert [w["globPattern"] for w in reg["registerOptions"]["watchers"]] == ["**/pyproject.toml", "**/.devlint_cache/results-*.json"]
     finally:
         assert c.close() == 0
 
@@ -625,16 +625,20 @@ def test_project_index_from_the_cache(workspace):
     reports for the whole project."""
     tree = FIXTURES / "projects" / "helper_makes_cpu_tensor" / "tree"
     shutil.copytree(tree, workspace, dirs_exist_ok=True)
-    cli = subprocess.run([sys.executable, "-m", "devlint", "check", "--output-format", "json", "."], cwd=str(workspace),
-                         env=_env(), capture_output=True, text=True)
-    expected = [d for d in json.loads(cli.stdout) if d["filename"].endswith("kernels.py")]
-    assert expected, cli.stdout + cli.stderr
     # the server's current folder need not be the project's
     c = Client(workspace / "gpkit")
     try:
         c.initialize(workspace)
         path = workspace / "gpkit" / "kernels.py"
         uri = c.open(path, path.read_text(encoding="utf-8"))
+        assert c.diagnostics(uri, version=1) == []  # no cache yet: the helper is unknown
+        cli = subprocess.run([sys.executable, "-m", "devlint", "check", "--output-format", "json", "."], cwd=str(workspace),
+                             env=_env(), capture_output=True, text=True)
+        expected = [d for d in json.loads(cli.stdout) if d["filename"].endswith("kernels.py")]
+        assert expected, cli.stdout + cli.stderr
+        # the client's file watcher reports the new cache file
+        (results,) = (workspace / ".devlint_cache").glob("results-*.json")
+        c.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": results.as_uri(), "type": 1}]})
         got = c.diagnostics(uri, version=1)
         assert [(d["code"], d["range"]["start"]["line"] + 1, d["message"]) for d in got] == [
             (d["code"], d["location"]["line"], d["message"]) for d in expected
