@@ -215,6 +215,8 @@ class DevlintServer(LanguageServer):
         #: (cache folder, config key) -> (results file, its mtime, seed) for the project index
         self._seeds: Dict[Tuple[str, str], Tuple[str, Any, list]] = {}
         self._lock = threading.Lock()
+        #: (path, config key) -> (content digest, summary, summaries it read): modules summarised here
+        self._summaries: Dict[Tuple[str, str], Tuple[str, Optional[dict], Dict[str, str]]] = {}
         #: the event loop (set once the client has initialized)
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         #: checks running on the worker thread
@@ -353,9 +355,10 @@ class DevlintServer(LanguageServer):
         fp = plan.files.get(path)
         if fp is None:
             return None
+        found: List[Tuple[str, str]] = []
         if fp.module is not None:  # the buffer's imports, not the file's on disk
             plan.aliases[fp.module] = read_imports(text, fp.module, fp.is_package).aliases
-            _add_reexports(plan, fp.module, cfg.source_roots())
+            found = _add_reexports(plan, fp.module, cfg.source_roots())
         # messages name other files as ``devlint check`` run from the root does
         root = os.path.abspath(cfg.root)
         for name, where in plan.paths.items():
@@ -363,7 +366,51 @@ class DevlintServer(LanguageServer):
             if full.startswith(root.rstrip(os.sep) + os.sep):
                 plan.paths[name] = os.path.relpath(full, root)
         index = ProjectIndex(summaries=plan.seed, aliases=plan.aliases, paths=plan.paths)
+        # the modules it imports that the cache has no (current) summary of:
+        # summarised here, deepest first, as a project run would
+        for name, where in reversed(found):
+            if name not in index.summaries and where.endswith(PYTHON_SUFFIXES):
+                summary = self._summary_of(name, where, index, cfg)
+                if summary is not None:
+                    index.add(name, summary)
         return ProjectContext(fp.module, fp.is_package, index)
+
+    def _summary_of(self, module: str, path: str, index, cfg: Config) -> Optional[dict]:
+        """What ``module`` (the file ``path`` on disk) exports to the files
+        importing it, from one check of it against ``index``; remembered
+        while its content and the summaries it read are unchanged."""
+        from devlint.cache import content_digest
+        from devlint.catalog import rule_table
+        from devlint.engine import lint_source
+        from devlint.project.index import ProjectContext
+        from devlint.project.names import is_package_file
+        from devlint.source import SourceError, decode_source
+
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read(2 * 1024 * 1024 + 1)
+        except OSError:
+            return None
+        digest = content_digest(raw)
+        key = (path, cfg.cache_key())
+        known = self._summaries.get(key)
+        if known is not None and known[0] == digest and all(index.digest_of(m) == d for m, d in known[2].items()):
+            return known[1]
+        if len(raw) > 2 * 1024 * 1024 or b"\x00" in raw[:8192]:
+            return None
+        try:
+            text = decode_source(raw).text
+        except SourceError:
+            return None
+        codes = tuple(cfg.enabled_codes(rule_table()))
+        ctx = ProjectContext(module, is_package_file(path), index)
+        try:
+            result = lint_source(text, path, codes, cfg.ignored_for(path), project=ctx, summarize=True, exports=("*",))
+        except Exception:  # RecursionError, an engine bug: the file stays unknown, as the cache would leave it
+            return None
+        consulted = dict(index.consulted)
+        self._summaries[key] = (digest, result.summary, consulted)
+        return result.summary
 
     # -- linting (on the worker thread) --------------------------------------
     def lint_text(self, uri: str, text: str, fix: bool = False) -> Tuple[FileResult, Settings]:
@@ -585,26 +632,30 @@ class DevlintServer(LanguageServer):
 _MAX_REEXPORT_FILES = 64
 
 
-def _add_reexports(plan, module: str, roots: Sequence[str]) -> None:
+def _add_reexports(plan, module: str, roots: Sequence[str]) -> List[Tuple[str, str]]:
     """The imports (aliases) of the project modules the file imports through,
     transitively, read from their text on disk (no parse), where the cache
     has no summary of them: a package ``__init__.py`` that only re-exports
     (``from .grid import create_grid``) stores none, and without its aliases
     ``from .utils import create_grid`` would not resolve. A whole-project
-    ``devlint check`` reads them from every file of the run."""
+    ``devlint check`` reads them from every file of the run. Returns the
+    (module, path) of every project module the walk met, in the order met."""
     from devlint.project.imports import read_imports
     from devlint.project.names import is_package_file, module_name
 
     todo = list(plan.aliases.get(module, {}).values())
-    tried: set = set()
-    read = 0
-    while todo and read < _MAX_REEXPORT_FILES:
+    tried: set = {module}
+    found: List[Tuple[str, str]] = []
+    while todo and len(found) < _MAX_REEXPORT_FILES:
         parts = todo.pop().split(".")
         for i in range(1, len(parts) + 1):
             name = ".".join(parts[:i])
-            if name in plan.aliases or name in tried:
+            if name in tried:
                 continue
             tried.add(name)
+            if name in plan.aliases:  # a module the cache summarised: its imports are known
+                todo.extend(plan.aliases[name].values())
+                continue
             for root in roots:
                 base = os.path.join(root, *name.split("."))
                 for candidate in (base + ".py", os.path.join(base, "__init__.py")):
@@ -615,14 +666,15 @@ def _add_reexports(plan, module: str, roots: Sequence[str]) -> None:
                             source = fh.read(2 * 1024 * 1024).decode("utf-8", errors="replace")
                     except OSError:
                         continue
-                    read += 1
                     aliases = read_imports(source, name, is_package_file(candidate)).aliases
                     plan.aliases[name] = aliases
                     plan.paths.setdefault(name, candidate)
+                    found.append((name, candidate))
                     todo.extend(aliases.values())
                     break
                 if name in plan.aliases:
                     break
+    return found
 
 
 def _path_to_uri(path: str) -> str:

@@ -619,33 +619,63 @@ def test_notebook_cells(client, workspace):
     assert client.diagnostics(cell_uris[2]) == []
 
 
-def test_project_index_from_the_cache(workspace):
-    """A file whose bug is in a helper of another module: with the summaries
-    the last ``devlint check`` stored, the editor reports what the CLI
-    reports for the whole project."""
+def test_project_findings_across_files(workspace):
+    """A file whose bug is in a helper of another module (re-exported by a
+    package ``__init__``): the editor reports what ``devlint check`` of the
+    whole project reports, before any run filled the cache and after."""
     tree = FIXTURES / "projects" / "helper_makes_cpu_tensor" / "tree"
     shutil.copytree(tree, workspace, dirs_exist_ok=True)
+    cli = subprocess.run([sys.executable, "-m", "devlint", "check", "--no-cache", "--output-format", "json", "."],
+                         cwd=str(workspace), env=_env(), capture_output=True, text=True)
+    expected = [(d["code"], d["location"]["line"], d["message"]) for d in json.loads(cli.stdout) if d["filename"].endswith("kernels.py")]
+    assert expected, cli.stdout + cli.stderr
     # the server's current folder need not be the project's
     c = Client(workspace / "gpkit")
     try:
         c.initialize(workspace)
         path = workspace / "gpkit" / "kernels.py"
         uri = c.open(path, path.read_text(encoding="utf-8"))
-        assert c.diagnostics(uri, version=1) == []  # no cache yet: the helper is unknown
-        cli = subprocess.run([sys.executable, "-m", "devlint", "check", "--output-format", "json", "."], cwd=str(workspace),
-                             env=_env(), capture_output=True, text=True)
-        expected = [d for d in json.loads(cli.stdout) if d["filename"].endswith("kernels.py")]
-        assert expected, cli.stdout + cli.stderr
-        # the client's file watcher reports the new cache file
+        got = c.diagnostics(uri, version=1)
+        assert [(d["code"], d["range"]["start"]["line"] + 1, d["message"]) for d in got] == expected
+        assert got[0]["relatedInformation"][0]["location"]["uri"] == (workspace / "gpkit" / "utils" / "grid.py").as_uri()
+        # a `devlint check` stores the summaries; the client's watcher reports it: checked again, same findings
+        subprocess.run([sys.executable, "-m", "devlint", "check", "."], cwd=str(workspace), env=_env(), capture_output=True)
         (results,) = (workspace / ".devlint_cache").glob("results-*.json")
         c.notify("workspace/didChangeWatchedFiles", {"changes": [{"uri": results.as_uri(), "type": 1}]})
-        got = c.diagnostics(uri, version=1)
-        assert [(d["code"], d["range"]["start"]["line"] + 1, d["message"]) for d in got] == [
-            (d["code"], d["location"]["line"], d["message"]) for d in expected
-        ]
-        assert got[0]["relatedInformation"][0]["location"]["uri"] == (workspace / "gpkit" / "utils" / "grid.py").as_uri()
+        again = c.diagnostics(uri, version=1)
+        assert [(d["code"], d["range"]["start"]["line"] + 1, d["message"]) for d in again] == expected
     finally:
         assert c.close() == 0
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in (FIXTURES / "projects").iterdir() if (p / "tree").is_dir()))
+def test_every_project_fixture_matches_devlint_check(case, tmp_path):
+    """For every file of every project fixture, what the server reports for
+    it alone (no cache) is what ``devlint check`` of the whole project
+    reports for it (the server's checking, called in process)."""
+    _needs_pygls()
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+    from devlint.server import DevlintServer
+
+    shutil.copytree(FIXTURES / "projects" / case / "tree", tmp_path / "p")
+    ws = tmp_path / "p"
+    cwd = os.getcwd()
+    os.chdir(ws)
+    try:
+        out = CliRunner().invoke(main, ["check", "--no-cache", "--output-format", "json", "."]).stdout
+    finally:
+        os.chdir(cwd)
+    expected: Dict[str, list] = {}
+    for d in json.loads(out):
+        expected.setdefault(os.path.normpath(d["filename"]), []).append((d["code"], d["location"]["line"], d["message"]))
+    server = DevlintServer()
+    server._folder_for = lambda path: str(ws)  # no client: the workspace folder
+    for f in sorted(ws.rglob("*.py")):
+        result, _ = server.lint_text(f.as_uri(), f.read_text(encoding="utf-8"))
+        got = [(d.code, d.line, d.message) for d in result.diagnostics]
+        assert got == expected.get(os.path.normpath(os.path.relpath(f, ws)), []), f
 
 
 def test_shutdown_and_exit_end_the_process(workspace):
