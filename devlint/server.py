@@ -380,7 +380,6 @@ class DevlintServer(LanguageServer):
         importing it, from one check of it against ``index``; remembered
         while its content and the summaries it read are unchanged."""
         from devlint.cache import content_digest
-        from devlint.catalog import rule_table
         from devlint.engine import lint_source
         from devlint.project.index import ProjectContext
         from devlint.project.names import is_package_file
@@ -402,10 +401,11 @@ class DevlintServer(LanguageServer):
             text = decode_source(raw).text
         except SourceError:
             return None
-        codes = tuple(cfg.enabled_codes(rule_table()))
         ctx = ProjectContext(module, is_package_file(path), index)
         try:
-            result = lint_source(text, path, codes, cfg.ignored_for(path), project=ctx, summarize=True, exports=("*",))
+            # no rule runs: the summary only (what `devlint check` reads from
+            # a file it follows but does not check)
+            result = lint_source(text, path, (), (), project=ctx, summarize=True, exports=("*",))
         except Exception:  # RecursionError, an engine bug: the file stays unknown, as the cache would leave it
             return None
         consulted = dict(index.consulted)
