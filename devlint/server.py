@@ -557,7 +557,7 @@ class DevlintServer(LanguageServer):
                 cells.append((i, cell.document, doc.source))
             return nb.version, "", cells
         doc = self.workspace.text_documents.get(uri)
-        if doc is None:
+        if doc is None or not _is_python(uri, doc.language_id):
             return None
         return doc.version, doc.source, None
 
@@ -675,6 +675,16 @@ def _add_reexports(plan, module: str, roots: Sequence[str]) -> List[Tuple[str, s
                 if name in plan.aliases:
                     break
     return found
+
+
+def _is_python(uri: str, language_id: Optional[str]) -> bool:
+    """Whether to check a text document: Python by its language, or by its
+    name when the client gives no language (a client may send every file)."""
+    from devlint.files import PYTHON_SUFFIXES
+
+    if language_id:
+        return language_id == "python"
+    return urlparse(uri).path.endswith(PYTHON_SUFFIXES)
 
 
 def _path_to_uri(path: str) -> str:

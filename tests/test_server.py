@@ -311,6 +311,18 @@ def test_diagnostics_on_open_and_change(client, workspace):
     assert d["range"]["start"]["line"] == len(BUG.split("\n")) - 1
 
 
+def test_only_python_documents_are_checked(client, workspace):
+    notes = (workspace / "notes.md").as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": notes, "languageId": "markdown", "version": 1,
+                                                            "text": "# torch.zeros(3) is not code here\n"}})
+    uri = client.open(workspace / "head.py", BUG)
+    assert [d["code"] for d in client.diagnostics(uri, version=1)] == ["DL001"]
+    # one worker, first in first out: a check of the markdown file would have come first
+    assert not any(n["method"] == "textDocument/publishDiagnostics" and n["params"]["uri"] == notes for n in client.notifications)
+    assert client.request("textDocument/codeAction", {"textDocument": {"uri": notes}, "range": {"start": {"line": 0, "character": 0},
+                          "end": {"line": 0, "character": 0}}, "context": {"diagnostics": []}}) == []
+
+
 def test_utf8_positions_when_the_client_asks(workspace):
     c = Client(workspace)
     try:
