@@ -208,6 +208,9 @@ class DevlintServer(LanguageServer):
         #: one worker: lints run one at a time, off the event loop
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="devlint-lint")
         self.pending: Dict[str, asyncio.TimerHandle] = {}
+        #: uri -> checks of it on their way; uris to check again once they end
+        self.running: Dict[str, int] = {}
+        self.again: set = set()
         self.results: Dict[str, LintResult] = {}
         #: folder -> its configuration (cleared when a pyproject.toml changes)
         self._configs: Dict[str, Config] = {}
@@ -532,7 +535,17 @@ class DevlintServer(LanguageServer):
         old = self.pending.pop(uri, None)
         if old is not None:
             old.cancel()
-        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self.lint_now(uri)))
+        self.pending[uri] = loop.call_later(delay, lambda: asyncio.ensure_future(self._scheduled(uri)))
+
+    async def _scheduled(self, uri: str) -> None:
+        """A debounced check: while one of the document is running, at most
+        one more waits (for the text as it is when that one ends), rather
+        than a queue of checks of texts already out of date."""
+        self.pending.pop(uri, None)
+        if uri in self.running:
+            self.again.add(uri)
+            return
+        await self.lint_now(uri)
 
     def recheck_all(self, but: Optional[str] = None) -> None:
         """Check every open document (``but`` one) again, soon."""
@@ -584,12 +597,21 @@ class DevlintServer(LanguageServer):
         if snap is None:
             return None
         version, text, cells = snap
-        if cells is not None:
-            result, settings, _ = await self.off_loop(self.lint_cells, uri, cells)
-            lint = LintResult(version, "", result, settings, {i: (u, t) for i, u, t in cells})
-        else:
-            result, settings = await self.off_loop(self.lint_text, uri, text)
-            lint = LintResult(version, text, result, settings)
+        self.running[uri] = self.running.get(uri, 0) + 1
+        try:
+            if cells is not None:
+                result, settings, _ = await self.off_loop(self.lint_cells, uri, cells)
+                lint = LintResult(version, "", result, settings, {i: (u, t) for i, u, t in cells})
+            else:
+                result, settings = await self.off_loop(self.lint_text, uri, text)
+                lint = LintResult(version, text, result, settings)
+        finally:
+            self.running[uri] -= 1
+            if not self.running[uri]:
+                del self.running[uri]
+                if uri in self.again:
+                    self.again.discard(uri)
+                    self.schedule(uri, 0)
         now = self._snapshot(uri)
         if now != snap:
             return None  # stale: the document changed or closed while it was linted
