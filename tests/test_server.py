@@ -350,6 +350,25 @@ def test_changes_are_debounced_latest_text_wins(client, workspace):
     assert [d["code"] for d in last["diagnostics"]] == ["DL001"]
 
 
+def test_slow_checks_while_typing_publish_the_latest_text(client, workspace):
+    """Keystrokes slower than the debounce delay but faster than a check:
+    each running check's result is out of date when it ends and is dropped;
+    the checks waiting meanwhile collapse into one; the last text is
+    published."""
+    big = "import torch\nimport torch.nn as nn\n" + "".join(
+        f"\n\nclass H{i}(nn.Module):\n    def forward(self, x):\n        return x + torch.zeros(4)\n" for i in range(150)
+    )
+    uri = client.open(workspace / "big.py", big)
+    assert len(client.diagnostics(uri, version=1)) == 150
+    for v in range(2, 8):
+        client.change(uri, big + "#" * v + "\n", v)
+        time.sleep(0.4)
+    client.change(uri, big[: big.index("\n\n\nclass H1(")] + "\n", 8)  # one class left
+    assert len(client.diagnostics(uri, version=8)) == 1
+    published = [n["params"].get("version") for n in client.notifications if n["method"] == "textDocument/publishDiagnostics"]
+    assert all(v is not None and v < 8 for v in published)  # nothing published after the last text's
+
+
 def test_a_long_check_does_not_block_the_server(client, workspace):
     small = client.open(workspace / "small.py", BUG)
     d = _at(client.diagnostics(small, version=1), "DL001")
