@@ -420,5 +420,17 @@ def verify(paths, select, ignore, extend_select, config_path, jobs, verbose, out
     sys.exit(EXIT_ERROR if run.exit == EXIT_ERROR else code)
 
 
+@main.command()
+def server() -> None:
+    """Run the language server (LSP over stdin/stdout) for editors: see
+    docs/editors.md. Needs pygls: pip install 'devlint[lsp]'."""
+    try:
+        from devlint.server import serve
+    except ImportError as exc:
+        _err(f"error: the language server needs pygls 2 (pip install 'devlint[lsp]'): {exc}")
+        sys.exit(EXIT_ERROR)
+    serve()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
