@@ -1513,18 +1513,18 @@ class _Interpreter:
         """``self.<attr> = v``: what a call of this method leaves in the
         module's state (the last store wins; only a tensor a call pinned
         matters to the caller)."""
-        if not self.self_name or not key.startswith(self.self_name + ".") or key.count(".") != 1:
-            return
+        if not self.is_module or not self.self_name or not key.startswith(self.self_name + ".") or key.count(".") != 1:
+            return  # (a plain class's state is its own bookkeeping: a sampler's indices live on the CPU)
         attr = key[len(self.self_name) + 1:]
-        if any(t.pinned for t in _tensors_in(v)):
+        old = self.result.stores.get(attr)
+        if old is None or any(t.pinned for t in _tensors_in(v)):
             self.result.stores[attr] = v
             return
-        # a store on some path stays (``if c: self.g = torch.ones(n)``),
+        # a pinned store on some path stays (``if c: self.g = torch.ones(n)``),
         # unless this one moves that very tensor (``self.g = self.g.to(x.device)``)
-        old = self.result.stores.get(attr)
-        born = frozenset().union(*(t.born for t in _tensors_in(old))) if old is not None else frozenset()
-        if born and any(t.moved & born for t in _tensors_in(v)):
-            del self.result.stores[attr]
+        born = frozenset().union(*(t.born for t in _tensors_in(old)))
+        if not born or any(t.moved & born for t in _tensors_in(v)):
+            self.result.stores[attr] = v
 
     # -- meetings -----------------------------------------------------------------
     def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str, device: str = CPU,
@@ -2656,7 +2656,7 @@ class _Interpreter:
             return UNKNOWN_VALUE
         self._callee = None
         out = self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
-        if self._callee is not None and self.self_name:
+        if self._callee is not None and self.self_name and self.is_module:
             # self.update_grid(grid): what the method left in self.<attr>
             for attr, v in self._callee.stores.items():
                 env[f"{self.self_name}.{attr}"] = replace(v, anchor=None)
