@@ -142,7 +142,7 @@ def test_try_repo_check_fails_fix_fixes(hook_repo, pre_commit_home, user_repo):
     out = first.stdout + first.stderr
     assert first.returncode == 1, out
     assert "model.py:11:15: DL001" in out, out
-    assert "tutorial.ipynb:cell 5:13:15: DL001" in out, out  # types_or: jupyter
+    assert "tutorial.ipynb:In [3]:13:15: DL001" in out, out  # types_or: jupyter
     assert "utils.py" not in out and "notes.txt" not in out, out
 
     fixed = _pre_commit(user_repo, pre_commit_home, "try-repo", str(hook_repo), "devlint-fix", "--all-files")
