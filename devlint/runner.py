@@ -548,14 +548,15 @@ def diff_path(path: str) -> str:
 
 def unified_diff(path: str, before: str, after: str) -> str:
     name = diff_path(path)
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{name}",
-            tofile=f"b/{name}",
-        )
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
     )
+    # a last line without its newline: say so, as diff and git do, or the
+    # patch does not apply
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def jobs_for(files: Iterable[str], config: Config, codes: Sequence[str], **kw) -> List[Job]:
