@@ -164,6 +164,9 @@ class _Run:
         self.stdin: Optional[bytes] = None
         self.stdin_name = meta.get("devlint.stdin_filename") or STDIN
         if STDIN in self.paths:
+            if click.get_current_context().command.name not in ("check", "fix"):
+                _err("error: '-' (standard input) works with check and fix only")
+                raise SystemExit(EXIT_ERROR)
             if len(self.paths) > 1:
                 _err("error: '-' (standard input) cannot be combined with other paths")
                 raise SystemExit(EXIT_ERROR)
@@ -294,14 +297,6 @@ _common = [
     click.option("--config", "config_path", type=click.Path(dir_okay=False), help="Read the configuration from this pyproject.toml."),
     click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Processes to use (default: usable cores)."),
     click.option("--verbose", "-v", is_flag=True, help="Say more about what is skipped and why."),
-    click.option(
-        "--quiet",
-        "-q",
-        count=True,
-        expose_value=False,
-        callback=_remember,
-        help="Print the findings only, no summary; -qq: print nothing (the exit code tells).",
-    ),
     click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember, help="Neither read nor write the result cache (.devlint_cache/)."),
     click.option(
         "--no-project",
@@ -333,14 +328,24 @@ def common(f):
     return f
 
 
-_stdin_filename = click.option(
-    "--stdin-filename",
-    expose_value=False,
-    callback=_remember,
-    metavar="PATH",
-    help="With '-' as the path: the name of the file standard input holds (its configuration, "
-    "excludes and per-file ignores apply; findings name it).",
-)
+def _terminal_options(f):
+    """check and fix: standard input, -q."""
+    f = click.option(
+        "--stdin-filename",
+        expose_value=False,
+        callback=_remember,
+        metavar="PATH",
+        help="With '-' as the path: the name of the file standard input holds (its configuration, "
+        "excludes and per-file ignores apply; findings name it).",
+    )(f)
+    return click.option(
+        "--quiet",
+        "-q",
+        count=True,
+        expose_value=False,
+        callback=_remember,
+        help="Print the findings only, no summary; -qq: nothing but error lines (the exit code tells).",
+    )(f)
 
 
 class _Main(click.Group):
@@ -361,7 +366,7 @@ def main() -> None:
 
 @main.command()
 @common
-@_stdin_filename
+@_terminal_options
 @click.option("--output-format", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them "
               "([*]: fix --apply fixes them all, [-]: some of them; with --output-format json: a JSON list).")
@@ -447,7 +452,7 @@ def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
 
 @main.command()
 @common
-@_stdin_filename
+@_terminal_options
 @click.option("--apply", is_flag=True, help="Write the fixes (atomically) instead of printing a diff.")
 @click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes that may change behaviour.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
