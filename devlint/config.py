@@ -223,7 +223,7 @@ def check_codes(codes: Iterable[str], known_codes: Optional[set] = None, where: 
             continue
         if not code.strip():
             # "" would be a prefix of every code: select or ignore them all
-            raise ConfigError(f"{prefix}empty rule code (a code such as 'DL001' or a prefix such as 'DL0')")
+            raise ConfigError(f"{prefix}empty rule code (give a rule code or a prefix of one; see 'devlint rule --all')")
         if not any(k.startswith(code) for k in known_codes):
             hint = ""
             if code != code.strip().upper() and any(k.startswith(code.strip().upper()) for k in known_codes):
