@@ -2,7 +2,7 @@
 
 Exit codes: 0 nothing found; 1 findings, pending fixes or files that could not
 be checked; 2 usage or configuration error, a path that does not exist, or an
-internal error.
+internal error; 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from dataclasses import replace
 from typing import List, Optional, Sequence, Tuple
 
@@ -18,9 +19,11 @@ import click
 from devlint import __version__
 from devlint.config import Config, ConfigError, check_codes, load_config
 from devlint.diagnostic import Diagnostic, FileResult
-from devlint.files import discover
+from devlint.files import Discovery, discover, excluded_by_config
 from devlint.reporters import (
     FORMATS,
+    hidden,
+    hidden_fixes_line,
     report_github,
     report_json,
     report_sarif,
@@ -31,6 +34,10 @@ from devlint.reporters import (
 from devlint.runner import Job, default_jobs, jobs_for, run_jobs, unified_diff
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+#: the name of standard input on the command line (``check -``), and in
+#: findings when ``--stdin-filename`` gives none
+STDIN = "-"
 
 
 def _split_codes(values: Sequence[str]) -> Tuple[str, ...]:
@@ -58,8 +65,70 @@ class _Stdout:
         click.echo(text, nl=False, color=self.color)
 
 
+def _quiet() -> int:
+    """-q: 1 (findings only, no summary), -qq: 2 (nothing but errors)."""
+    ctx = click.get_current_context(silent=True)
+    return int(ctx.meta.get("devlint.quiet") or 0) if ctx is not None else 0
+
+
+class _Discard:
+    """-qq: where output goes."""
+
+    def write(self, text: str) -> None:
+        pass
+
+
+class _Stderr:
+    def write(self, text: str) -> None:
+        click.echo(text, nl=False, err=True)
+
+
 def _err(msg: str) -> None:
+    if _quiet() >= 2 and not msg.startswith("error"):
+        return
     click.echo(f"devlint: {msg}", err=True)
+
+
+def _stderr_is_terminal() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+#: seconds a run lasts before it shows its progress
+PROGRESS_DELAY = 1.0
+
+
+class _Progress:
+    """``files checked / total`` on stderr, overwritten in place, for runs
+    that last more than ``delay`` seconds on a terminal; cleared at the end."""
+
+    def __init__(self, total: int, stream=None, delay: Optional[float] = None, clock=time.monotonic) -> None:
+        self.total = total
+        self.done = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock
+        self.start = clock()
+        self.delay = PROGRESS_DELAY if delay is None else delay
+        self.last = 0.0
+        self.shown = False
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        now = self.clock()
+        if now - self.start < self.delay or (self.shown and now - self.last < 0.1 and self.done < self.total):
+            return
+        self.last = now
+        self.shown = True
+        self.stream.write(f"\r{self.done}/{self.total} files checked")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+            self.shown = False
 
 
 def all_rules():
@@ -76,20 +145,43 @@ def _remember(ctx: click.Context, param: click.Parameter, value):
     return value
 
 
+class _Interrupted(Exception):
+    """Ctrl-C: the message of the one line that says so."""
+
+
 class _Run:
     """State shared by check and fix: the configuration, the files, the problems."""
 
     def __init__(self, paths, config_path, select, ignore, extend_select, verbose) -> None:
         hook = _hook_mode()
+        meta = click.get_current_context().meta
         self.paths = list(paths) or ([] if hook else ["."])
         self.verbose = verbose
         self.exit = EXIT_OK
         self.unchecked = 0  # paths that could not be checked (each already reported)
         self.internal = 0  # files a rule failed on (internal errors; the exit status is 2)
+        #: ``check -`` / ``fix -``: the bytes read from standard input, checked as ``stdin_name``
+        self.stdin: Optional[bytes] = None
+        self.stdin_name = meta.get("devlint.stdin_filename") or STDIN
+        if STDIN in self.paths:
+            if click.get_current_context().command.name not in ("check", "fix"):
+                _err("error: '-' (standard input) works with check and fix only")
+                raise SystemExit(EXIT_ERROR)
+            if len(self.paths) > 1:
+                _err("error: '-' (standard input) cannot be combined with other paths")
+                raise SystemExit(EXIT_ERROR)
+            self.stdin = sys.stdin.buffer.read()
+        elif meta.get("devlint.stdin_filename"):
+            _err("error: --stdin-filename needs '-' as the path (read the source from standard input)")
+            raise SystemExit(EXIT_ERROR)
+        # standard input: the configuration of the folder it names (or the current one)
+        config_paths = [self.stdin_name if self.stdin_name != STDIN else "."] if self.stdin is not None else self.paths
         try:
-            cfg = load_config(self.paths, config_path)
-            for codes in (select, ignore, extend_select):
-                check_codes(_split_codes(codes), where="command line")
+            cfg = load_config(config_paths, config_path)
+            for option, codes in (("--select", select), ("--ignore", ignore), ("--extend-select", extend_select)):
+                if codes and not _split_codes(codes):
+                    raise ConfigError(f"command line: {option} names no rule code")
+                check_codes(_split_codes(codes), where=f"command line: {option}")
         except ConfigError as exc:
             _err(f"error: {exc}")
             raise SystemExit(EXIT_ERROR)
@@ -103,7 +195,17 @@ class _Run:
         from devlint.catalog import rule_table
 
         self.codes = cfg.enabled_codes(rule_table())
-        found = discover(self.paths, cfg, force_exclude=hook)
+        if verbose:
+            self._explain_prefixes(rule_table())
+        if self.stdin is not None:
+            found = Discovery()
+            if self.stdin_name != STDIN and excluded_by_config(self.stdin_name, tuple(cfg.exclude) + tuple(cfg.extend_exclude), cfg.root):
+                if verbose:
+                    _err(f"{self.stdin_name}: excluded by the configuration; not checked")
+            else:
+                found.files.append(self.stdin_name)
+        else:
+            found = discover(self.paths, cfg, force_exclude=hook)
         for missing in found.missing:
             _err(f"error: {missing}: no such file or directory")
             self.exit = EXIT_ERROR
@@ -113,10 +215,14 @@ class _Run:
             self.exit = max(self.exit, EXIT_FOUND)
             self.unchecked += 1
         self.files = found.files
-        meta = click.get_current_context().meta
+        if not self.files and not found.missing and not hook and self.stdin is None:
+            _err("warning: No Python files found under the given paths")
         #: the ast candidate scan (--no-scan: only to compare findings without it)
         self.scan = not meta.get("devlint.no_scan", False)
         self.cache = None
+        # standard input: not cached, checked alone (the file on disk may differ)
+        if self.stdin is not None:
+            meta = {**meta, "devlint.no_cache": True, "devlint.no_project": True}
         if not meta.get("devlint.no_cache", False):
             from devlint.cache import ResultCache, cache_dir
 
@@ -134,16 +240,46 @@ class _Run:
             self.plan = make_plan(self.files, cfg.source_roots(), seed, follow=True)
             self.followed = self.plan.followed
 
+    def _explain_prefixes(self, table) -> None:
+        """-v: what each selector that is a strict prefix selects."""
+        cfg = self.config
+        for key, codes in (("select", cfg.select), ("extend-select", cfg.extend_select), ("ignore", cfg.ignore),
+                           *(("per-file-ignores", c) for _, c in cfg.per_file_ignores)):
+            for code in codes:
+                matched = [c for c in table if code == "ALL" or c.startswith(code)]
+                if matched != [code]:
+                    _err(f"{key} '{code}' means {', '.join(matched)}")
+
     def jobs(self, **kw) -> List[Job]:
-        """The jobs of the run: the files it checks, then the files it only
-        summarises (no rule runs on them)."""
-        summaries = [Job(path=f, codes=(), ignore=(), scan=self.scan) for f in self.followed]
-        return [*jobs_for(self.files, self.config, self.codes, scan=self.scan, **kw), *summaries]
+        """The jobs of the run (standard input: one job holding its bytes),
+        then the files it only summarises (no rule runs on them)."""
+        jobs = jobs_for(self.files, self.config, self.codes, scan=self.scan, **kw)
+        if self.stdin is not None:
+            jobs = [replace(j, data=self.stdin, apply=False) for j in jobs]
+        return [*jobs, *(Job(path=f, codes=(), ignore=(), scan=self.scan) for f in self.followed)]
 
     def checked(self, results: Sequence[FileResult]) -> List[FileResult]:
-        """The results of the files the run checks."""
+        """The results of the files the run checks (not of those it followed)."""
         followed = set(self.followed)
         return [r for r in results if r.path not in followed] if followed else list(results)
+
+    def run(self, jobs, processes: Optional[int]) -> List[FileResult]:
+        """Run the jobs with progress on a terminal; on Ctrl-C keep what was
+        done in the cache, say so in one line and exit 130."""
+        show = _stderr_is_terminal() and _quiet() == 0 and len(jobs) > 1
+        progress = _Progress(len(jobs)) if show else None
+        try:
+            return self.checked(run_jobs(jobs, processes or default_jobs(), cache=self.cache, plan=self.plan, progress=progress))
+        except KeyboardInterrupt:
+            if progress is not None:
+                progress.clear()
+            done = self.cache.stored if self.cache is not None else 0
+            self.save_cache()
+            kept = f"; the {done} file{'s' if done != 1 else ''} checked so far are cached" if done else ""
+            raise _Interrupted(f"interrupted{kept}") from None
+        finally:
+            if progress is not None:
+                progress.clear()
 
     def save_cache(self) -> None:
         if self.cache is not None:
@@ -202,7 +338,37 @@ def common(f):
     return f
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _terminal_options(f):
+    """check and fix: standard input, -q."""
+    f = click.option(
+        "--stdin-filename",
+        expose_value=False,
+        callback=_remember,
+        metavar="PATH",
+        help="With '-' as the path: the name of the file standard input holds (its configuration, "
+        "excludes and per-file ignores apply; findings name it).",
+    )(f)
+    return click.option(
+        "--quiet",
+        "-q",
+        count=True,
+        expose_value=False,
+        callback=_remember,
+        help="Print the findings only, no summary; -qq: nothing but error lines (the exit code tells).",
+    )(f)
+
+
+class _Main(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (KeyboardInterrupt, _Interrupted) as exc:
+            # Ctrl-C: one line, exit 130 (the workers are already stopped)
+            click.echo(f"devlint: {exc if isinstance(exc, _Interrupted) else 'interrupted'}", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="devlint")
 def main() -> None:
     """devlint: find and fix PyTorch device-placement bugs before they reach a GPU."""
@@ -210,8 +376,10 @@ def main() -> None:
 
 @main.command()
 @common
+@_terminal_options
 @click.option("--output-format", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them.")
+@click.option("--statistics", is_flag=True, help="Count findings per rule instead of listing them "
+              "([*]: fix --apply fixes them all, [-]: some of them; with --output-format json: a JSON list).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
 @click.option(
@@ -226,13 +394,19 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     if click.get_current_context().meta.get("devlint.add_noqa"):
         _add_noqa(run, jobs, color)
-    results = run.checked(run_jobs(run.jobs(), jobs or default_jobs(), cache=run.cache, plan=run.plan))
+    results = run.run(run.jobs(), jobs)
     run.save_cache()
     run.file_problems(results)
     diagnostics = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
-    out = _Stdout(_use_color(color))
+    quiet = _quiet()
+    unsafe = run.config.unsafe_fixes
+    out = _Stdout(_use_color(color)) if quiet < 2 else _Discard()
     if statistics:
-        report_statistics(diagnostics, out)
+        report_statistics(diagnostics, out, unsafe, as_json=output_format == "json")
+        if output_format != "json" and quiet == 0:
+            more = sum(1 for d in diagnostics if hidden(d, unsafe))
+            if more:
+                out.write(hidden_fixes_line(more) + "\n")
     elif output_format == "json":
         report_json(diagnostics, out)
     elif output_format == "github":
@@ -240,16 +414,20 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
     elif output_format == "sarif":
         report_sarif(diagnostics, all_rules(), out)
     else:
-        report_text(diagnostics, out, _use_color(color), show_source=output_format == "text")
-        if not diagnostics and run.internal:
+        report_text(diagnostics, out, _use_color(color), show_source=output_format == "text", unsafe=unsafe)
+        if quiet:
+            pass  # -q: the findings only
+        elif not diagnostics and run.internal:
             n = run.internal
             click.echo(f"No problems found, but a rule failed on {n} file{'s' if n != 1 else ''} with an internal error (see above).")
         elif not diagnostics and run.unchecked:
             n = run.unchecked
             click.echo(f"No problems found, but {n} path{'s' if n != 1 else ''} could not be checked (see above).")
+        elif not diagnostics and not results:
+            pass  # nothing was checked: the warning said so
         elif output_format == "text" or diagnostics:
             files_with = len({d.path for d in diagnostics})
-            click.echo(summary_line(diagnostics, files_with))
+            click.echo(summary_line(diagnostics, files_with, unsafe))
     if verbose:
         skipped = sum(1 for r in results if r.skipped)
         cached = f", {run.cache.hits} from the cache" if run.cache is not None else ""
@@ -264,22 +442,27 @@ def check(paths, select, ignore, extend_select, config_path, jobs, verbose, outp
 
 def _add_noqa(run: "_Run", jobs: Optional[int], color: str) -> None:
     """``check --add-noqa``: write the comments, list what could not be suppressed."""
-    # no result cache: a cached result would skip the file without writing it
-    results = run.checked(run_jobs(run.jobs(add_noqa=True), jobs or default_jobs(), plan=run.plan))
+    if run.stdin is not None:
+        _err("error: --add-noqa cannot write to standard input")
+        sys.exit(EXIT_ERROR)
+    run.cache = None  # a cached result would skip the file without writing it
+    results = run.run(run.jobs(add_noqa=True), jobs)
     run.file_problems(results)
     left = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
-    report_text(left, _Stdout(_use_color(color)), _use_color(color))
+    report_text(left, _Stdout(_use_color(color)) if _quiet() < 2 else _Discard(), _use_color(color))
     n = sum(len(r.applied) for r in results if not r.error)
     files = sum(1 for r in results if r.applied and not r.error)
     msg = f"Added `# noqa` for {n} finding{'s' if n != 1 else ''} in {files} file{'s' if files != 1 else ''}"
     if left:
         msg += f"; {len(left)} could not be suppressed"
-    click.echo(msg + ".")
+    if not _quiet():
+        click.echo(msg + ".")
     sys.exit(max(run.exit, EXIT_FOUND) if left else run.exit)
 
 
 @main.command()
 @common
+@_terminal_options
 @click.option("--apply", is_flag=True, help="Write the fixes (atomically) instead of printing a diff.")
 @click.option("--unsafe-fixes", is_flag=True, default=None, help="Also apply fixes that may change behaviour.")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
@@ -294,16 +477,22 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
         sys.exit(EXIT_ERROR)
     run = _Run(paths, config_path, select, ignore, extend_select, verbose)
     unsafe = run.config.unsafe_fixes if unsafe_fixes is None else unsafe_fixes
+    if run.stdin is not None:
+        if verify:
+            _err("error: --verify cannot run on standard input (it runs the fixed files)")
+            sys.exit(EXIT_ERROR)
+        _fix_stdin(run, unsafe, jobs)
     if verify:
         from devlint.harness.command import read_cases_texts, read_texts
 
         before_fix = read_cases_texts(run.files)
         # every file as it was: a case may import files the fixes change
         before_all = read_texts(run.files) if run.plan is not None else {}
-    results = run.checked(run_jobs(run.jobs(fix=True, unsafe=unsafe, apply=apply), jobs or default_jobs(), cache=run.cache, plan=run.plan))
+    results = run.run(run.jobs(fix=True, unsafe=unsafe, apply=apply), jobs)
     run.save_cache()
     run.file_problems(results)
-    out = _Stdout(_use_color(color))
+    quiet = _quiet()
+    out = _Stdout(_use_color(color)) if quiet < 2 else _Discard()
     fixed = [r for r in results if r.fixed_text is not None and not r.error]
     n_applied = sum(len(r.applied) for r in fixed)
     if not apply:
@@ -318,14 +507,9 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
             out.write(unified_diff(r.path, before, r.fixed_text or ""))
     remaining = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
     # after --apply: what could not be fixed; without it: what the diff does not fix
-    report_text(remaining, out, _use_color(color))
-    verb = "Fixed" if apply else "Would fix"
-    msg = f"{verb} {n_applied} problem{'s' if n_applied != 1 else ''} in {len(fixed)} file{'s' if len(fixed) != 1 else ''}"
-    unfixed_unsafe = sum(1 for d in remaining if d.fix is not None and not d.fix.is_safe)
-    msg += f"; {len(remaining)} remaining" if remaining else ""
-    if unfixed_unsafe and not unsafe:
-        msg += f" ({unfixed_unsafe} fixable with --unsafe-fixes)"
-    click.echo(msg + ".", err=not apply and bool(fixed))
+    report_text(remaining, out, _use_color(color), unsafe=unsafe)
+    if not quiet and results:
+        click.echo(_fix_summary(remaining, n_applied, len(fixed), apply, unsafe), err=not apply and bool(fixed))
     code = run.exit
     if remaining or (fixed and not apply):
         code = max(code, EXIT_FOUND)
@@ -337,6 +521,47 @@ def fix(paths, select, ignore, extend_select, config_path, jobs, verbose, apply,
         if verified is not None:
             code = max(code, verified)
     sys.exit(code)
+
+
+def _fix_summary(remaining, n_applied: int, n_files: int, apply: bool, unsafe: bool) -> str:
+    verb = "Fixed" if apply else "Would fix"
+    msg = f"{verb} {n_applied} problem{'s' if n_applied != 1 else ''} in {n_files} file{'s' if n_files != 1 else ''}"
+    msg += f"; {len(remaining)} remaining" if remaining else ""
+    msg += "."
+    unfixed_unsafe = sum(1 for d in remaining if hidden(d, unsafe))
+    if unfixed_unsafe:
+        msg += "\n" + hidden_fixes_line(unfixed_unsafe)
+    return msg
+
+
+def _fix_stdin(run: "_Run", unsafe: bool, jobs: Optional[int]) -> None:
+    """``fix -``: the fixed source on stdout (the input unchanged when there
+    is nothing to fix or the file is excluded), what is left on stderr."""
+    from devlint.source import SourceError, decode_source
+
+    results = run.run(run.jobs(fix=True, unsafe=unsafe), jobs)
+    run.file_problems(results)
+    data = run.stdin or b""
+    fixed = [r for r in results if r.fixed_text is not None and not r.error]
+    if fixed and not fixed[0].internal_errors:
+        text = fixed[0].fixed_text or ""
+        if run.stdin_name.endswith(".ipynb"):
+            data = (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + text.encode("utf-8")
+        else:
+            try:
+                data = decode_source(data).encode(text)
+            except SourceError:
+                pass  # cannot happen: it was decoded to be fixed
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+    remaining = sorted((d for r in results for d in r.diagnostics), key=Diagnostic.sort_key)
+    if _quiet() < 2:
+        report_text(remaining, _Stderr(), False, unsafe=unsafe)
+    n_applied = sum(len(r.applied) for r in fixed)
+    if not _quiet() and results:
+        click.echo(_fix_summary(remaining, n_applied, len(fixed), True, unsafe), err=True)
+    sys.exit(max(run.exit, EXIT_FOUND) if remaining else run.exit)
 
 
 @main.command()

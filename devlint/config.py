@@ -211,14 +211,21 @@ def _check(source: str, key: str, kind: str, value: Any, known_codes: set) -> An
 
 
 def check_codes(codes: Iterable[str], known_codes: Optional[set] = None, where: str = "") -> None:
-    """Every code must be a known code or a prefix of one (``DL``, ``DL00``)."""
+    """Every code must be a known code or a prefix of one (``DL``, ``DL00``:
+    the codes that start with it); an empty one is an error."""
     if known_codes is None:
         from devlint.catalog import rule_table
 
         known_codes = set(rule_table()) | {"DL000"}
+    prefix = f"{where}: " if where else ""
     for code in codes:
         if code == "ALL":
             continue
+        if not code.strip():
+            # "" would be a prefix of every code: select or ignore them all
+            raise ConfigError(f"{prefix}empty rule code (give a rule code or a prefix of one; see 'devlint rule --all')")
         if not any(k.startswith(code) for k in known_codes):
-            prefix = f"{where}: " if where else ""
-            raise ConfigError(f"{prefix}unknown rule code '{code}' (see 'devlint rule --all')")
+            hint = ""
+            if code != code.strip().upper() and any(k.startswith(code.strip().upper()) for k in known_codes):
+                hint = f"; did you mean '{code.strip().upper()}'?"
+            raise ConfigError(f"{prefix}unknown rule code '{code}' (see 'devlint rule --all'){hint}")

@@ -73,10 +73,18 @@ class Diagnostic:
     source_line: str = ""
     #: in a notebook: the cell (1-based among all cells); line and column are then in that cell
     cell: Optional[int] = None
+    #: in a notebook: the cell as Jupyter shows it, ``In [N]`` (N: its execution
+    #: count, else its position among the code cells)
+    cell_label: str = ""
     #: in a notebook: the line of the notebook's JSON text holding the finding's line (0: unknown)
     file_line: int = 0
     #: where the other half of a cross-file finding is: (path, line, what is there)
     related: List[Tuple[str, int, str]] = field(default_factory=list)
+
+    @property
+    def cell_name(self) -> str:
+        """How findings name their notebook cell: ``In [N]``."""
+        return self.cell_label or f"cell {self.cell}"
 
     @property
     def fixable(self) -> bool:
@@ -105,6 +113,7 @@ class Diagnostic:
         }
         if self.cell is not None:  # notebooks: location, end_location and edits are in the cell
             out["cell"] = self.cell
+            out["cell_label"] = self.cell_name
             out["notebook_line"] = self.file_line or None
         if self.related:
             out["related"] = [{"filename": p, "line": l, "message": m} for p, l, m in self.related]
@@ -140,6 +149,7 @@ class Diagnostic:
             fix=fix,
             no_fix_reason=data.get("no_fix_reason") or "",
             cell=data["cell"] if type(data.get("cell")) is int else None,
+            cell_label=data["cell_label"] if isinstance(data.get("cell_label"), str) else "",
             file_line=data["notebook_line"] if type(data.get("notebook_line")) is int else 0,
             related=[
                 (str(r["filename"]), int(r["line"]), str(r["message"]))

@@ -210,17 +210,28 @@ def _ignored(path: str, is_dir: bool, ignores: Sequence[_GitIgnore]) -> bool:
     return bool(verdict)
 
 
-def _walk_dir(folder, excludes, root, ignores, result, visited) -> Iterator[str]:
+def is_virtualenv(folder: str) -> bool:
+    """A virtual environment, whatever its name: it has a ``pyvenv.cfg``."""
+    return os.path.isfile(os.path.join(folder, "pyvenv.cfg"))
+
+
+def _walk_dir(folder, excludes, root, ignores, result, visited, above=()) -> Iterator[str]:
+    """``above``: the (device, inode) of the folders that lead here; a symlink
+    back to one of them is a loop. One to a folder already walked elsewhere
+    (a venv's ``lib64 -> lib``) is walked once, silently."""
     try:
         st = os.stat(folder)
     except OSError as exc:
         result.problems.append((folder, _oserror(exc)))
         return
     key = (st.st_dev, st.st_ino)
-    if key in visited:
-        result.problems.append((folder, "symlink loop: folder already visited"))
+    if key in above:
+        result.problems.append((folder, "symlink loop: a link back to a folder above it"))
         return
+    if key in visited:
+        return  # the same folder through another symlink: its files are already listed
     visited.add(key)
+    above = (*above, key)
     try:
         entries = sorted(os.scandir(folder), key=lambda e: e.name)
     except OSError as exc:
@@ -249,6 +260,8 @@ def _walk_dir(folder, excludes, root, ignores, result, visited) -> Iterator[str]
         if _ignored(entry.path, is_dir, local):
             continue
         if is_dir:
-            yield from _walk_dir(entry.path, excludes, root, local, result, visited)
+            if is_virtualenv(entry.path):
+                continue
+            yield from _walk_dir(entry.path, excludes, root, local, result, visited, above)
         else:
             yield entry.path

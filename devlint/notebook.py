@@ -5,8 +5,10 @@ trained in another is seen whole), each after a separator comment line;
 IPython syntax (``%time``, ``!pip``, ``x = !ls``, ``obj?``) is masked as
 ``pass`` lines and restored after fixing; cells whose cell magic is not
 Python (``%%bash``, ``%%writefile``...) are left out. Findings are mapped back
-to the cell (its 1-based position among all the notebook's cells, markdown
-included) and the line in it. Fixes rewrite only the changed cells' source;
+to the cell and the line in it: ``cell`` is its 1-based position among all the
+notebook's cells (markdown included, to find it in the JSON), ``cell_label``
+the ``In [N]`` Jupyter shows (the execution count, else the position among
+the code cells). Fixes rewrite only the changed cells' source;
 the notebook is written back with the same JSON layout (indent, key order,
 escaping, trailing newline, line endings), metadata and outputs, and not at
 all when that layout cannot be reproduced byte for byte.
@@ -44,6 +46,9 @@ class Cell:
     masked: str  # what the engine sees
     masks: Dict[str, str]  # placeholder line -> original line
     stored_as_list: bool
+    #: the N of ``In [N]`` as Jupyter shows it: the cell's execution count when
+    #: it has one, else its 1-based position among the code cells
+    number: int = 0
 
 
 @dataclass
@@ -96,9 +101,13 @@ def read_notebook(raw: bytes) -> Notebook:
     if not isinstance(cells, list):
         raise NotebookError("not a notebook: no 'cells' list")
     code_cells = []
+    position = 0  # among the code cells
     for i, cell in enumerate(cells, start=1):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
+        position += 1
+        count = cell.get("execution_count")
+        number = count if type(count) is int and count >= 0 else position
         src = cell.get("source", "")
         if isinstance(src, list) and all(isinstance(s, str) for s in src):
             source, as_list = "".join(src), True
@@ -109,7 +118,7 @@ def read_notebook(raw: bytes) -> Notebook:
         masked = mask_ipython(source)
         if masked is None:
             continue
-        code_cells.append(Cell(i, source, masked[0], masked[1], as_list))
+        code_cells.append(Cell(i, source, masked[0], masked[1], as_list, number))
     crlf = "\r\n" in text
     return Notebook(data, text, code_cells, _find_style(data, text.replace("\r\n", "\n")), crlf)
 
@@ -302,6 +311,7 @@ def _map(d: Diagnostic, joined: _Joined, path: str) -> Optional[Diagnostic]:
     offset = d.line - line
     d.path = path
     d.cell = cell.index
+    d.cell_label = f"In [{cell.number}]"
     d.line = line
     d.end_line = max(d.end_line - offset, line) if d.end_line else line
     src_lines = cell.source.splitlines()
@@ -327,6 +337,7 @@ def _syntax_errors(cells: Sequence[Cell], path: str) -> Tuple[List[Cell], List[D
         except cst.ParserSyntaxError as exc:
             d = _syntax_error(path, exc, cell.source.splitlines())
             d.cell = cell.index
+            d.cell_label = f"In [{cell.number}]"
             errors.append(d)
         except (RecursionError, MemoryError):
             pass

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
-from typing import TYPE_CHECKING, Dict, Sequence, TextIO, Type
+from typing import TYPE_CHECKING, Dict, List, Sequence, TextIO, Type
 
 from devlint import __version__
 from devlint.diagnostic import Diagnostic
@@ -21,10 +22,22 @@ def _style(text: str, color: bool, code: str) -> str:
     return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
 
-def report_text(diagnostics: Sequence[Diagnostic], out: TextIO, color: bool, show_source: bool = True) -> None:
+def applies(d: Diagnostic, unsafe: bool = False) -> bool:
+    """Whether ``devlint fix --apply`` fixes ``d`` (``unsafe``: with --unsafe-fixes,
+    or ``unsafe-fixes = true`` in the configuration): what ``[*]`` marks."""
+    return d.fix is not None and (unsafe or d.fix.is_safe)
+
+
+def hidden(d: Diagnostic, unsafe: bool = False) -> bool:
+    """Whether only ``--unsafe-fixes`` would fix ``d`` (no ``[*]``)."""
+    return d.fix is not None and not d.fix.is_safe and not unsafe
+
+
+def report_text(diagnostics: Sequence[Diagnostic], out: TextIO, color: bool, show_source: bool = True,
+                unsafe: bool = False) -> None:
     for d in diagnostics:
-        fixable = " [*]" if d.fixable else ""
-        cell = f"cell {d.cell}:" if d.cell is not None else ""  # notebooks: the line is in the cell
+        fixable = " [*]" if applies(d, unsafe) else ""
+        cell = f"{d.cell_name}:" if d.cell is not None else ""  # notebooks: the line is in the cell
         loc = f"{_style(d.path, color, '1')}:{cell}{d.line}:{d.col}:"
         out.write(f"{loc} {_style(d.code, color, '1;31')} {d.message}{fixable}\n")
         if show_source and d.source_line:
@@ -52,7 +65,7 @@ def _escape_prop(s: str) -> str:
 
 
 def _in_cell(d: Diagnostic) -> str:
-    return f" (cell {d.cell}, line {d.line}, column {d.col})"
+    return f" ({d.cell_name}, line {d.line}, column {d.col})"
 
 
 def report_github(diagnostics: Sequence[Diagnostic], out: TextIO) -> None:
@@ -77,6 +90,12 @@ def _uri(path: str) -> str:
     return uri[2:] if uri.startswith("./") else uri
 
 
+def _what_it_does(doc: str) -> str:
+    """The first paragraph of a rule's "What it does", on one line."""
+    m = re.search(r"## What it does\s*\n(.+?)(?:\n\n|\n##)", doc, re.S)
+    return " ".join(m.group(1).split()) if m else ""
+
+
 def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]], out: TextIO) -> None:
     rule_ids = sorted(rules)
     index = {code: i for i, code in enumerate(rule_ids)}
@@ -88,9 +107,8 @@ def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]]
                 "id": code,
                 "name": r.name,
                 "shortDescription": {"text": r.summary()},
-                "fullDescription": {"text": r.summary()},
+                "fullDescription": {"text": _what_it_does(r.documentation()) or r.summary()},
                 "help": {"text": r.documentation(), "markdown": r.documentation()},
-                "helpUri": f"https://github.com/devlint/devlint/blob/main/docs/rules.md#{code.lower()}",
                 "properties": {"fixSafety": r.fix_safety},
                 "defaultConfiguration": {"level": "error"},
             }
@@ -124,7 +142,7 @@ def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]]
                 phys["region"] = {"startLine": d.file_line}
             else:
                 del phys["region"]
-            res["properties"] = {"cell": d.cell, "cellLine": d.line, "cellColumn": d.col}
+            res["properties"] = {"cell": d.cell, "cellLabel": d.cell_name, "cellLine": d.line, "cellColumn": d.col}
         if d.related:
             res["relatedLocations"] = [
                 {
@@ -172,7 +190,6 @@ def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]]
                     "driver": {
                         "name": "devlint",
                         "version": __version__,
-                        "informationUri": "https://github.com/devlint/devlint",
                         "rules": driver_rules,
                     }
                 },
@@ -184,27 +201,50 @@ def report_sarif(diagnostics: Sequence[Diagnostic], rules: Dict[str, Type[Rule]]
     out.write("\n")
 
 
-def report_statistics(diagnostics: Sequence[Diagnostic], out: TextIO) -> None:
+def statistics(diagnostics: Sequence[Diagnostic], unsafe: bool = False) -> List[Dict[str, object]]:
+    """Findings per rule, most frequent first: ``count``; ``fixable``: how many
+    ``devlint fix --apply`` fixes; ``unsafe_fixable``: how many more only
+    ``--unsafe-fixes`` would fix."""
     counts = Counter((d.code, d.name) for d in diagnostics)
-    fixable = Counter(d.code for d in diagnostics if d.fixable)
-    for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        mark = "[*]" if fixable[code] == n else ("[-]" if fixable[code] else "   ")
-        out.write(f"{n:5d}\t{code}\t{mark} {name}\n")
+    fixable = Counter(d.code for d in diagnostics if applies(d, unsafe))
+    more = Counter(d.code for d in diagnostics if hidden(d, unsafe))
+    return [
+        {"code": code, "name": name, "count": n, "fixable": fixable[code], "unsafe_fixable": more[code]}
+        for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
 
 
-def summary_line(diagnostics: Sequence[Diagnostic], n_files_with: int) -> str:
+def report_statistics(diagnostics: Sequence[Diagnostic], out: TextIO, unsafe: bool = False, as_json: bool = False) -> None:
+    """One line per rule: count, code, ``[*]`` (``fix --apply`` fixes them
+    all) / ``[-]`` (some of them) / blank, name. ``as_json``: the same as a list."""
+    rows = statistics(diagnostics, unsafe)
+    if as_json:
+        json.dump(rows, out, indent=2)
+        out.write("\n")
+        return
+    for row in rows:
+        n, fixable = row["count"], row["fixable"]
+        mark = "[*]" if fixable == n else ("[-]" if fixable else "   ")
+        out.write(f"{n:5d}\t{row['code']}\t{mark} {row['name']}\n")
+
+
+def summary_line(diagnostics: Sequence[Diagnostic], n_files_with: int, unsafe: bool = False) -> str:
+    """``Found N problems in M files (K fixable with 'devlint fix --apply').``,
+    then, when some fixes are unsafe and not enabled, a line saying how many."""
     n = len(diagnostics)
     if n == 0:
         return "All checks passed!"
-    safe = sum(1 for d in diagnostics if d.fix is not None and d.fix.is_safe)
-    unsafe = sum(1 for d in diagnostics if d.fix is not None and not d.fix.is_safe)
+    safe = sum(1 for d in diagnostics if applies(d, unsafe))
+    more = sum(1 for d in diagnostics if hidden(d, unsafe))
     s = f"Found {n} problem{'s' if n != 1 else ''} in {n_files_with} file{'s' if n_files_with != 1 else ''}"
-    parts = []
     if safe:
-        parts.append(f"{safe} fixable with 'devlint fix --apply'")
-    if unsafe:
-        parts.append(f"{unsafe} more with '--unsafe-fixes'")
-    if parts:
-        s += f" ({'; '.join(parts)})"
-    return s + "."
+        s += f" ({safe} fixable with 'devlint fix --apply')"
+    s += "."
+    if more:
+        s += "\n" + hidden_fixes_line(more)
+    return s
+
+
+def hidden_fixes_line(n: int) -> str:
+    return f"{n} hidden fix{'es' if n != 1 else ''} can be enabled with the `--unsafe-fixes` option."
 

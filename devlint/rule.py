@@ -143,6 +143,8 @@ class Rule(cst.CSTVisitor):
     code: ClassVar[str]
     name: ClassVar[str]
     message: ClassVar[str]
+    #: one line under 100 characters: what the rule catches (``devlint rule --all``)
+    brief: ClassVar[str] = ""
     fix_safety: ClassVar[str] = "safe"  # "safe", "unsafe" or "safe/unsafe"
     tokens: ClassVar[Tuple[str, ...]] = ("torch",)
     #: in a project run, the keys of function summaries (``returns``,
@@ -229,6 +231,11 @@ class Rule(cst.CSTVisitor):
 
     @classmethod
     def summary(cls) -> str:
+        """One line under 100 characters (``devlint rule --all``, the rule
+        table, SARIF's short description): the rule's ``brief``, else the
+        first paragraph of its "What it does"."""
+        if cls.brief:
+            return cls.brief
         doc = cls.documentation()
         m = re.search(r"## What it does\s*\n(.+?)(?:\n\n|\n##)", doc, re.S)
         text = m.group(1) if m else doc.split("\n", 1)[0]

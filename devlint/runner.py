@@ -7,8 +7,9 @@ import difflib
 import os
 import stat
 import tempfile
+import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Iterable, List, Optional, Sequence, Tuple
 
 from devlint.config import Config
 from devlint.diagnostic import FileResult
@@ -44,6 +45,9 @@ class Job:
     summarize: bool = False
     #: the names other files import from it (their summaries are exported)
     exports: Tuple[str, ...] = ()
+    #: the file's content when it does not come from ``path`` (``check -``:
+    #: standard input, with ``path`` the name given by ``--stdin-filename``)
+    data: Optional[bytes] = None
 
 
 #: the project index of the run in progress: set by :func:`run_jobs` before
@@ -95,13 +99,13 @@ def _run_job_digest(job: Job) -> Tuple[Optional[str], FileResult]:
     """:func:`run_job`, plus the content digest of the bytes it checked (for
     the result cache; None when the file could not be read)."""
     try:
-        raw = _read(job.path)
+        raw = _read(job.path) if job.data is None else job.data
     except OSError as exc:
         return None, FileResult(path=job.path, error=_describe(exc))
     from devlint.cache import content_digest
 
     digest = content_digest(raw)
-    if not _looks_like_python(job.path, raw):
+    if job.data is None and not _looks_like_python(job.path, raw):
         return digest, FileResult(path=job.path, error="not a Python file (no .py/.pyi suffix and no python #! line); skipped")
     try:
         # a deep stack: deeply nested (legal) code must not overflow it
@@ -215,13 +219,15 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> Optional[str]:
         except OSError:
             pass
         os.replace(tmp, real)
-        _sync_folder(os.path.dirname(real) or folder)
-    except OSError as exc:
+    except BaseException as exc:  # also Ctrl-C / SIGTERM: leave no temporary file behind
         try:
             os.unlink(tmp)
         except OSError:
             pass
-        return f"cannot write: {exc.strerror or exc}"
+        if isinstance(exc, OSError):
+            return f"cannot write: {exc.strerror or exc}"
+        raise
+    _sync_folder(os.path.dirname(real) or folder)
     return None
 
 
@@ -247,7 +253,7 @@ def default_jobs() -> int:
 
 
 def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]" = None,
-             plan: "Optional[ProjectPlan]" = None) -> List[FileResult]:
+             plan: "Optional[ProjectPlan]" = None, progress: Optional[Callable[[int], None]] = None) -> List[FileResult]:
     """Run jobs, in a process pool when it pays; results in job order.
 
     With a ``cache``, a file whose content, rules and configuration match a
@@ -257,9 +263,14 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
     With a project ``plan`` (:mod:`devlint.project.plan`), the files run in
     import order, wave by wave; each wave sees the summaries of the waves
     before it through the project index, and a cached result is reused only
-    while every summary it consulted is unchanged."""
+    while every summary it consulted is unchanged.
+
+    ``progress(n)`` is called as ``n`` more files are done. Each result goes
+    into the cache as soon as it is computed, so an interrupted run
+    (KeyboardInterrupt, raised from here once the workers are stopped) keeps
+    what it did."""
     if plan is None:
-        return _run_jobs(jobs, processes, cache)
+        return _run_jobs(jobs, processes, cache, progress=progress)
     global _INDEX
     from devlint.project.index import ProjectIndex
 
@@ -282,7 +293,7 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
             wave_jobs.append(job)
         _INDEX = index
         try:
-            done = _run_jobs(wave_jobs, processes, cache, index)
+            done = _run_jobs(wave_jobs, processes, cache, index, progress)
         finally:
             _INDEX = None
         for i, job, result in zip(wave_ix, wave_jobs, done):
@@ -293,7 +304,7 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
 
 
 def _run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]" = None,
-              index=None) -> List[FileResult]:
+              index=None, progress: Optional[Callable[[int], None]] = None) -> List[FileResult]:
     results: List[Optional[FileResult]] = [None] * len(jobs)
     keys: List[Optional[str]] = [None] * len(jobs)
     sizes = [0] * len(jobs)
@@ -319,11 +330,19 @@ def _run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]
                 todo.append(i)
     else:
         sizes = [_size(j.path) for j in jobs]
-    for i, (digest, result) in zip(todo, _run_many([jobs[i] for i in todo], [sizes[i] for i in todo], processes)):
+    if progress is not None and len(todo) < len(jobs):
+        progress(len(jobs) - len(todo))
+
+    def finished(k: int, digest: Optional[str], result: FileResult) -> None:
+        i = todo[k]
         results[i] = result
         job = jobs[i]
         if cache is not None and digest is not None and (not job.fix or result.fixed_text is None):
             cache.put(job.path, cache.entry_key(digest, job.codes, job.ignore, _project_key(job)), result)
+        if progress is not None:
+            progress(1)
+
+    _run_many([jobs[i] for i in todo], [sizes[i] for i in todo], processes, finished)
     return [r for r in results if r is not None]
 
 
@@ -346,7 +365,10 @@ def _has_fix_to_apply(result: FileResult, unsafe: bool) -> bool:
     return any(d.fix is not None and (unsafe or d.fix.is_safe) for d in result.diagnostics)
 
 
-def _run_many(jobs: Sequence[Job], sizes: Sequence[int], processes: int) -> List[Tuple[Optional[str], FileResult]]:
+def _run_many(jobs: Sequence[Job], sizes: Sequence[int], processes: int,
+              finished: Optional[Callable[[int, Optional[str], FileResult], None]] = None) -> List[Tuple[Optional[str], FileResult]]:
+    """Run the jobs; ``finished(i, digest, result)`` as each one's result is
+    final (a job whose worker died gets it after its retry)."""
     if not jobs:
         return []
     # the engine and the rules load once, before the workers fork from us
@@ -355,18 +377,25 @@ def _run_many(jobs: Sequence[Job], sizes: Sequence[int], processes: int) -> List
     importlib.import_module("devlint.engine")
     importlib.import_module("devlint.rule").all_rules()
     if processes <= 1 or len(jobs) < 4:
-        return [_run_job_digest(j) for j in jobs]
+        out = []
+        for k, j in enumerate(jobs):
+            out.append(_run_job_digest(j))
+            if finished is not None:
+                finished(k, *out[-1])
+        return out
     # big files first so the pool does not end waiting on one straggler
     order = sorted(range(len(jobs)), key=lambda i: -sizes[i])
-    done, died = _run_pool(jobs, order, processes)
+    done, died = _run_pool(jobs, order, processes, finished)
     if died:
         # a worker died (a native crash, the OOM killer...): try each of its
         # files once more, alone, after the others (the OOM killer may have
         # picked the wrong process); a second death is that file's error
-        again, died = _run_pool(jobs, sorted(died), 1)
+        again, died = _run_pool(jobs, sorted(died), 1, finished)
         done.update(again)
         for i, exitcode in died.items():
             done[i] = (None, FileResult(path=jobs[i].path, internal_errors=[_death_message(exitcode)]))
+            if finished is not None:
+                finished(i, *done[i])
     return [done[i] for i in range(len(jobs))]
 
 
@@ -394,6 +423,9 @@ def _pool_worker(conn) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+    # the parent stops us with SIGTERM on Ctrl-C: unwind (a fix being written
+    # removes its temporary file), then exit
+    signal.signal(signal.SIGTERM, _exit_on_term)
     while True:
         try:
             job = conn.recv()
@@ -411,7 +443,11 @@ def _pool_worker(conn) -> None:
             ])))
 
 
-def _run_pool(jobs: Sequence[Job], order: Sequence[int], processes: int):
+def _exit_on_term(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _run_pool(jobs: Sequence[Job], order: Sequence[int], processes: int, finished=None):
     """Run ``jobs[i]`` for each i of ``order`` in up to ``processes`` worker
     processes, one job at a time per worker. A worker that dies (a signal, an
     exit) loses only the job it held: it is replaced and the run goes on.
@@ -457,6 +493,8 @@ def _run_pool(jobs: Sequence[Job], order: Sequence[int], processes: int):
                         result = None
                 if result is not None:
                     done[i] = result
+                    if finished is not None:
+                        finished(i, *result)
                     if todo:
                         i = todo.pop()
                         try:
@@ -475,9 +513,17 @@ def _run_pool(jobs: Sequence[Job], order: Sequence[int], processes: int):
                 if todo and len(busy) < min(processes, len(order)):
                     start(todo.pop())
     finally:
+        # normally none is left; on Ctrl-C (KeyboardInterrupt) or an error,
+        # stop the workers still busy: SIGTERM lets one writing a fix clean
+        # up, SIGKILL whatever has not ended a moment later
         for conn, (proc, _) in busy.items():
-            proc.kill()
-            proc.join()
+            proc.terminate()
+        deadline = time.monotonic() + 0.5
+        for conn, (proc, _) in busy.items():
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join()
             conn.close()
     return done, died
 
@@ -489,15 +535,28 @@ def _size(path: str) -> int:
         return 0
 
 
+def diff_path(path: str) -> str:
+    """The name a diff gives ``path``: relative to the current folder, with
+    ``/`` separators and no ``./`` (``git apply`` and ``patch -p1`` run from
+    there take it); a path outside the current folder stays absolute."""
+    full = os.path.abspath(path)
+    rel = os.path.relpath(full)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        rel = full.lstrip(os.sep)
+    return rel.replace(os.sep, "/")
+
+
 def unified_diff(path: str, before: str, after: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
-        )
+    name = diff_path(path)
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{name}",
+        tofile=f"b/{name}",
     )
+    # a last line without its newline: say so, as diff and git do, or the
+    # patch does not apply
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
 def jobs_for(files: Iterable[str], config: Config, codes: Sequence[str], **kw) -> List[Job]:

@@ -112,6 +112,7 @@ class FactoryWithoutDevice(Rule):
     code = "DL001"
     requires = (Flow,)
     name = "factory-without-device"
+    brief = "A tensor factory without `device=` whose CPU tensor meets tensors on the model's device"
     message = "`torch.{fn}` in `{method}` creates its tensor on the CPU, not on the model's device"
     fix_safety = "safe"
     tokens = ("torch",)

@@ -114,6 +114,7 @@ class CapturedDevice(Rule):
     code = "DL002"
     requires = (Flow, Scripts)
     name = "captured-device"
+    brief = '`forward` puts a tensor on a device fixed outside the replica (`self.device`, `"cuda:0"`)'
     message = "`{code}` in `{where}` puts its tensor on {target}, not on {dest}; it meets {partner} through {how}"
     fix_safety = "safe"
     tokens = ("cuda", "device", ".type(")

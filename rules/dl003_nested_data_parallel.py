@@ -109,6 +109,7 @@ _WHY_UNSAFE = "removing a wrapper drops a `module.` level from the state_dict ke
 class NestedDataParallel(ScriptRule):
     code = "DL003"
     name = "nested-data-parallel"
+    brief = "DataParallel/DDP around a submodule of a wrapped model, or around a model twice"
     message = "{what}"
     fix_safety = "unsafe"
     tokens = ("DataParallel",)

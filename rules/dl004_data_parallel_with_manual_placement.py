@@ -91,6 +91,7 @@ from devlint.torch_api import WRAPPER_SHORT
 class DataParallelWithManualPlacement(ScriptRule):
     code = "DL004"
     name = "data-parallel-with-manual-placement"
+    brief = "DataParallel/DDP over a model that places its own parts on devices"
     message = "{wrapper} over a model that places its parts on devices itself ({why}): data parallelism copies the whole model onto every GPU"
     fix_safety = "unsafe"
     tokens = ("DataParallel",)

@@ -111,6 +111,7 @@ _DTYPE_HINTS = ("dtype", "float", "half", "bfloat", "int", "double", "bool", "lo
 class PlacementAfterWrap(ScriptRule):
     code = "DL005"
     name = "placement-after-wrap"
+    brief = "`.to()`/`.cuda()` after DDP was built, or a DataParallel model moved off `device_ids[0]`"
     message = "{wrapper} model placed on a device after wrapping: {why}"
     fix_safety = "safe/unsafe"
     tokens = ("DataParallel",)

@@ -111,6 +111,7 @@ class UnregisteredTensorAttribute(Rule):
     code = "DL006"
     requires = (Flow,)
     name = "unregistered-tensor-attribute"
+    brief = "A tensor set as `self.x` in `__init__` and read in `forward`, neither buffer nor parameter"
     message = (
         "`self.{name}` is a plain tensor attribute read in `forward`: `.to()` and DataParallel replicas "
         "leave it on the device it was created on"

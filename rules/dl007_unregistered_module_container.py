@@ -116,6 +116,7 @@ _MODULE_DICT_ATTRIBUTES = frozenset(
 class UnregisteredModuleContainer(Rule):
     code = "DL007"
     name = "unregistered-module-container"
+    brief = "Modules kept in a plain list or dict, which `.to()`, the optimiser and `state_dict` never see"
     message = (
         "`self.{name}` keeps modules in a plain {container}: their parameters are not registered, so `.to()`, "
         "`.parameters()`, the optimiser and DataParallel miss them"

@@ -99,6 +99,7 @@ class MissingTransferBetweenDevices(Rule):
     code = "DL008"
     requires = (Flow,)
     name = "missing-transfer-between-devices"
+    brief = "A model-parallel `forward` hands an activation to a submodule on another device without `.to()`"
     message = "`{arg}` is on {src} but {dst_name} is on {dst}: nothing moves it between the devices"
     fix_safety = "safe"
     tokens = (".to(", ".cuda(", "_no_split_modules")

@@ -71,6 +71,7 @@ _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half"
 class ModuleDeviceAttribute(Rule):
     code = "DL009"
     name = "module-device-attribute"
+    brief = "`.device` read on an `nn.Module`, which has no such attribute"
     message = "`{expr}`: `{cls}` is an nn.Module and has no `device` attribute (AttributeError at run time)"
     fix_safety = "safe"
     tokens = (".device",)

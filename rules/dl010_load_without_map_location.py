@@ -117,6 +117,7 @@ class LoadWithoutMapLocation(Rule):
     code = "DL010"
     requires = (Training,)
     name = "load-without-map-location"
+    brief = "`torch.load` without `map_location`: tensors come back on the device that saved them"
     message = "`torch.load` without `map_location` puts every tensor back on the device that saved it"
     fix_safety = "safe/unsafe"
     tokens = ("load",)

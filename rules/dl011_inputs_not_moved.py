@@ -177,6 +177,7 @@ class InputsNotMoved(Rule):
     code = "DL011"
     requires = (Flow, Training)
     name = "inputs-not-moved"
+    brief = "A loop feeds a model moved to a device batches that were never moved"
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
     host_message = "`{item}` is built on the CPU (no `device=`) and passed to `{model}`, which was moved to {device}"

@@ -77,6 +77,7 @@ from devlint.torch_api import DISTRIBUTED_DATA_PARALLEL
 class HardcodedDdpDeviceIds(ScriptRule):
     code = "DL012"
     name = "hardcoded-ddp-device-ids"
+    brief = "DDP `device_ids` fixed (`[0]`) or taken from the global rank in a script that has a rank"
     message = "DistributedDataParallel gets the literal `{what}` although this process's rank is `{rank}`: every rank uses GPU {n}"
     fix_safety = "unsafe"
     tokens = ("DistributedDataParallel",)

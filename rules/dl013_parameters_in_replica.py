@@ -104,6 +104,7 @@ class ParametersInReplica(Rule):
     code = "DL013"
     requires = (Scripts,)
     name = "parameters-in-replica"
+    brief = "`next(self.parameters())` in `forward`: empty in DataParallel replicas, raises StopIteration"
     message = (
         "`{expr}` in {where} raises {error} inside DataParallel replicas, "
         "whose `parameters()` is empty"

@@ -54,6 +54,7 @@ class UnusedNoqa(Rule):
     # the documentation, the examples and the default.
     code = "DL100"
     name = "unused-noqa"
+    brief = "A `# noqa: DLxxx` comment that suppresses nothing"
     message = "`# noqa` suppresses nothing here"
     fix_safety = "safe"
     tokens = ("noqa", "NOQA")

@@ -184,7 +184,8 @@ def test_fix_prints_diff_and_changes_nothing(write):
     before = p.read_bytes()
     r = run(["fix", str(p)])
     assert r.exit_code == 1
-    assert f"--- a/{p}" in r.output
+    # a path outside the current folder: absolute, under a/ and b/ (patch -p1 from /)
+    assert f"--- a/{str(p).lstrip('/')}" in r.output
     assert "-        pos = torch.arange(src.shape[1])" in r.output
     assert "+        pos = torch.arange(src.shape[1], device=src.device)" in r.output
     assert p.read_bytes() == before

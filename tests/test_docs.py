@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from click.testing import CliRunner
 
@@ -59,3 +60,25 @@ def test_rule_single_json():
     assert json.loads(result.output)["code"] == code
     bad = CliRunner().invoke(main, ["rule", "DL999"])
     assert bad.exit_code == 2
+
+
+def test_install_docs_point_at_nothing_that_does_not_exist():
+    """No repository URL or release tag that does not exist (devlint is not
+    published yet): README and docs install from a checkout."""
+    texts = {p.name: p.read_text(encoding="utf-8") for p in [ROOT / "README.md", ROOT / ".pre-commit-hooks.yaml", *(ROOT / "docs").glob("*.md")]}
+    for name, text in texts.items():
+        assert "github.com/devlint" not in text, name
+        assert "rev: v0.1.0" not in text, name
+        assert "\n      - run: pip install devlint\n" not in text, name
+    for name in ("README.md", "integrations.md", "ci.md"):
+        assert "repo: local" in texts[name] and "language: python" in texts[name], name
+    assert "pip install ." in texts["README.md"]
+    assert "once published" in texts["integrations.md"].lower()
+
+
+def test_exit_codes_are_documented():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    for text in (readme, ci):
+        for code, words in (("0", "nothing found"), ("1", "findings"), ("2", "usage or configuration error"), ("130", "interrupted")):
+            assert re.search(rf"^\| {code} \| [^\n]*{words}", text, re.M), (code, words)

@@ -68,7 +68,7 @@ def test_check_points_at_the_cell_and_line(tutorial):
     assert result.exit_code == 1
     first = result.output.splitlines()[0]
     assert first == (
-        "tutorial.ipynb:cell 5:13:15: DL001 `torch.arange` in `Encoder.forward` creates its tensor on the CPU; "
+        "tutorial.ipynb:In [3]:13:15: DL001 `torch.arange` in `Encoder.forward` creates its tensor on the CPU; "
         "it meets `self.pos_embedding` through a submodule's weights, which fails when that is on a GPU [*]"
     )
     assert "    pos = torch.arange(0, length).unsqueeze(0).repeat(batch, 1)" in result.output
@@ -80,7 +80,7 @@ def test_notebooks_are_discovered(tutorial):
     (tutorial.parent / ".ipynb_checkpoints").mkdir()
     shutil.copy(TUTORIAL, tutorial.parent / ".ipynb_checkpoints" / "tutorial-checkpoint.ipynb")
     result = _run("check", ".")
-    assert "tutorial.ipynb:cell 5:13:15" in result.output
+    assert "tutorial.ipynb:In [3]:13:15" in result.output
     assert "checkpoint" not in result.output
 
 
@@ -139,7 +139,7 @@ def test_a_layout_that_cannot_be_reproduced_is_not_rewritten(tmp_path):
     path = tmp_path / "nb.ipynb"
     path.write_text(text, encoding="utf-8")
     check = _run("check", "--no-cache", str(path))
-    assert check.exit_code == 1 and "cell 1:6:20: DL001" in check.output
+    assert check.exit_code == 1 and "In [1]:6:20: DL001" in check.output
     result = _run("fix", "--apply", "--no-cache", str(path))
     assert result.exit_code == 1
     assert "JSON layout cannot be written back unchanged" in result.output
@@ -187,7 +187,7 @@ def test_cell_magics_that_are_not_python_are_skipped(tmp_path):
     path = tmp_path / "nb.ipynb"
     path.write_text(_notebook("%%writefile model.py\n" + MODEL_CELL.strip("\n"), "%%time\n" + MODEL_CELL.strip("\n")))
     result = _run("check", "--no-cache", str(path))
-    assert [l.split(": DL")[0] for l in result.output.splitlines() if ": DL" in l] == [f"{path}:cell 2:7:20"]
+    assert [l.split(": DL")[0] for l in result.output.splitlines() if ": DL" in l] == [f"{path}:In [2]:7:20"]
 
 
 def test_a_cell_with_a_syntax_error_does_not_hide_the_others(tmp_path):
@@ -195,8 +195,8 @@ def test_a_cell_with_a_syntax_error_does_not_hide_the_others(tmp_path):
     path.write_text(_notebook("def broken(:\n    pass", MODEL_CELL))
     result = _run("check", "--no-cache", str(path))
     assert result.exit_code == 1
-    assert f"{path}:cell 1:2:1: DL000 SyntaxError" in result.output
-    assert f"{path}:cell 2:6:20: DL001" in result.output
+    assert f"{path}:In [1]:2:1: DL000 SyntaxError" in result.output
+    assert f"{path}:In [2]:6:20: DL001" in result.output
     # fixing leaves the broken cell alone and fixes the other
     fix = _run("fix", "--apply", "--no-cache", str(path))
     assert "DL000" in fix.output
@@ -223,14 +223,15 @@ def test_json_and_sarif_name_the_cell(tutorial):
     data = json.loads(_run("check", "--output-format", "json", "tutorial.ipynb").output)
     (d,) = data
     assert (d["cell"], d["location"], d["filename"]) == (5, {"line": 13, "column": 15}, "tutorial.ipynb")
+    assert d["cell_label"] == "In [3]"  # the third code cell (not executed: no execution count)
     json_line = tutorial.read_text(encoding="utf-8").splitlines()[d["notebook_line"] - 1]
     assert "pos = torch.arange(0, length)" in json_line
     assert d["fix"]["edits"][0]["start"] == {"line": 13, "column": 15}
 
     sarif = json.loads(_run("check", "--output-format", "sarif", "tutorial.ipynb").output)
     (res,) = sarif["runs"][0]["results"]
-    assert res["properties"] == {"cell": 5, "cellLine": 13, "cellColumn": 15}
-    assert res["message"]["text"].endswith("(cell 5, line 13, column 15)")
+    assert res["properties"] == {"cell": 5, "cellLabel": "In [3]", "cellLine": 13, "cellColumn": 15}
+    assert res["message"]["text"].endswith("(In [3], line 13, column 15)")
     assert res["locations"][0]["physicalLocation"]["region"] == {"startLine": d["notebook_line"]}
     assert "fixes" not in res
     from test_ci_output import _sarif_schema
@@ -243,7 +244,7 @@ def test_json_and_sarif_name_the_cell(tutorial):
 
     github = _run("check", "--output-format", "github", "tutorial.ipynb").output
     assert github.startswith(f"::error title=devlint (DL001),file=tutorial.ipynb,line={d['notebook_line']}::DL001 ")
-    assert github.rstrip().endswith("(cell 5, line 13, column 15)")
+    assert github.rstrip().endswith("(In [3], line 13, column 15)")
 
 
 def test_results_from_the_cache_keep_the_cell(tutorial):
@@ -263,7 +264,7 @@ def test_add_noqa_and_unused_noqa_in_a_notebook(tutorial):
     text = tutorial.read_text(encoding="utf-8").replace("torch.arange(0, length)", "torch.arange(0, length, device=src.device)")
     tutorial.write_text(text, encoding="utf-8")
     stale = _run("check", "--extend-select", "DL100", "tutorial.ipynb")
-    assert "tutorial.ipynb:cell 5:13:" in stale.output and "DL100" in stale.output
+    assert "tutorial.ipynb:In [3]:13:" in stale.output and "DL100" in stale.output
     assert _run("fix", "--apply", "--extend-select", "DL100", "tutorial.ipynb").exit_code == 0
     cell = json.loads(tutorial.read_text(encoding="utf-8"))["cells"][4]["source"]
     assert FIXED_LINE in cell

@@ -142,7 +142,7 @@ def test_try_repo_check_fails_fix_fixes(hook_repo, pre_commit_home, user_repo):
     out = first.stdout + first.stderr
     assert first.returncode == 1, out
     assert "model.py:11:15: DL001" in out, out
-    assert "tutorial.ipynb:cell 5:13:15: DL001" in out, out  # types_or: jupyter
+    assert "tutorial.ipynb:In [3]:13:15: DL001" in out, out  # types_or: jupyter
     assert "utils.py" not in out and "notes.txt" not in out, out
 
     fixed = _pre_commit(user_repo, pre_commit_home, "try-repo", str(hook_repo), "devlint-fix", "--all-files")
@@ -201,3 +201,16 @@ def test_hook_manifest_is_valid():
         assert "--hook" in hook["entry"].split()
     assert hooks["devlint"]["entry"].startswith("devlint check")
     assert hooks["devlint-fix"]["entry"].startswith("devlint fix --apply")
+
+
+def test_the_documented_local_hook_works(hook_repo, pre_commit_home, user_repo):
+    """README's `repo: local` hook, with its checkout path filled in."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in readme.split("```yaml\n")[1:] if "repo: local" in b).split("```", 1)[0]
+    assert "/path/to/devlint" in block
+    (user_repo / ".pre-commit-config.yaml").write_text(block.replace("/path/to/devlint", str(hook_repo)))
+    first = _pre_commit(user_repo, pre_commit_home, "run", "--all-files")
+    out = first.stdout + first.stderr
+    assert first.returncode == 1, out
+    assert "model.py:11:15: DL001" in out and "tutorial.ipynb:In [3]:13:15: DL001" in out, out
+    assert "utils.py" not in out and "notes.txt" not in out, out
