@@ -55,7 +55,18 @@ FIX_ALL_KIND = "source.fixAll.devlint"
 FIX_ALL_COMMAND = "devlint.applyAutofix"
 FIX_ALL_TITLE = "Fix all safe devlint problems"
 #: the rule pages; the same address SARIF's ``helpUri`` gives
-DOCS_URL = "https://github.com/devlint/devlint/blob/main/docs/rules.md#{anchor}"
+def _docs_url() -> Optional[str]:
+    """The rule pages a diagnostic links to: ``docs/rules.md`` of the
+    devlint checkout the server runs from, as a ``file:`` URI with the rule's
+    anchor; None for an installed package, which ships no docs (the hover
+    shows the page itself). devlint has no published site to point at."""
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
+    return page.as_uri() + "#{anchor}" if page.is_file() else None
+
+
+DOCS_URL = _docs_url()
 _NOQA_CODES = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*)", re.I)
 
 
@@ -503,7 +514,10 @@ class DevlintServer(LanguageServer):
             message=message,
             severity=severity,
             code=d.code,
-            code_description=types.CodeDescription(href=DOCS_URL.format(anchor=d.code.lower())) if d.code != "DL000" else None,
+            code_description=(
+                types.CodeDescription(href=DOCS_URL.format(anchor=d.code.lower()))
+                if d.code != "DL000" and DOCS_URL else None
+            ),
             source=SOURCE,
             tags=[types.DiagnosticTag.Unnecessary] if d.code == "DL100" else None,
             related_information=related or None,
@@ -878,7 +892,8 @@ def _rule_markdown(code: str) -> Optional[str]:
     if doc is None:
         return None
     title, _, body = doc.partition("\n")
-    return f"**{title.strip()}** ([docs]({DOCS_URL.format(anchor=code.lower())}))\n\n{body.strip()}"
+    link = f" ([docs]({DOCS_URL.format(anchor=code.lower())}))" if DOCS_URL else ""
+    return f"**{title.strip()}**{link}\n\n{body.strip()}"
 
 
 def _all_codes() -> List[str]:
