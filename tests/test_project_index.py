@@ -487,6 +487,24 @@ def _cli_check(tmp_path, *args) -> str:
     return result.output
 
 
+def test_a_star_import_re_exports_the_public_names(tmp_path, monkeypatch):
+    """``from .models import *`` in ``pkg/__init__.py``: ``pkg.Split`` is
+    the class of ``pkg.models`` (public names only), found on a cold run on
+    train.py alone too."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .models import *\n")
+    (tmp_path / "pkg" / "models.py").write_text(MODELS)
+    (tmp_path / "train.py").write_text(TRAIN.replace("from models import", "from pkg import"))
+    assert "from pkg import" in (tmp_path / "train.py").read_text()
+    assert "DL004" in _cli_check(tmp_path, "train.py")
+    assert "DL004" in _cli_check(tmp_path, ".")
+    index = ProjectIndex(summaries={"pkg.models": {"classes": {"Split": {}, "_Hidden": {}}}},
+                         aliases={"pkg": {"*pkg.models": "pkg.models"}}, paths={})
+    assert index.resolve("pkg.Split", None) == ("pkg.models", "Split")
+    assert index.resolve("pkg._Hidden", None) is None  # a star import brings no private name
+
+
 def test_a_cold_run_orders_a_package_whose_init_relays_its_modules(tmp_path, monkeypatch):
     """``pkg/__init__.py`` imports every module and one of them imports
     ``pkg``: the relay closes an import cycle. The __init__ defines nothing,

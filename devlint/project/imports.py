@@ -109,6 +109,13 @@ def read_imports(text: str, module: Optional[str], is_package: bool) -> Imports:
         if not base:
             continue
         names = m.group(2).strip().strip("()").replace("\\\n", " ")
+        if names == "*":
+            # from .rotation import *: every public name of it (the key
+            # "*<module>" is no identifier, so it never shadows a name)
+            if where == "":
+                targets.add(base)
+            aliases["*" + base] = base
+            continue
         for part in names.split(","):
             words = part.split()
             if not words or not words[0].isidentifier():

@@ -106,8 +106,8 @@ class ProjectIndex:
                 return found
         return None
 
-    def _follow(self, dotted: str) -> Optional[Tuple[str, str]]:
-        seen: Set[str] = set()
+    def _follow(self, dotted: str, seen: Optional[Set[str]] = None) -> Optional[Tuple[str, str]]:
+        seen = set() if seen is None else seen
         for _ in range(_MAX_HOPS):
             if dotted in seen:
                 return None
@@ -119,8 +119,17 @@ class ProjectIndex:
             summary = self.summaries.get(mod)
             if summary is not None and (name in summary.get("classes", {}) or name in summary.get("functions", {})):
                 return mod, name
-            target = self.aliases.get(mod, {}).get(name)
+            aliases = self.aliases.get(mod, {})
+            target = aliases.get(name)
             if target is None:
+                # a public name that ``from .x import *`` brought in
+                if name.startswith("_"):
+                    return None
+                for key, source in sorted(aliases.items()):
+                    if key.startswith("*") and len(seen) < 4 * _MAX_HOPS:
+                        found = self._follow(f"{source}.{name}", seen)
+                        if found is not None:
+                            return found
                 return None
             if summary is not None:
                 self._consult(mod)

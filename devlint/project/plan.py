@@ -137,7 +137,11 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
                 seen: Set[str] = set()
                 while d in relays and name and d not in seen:
                     seen.add(d)
-                    d, name = _defined_in(plan.aliases.get(d, {}).get(name, ""), modules)
+                    relayed = plan.aliases.get(d, {})
+                    if name not in relayed:
+                        # a name ``from .x import *`` may bring: the star sources
+                        deps.update(t for k, t in relayed.items() if k.startswith("*") and t in modules and t != fp.module)
+                    d, name = _defined_in(relayed.get(name, ""), modules)
                 if d and d != fp.module and d not in relays:
                     deps.add(d)  # (``import pkg`` of a relay orders nothing)
             edges[fp.module] = sorted(deps)
