@@ -225,8 +225,12 @@ def test_ctrl_c_stops_at_once_keeps_the_cache_and_leaves_no_worker(tmp_path):
     tree = _tree(tmp_path / "tree", n, methods=15)
     master, slave = pty.openpty()
     with open(tmp_path / "stdout", "wb") as out:
+        # as from a terminal: SIGINT not ignored (a test run in the background
+        # of a non-interactive shell inherits it ignored, and Python then
+        # installs no KeyboardInterrupt handler)
         proc = subprocess.Popen([*devlint_command(), "check", "--jobs", "2", str(tree)],
-                                stdout=out, stderr=slave, env=subprocess_env(), start_new_session=True)
+                                stdout=out, stderr=slave, env=subprocess_env(), start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     os.close(slave)
     pgid = proc.pid
     seen = b""
