@@ -105,8 +105,9 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
     modules = set(plan.paths)
     edges: Dict[str, List[str]] = {}
     unnamed_deps: Set[str] = set()
+    named_by: Dict[str, Set[tuple]] = {}
     for path, fp in plan.files.items():
-        named = imported_names(targets.get(path, set()), fp.module, modules)
+        named = named_by[path] = imported_names(targets.get(path, set()), fp.module, modules)
         deps = sorted({d for d, _ in named})
         for d, name in named:
             target = plan.files.get(plan.paths[d])
@@ -131,7 +132,7 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
             if fp.module is None or fp.module not in edges:
                 continue
             deps = set()
-            for d, name in imported_names(targets.get(path, set()), fp.module, modules):
+            for d, name in named_by[path]:
                 # a name taken from a relay: the module it comes from
                 # (``from .utils import create_grid`` -> ``utils.grid``)
                 seen: Set[str] = set()
