@@ -2106,15 +2106,15 @@ class _Interpreter:
             return replace(_seq(elem=held, known=False), anchor=name if a.tensor_keys else None)
         return UNKNOWN_VALUE
 
-    def _tensor_keys(self, anchor: Optional[str]) -> Sequence[str]:
+    def _tensor_keys(self, anchor: Optional[str]) -> Optional[Sequence[str]]:
         """For the value of ``self.<attr>`` (``anchor``), a dict of settings
-        holding some tensors: the keys that hold them (every key, as far as
-        this says, otherwise)."""
+        holding some tensors: the keys that hold them (None otherwise: any
+        key may)."""
         prefix = self.self_name + "."
         attr = anchor[len(prefix):] if anchor and self.self_name and anchor.startswith(prefix) else None
         a = self.facts.class_attribute(self.cls.name, attr) if attr is not None and self.cls is not None else None
         if a is None or a.kind != "tensor_container" or not a.tensor_keys:
-            return _ANY_KEY
+            return None
         return a.tensor_keys
 
     def _captured(self, attr: str, value: str) -> str:
@@ -2201,8 +2201,8 @@ class _Interpreter:
         if base.kind == SEQ:
             if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
                 i = node.slice[0].slice.value
-                key = string_value(i)
-                if key is not None and key not in self._tensor_keys(base.anchor):
+                key, keys = string_value(i), self._tensor_keys(base.anchor)
+                if key is not None and keys is not None and key not in keys:
                     return UNKNOWN_VALUE  # self.stft_kwargs["n_fft"]: a setting next to the tensors
                 if isinstance(i, cst.Integer) and base.exact and base.items:
                     try:
@@ -2846,15 +2846,6 @@ class _Interpreter:
 
 
 _MAX_DEPTH = 3
-
-
-class _AnyKey(tuple):
-    def __contains__(self, key: object) -> bool:
-        return True
-
-
-#: every key of a container (none known to hold something else)
-_ANY_KEY: Sequence[str] = _AnyKey()
 
 
 #: tensor methods whose result may be somewhere else than their receiver

@@ -180,9 +180,7 @@ def _follow(start: List[str], targets: Dict[str, Set[str]], roots: Sequence[str]
     #: (folder, top-level package found there, or "" for any module: a source root)
     bases: List[Tuple[str, str]] = []
 
-    def base_of(path: str) -> None:
-        fp = plan.files.get(path)
-        module, pkg = (fp.module, fp.is_package) if fp is not None else (None, False)
+    def base_of(path: str, module: Optional[str], pkg: bool) -> None:
         if module is None:
             return
         d = os.path.dirname(os.path.abspath(path))
@@ -222,7 +220,7 @@ def _follow(start: List[str], targets: Dict[str, Set[str]], roots: Sequence[str]
         if os.path.isdir(r) and (r, "") not in bases:
             bases.append((r, ""))
     for path in start:
-        base_of(path)
+        base_of(path, plan.files[path].module, plan.files[path].is_package)
     queue = list(start)
     out: List[str] = []
     while queue and len(out) < limit:
@@ -241,11 +239,8 @@ def _follow(start: List[str], targets: Dict[str, Set[str]], roots: Sequence[str]
             # its imports, read now (make_plan adds it to the plan after)
             module, pkg = module_name(shown, roots), is_package_file(shown)
             targets[shown] = read_imports(_text(shown), module, pkg).targets
-            plan.files.setdefault(shown, FilePlan(module, pkg))
-            base_of(shown)
+            base_of(shown, module, pkg)
             queue.append(shown)
-    for path in out:
-        plan.files.pop(path, None)  # make_plan adds them in full
     return out
 
 
