@@ -1395,8 +1395,13 @@ def _restores_rng(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
     dotted = dotted_name(parents[i - 1].func)  # type: ignore[attr-defined]
     if dotted is None:
         return False
-    last = dotted.rsplit(".", 1)[-1]
-    # torch.set_rng_state, random.setstate, a helper set_rng_state_for_device(...)
+    owner, _, last = dotted.rpartition(".")
+    if last in ("setstate", "set_state"):
+        # random.setstate, np.random.set_state, self.rng.set_state: a random
+        # generator's; ``self.set_state(state)`` of an optimizer or a store
+        # restores tensors
+        return any(part in ("random", "np_random") or "rng" in part.lower() or "generator" in part.lower() for part in owner.split("."))
+    # torch.set_rng_state, torch.cuda.set_rng_state_all, a helper set_rng_state_for_device(...)
     return last in _RNG_SETTERS or (last.startswith("set_") and "rng_state" in last)
 
 
