@@ -406,11 +406,13 @@ def _env_read(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def _target_names(node: cst.BaseExpression) -> List[str]:
+def target_names(node: cst.BaseExpression) -> List[str]:
+    """The dotted names an assignment target binds: ``a, self.b = ...`` ->
+    ``["a", "self.b"]``."""
     if isinstance(node, (cst.Tuple, cst.List)):
         out: List[str] = []
         for el in node.elements:
-            out += _target_names(el.value)
+            out += target_names(el.value)
         return out
     name = dotted_name(node)
     return [name] if name is not None else []

@@ -74,6 +74,7 @@ from devlint.syntax import (
     short_code,
     statements,
     string_value,
+    target_names,
 )
 from devlint.torch_api import (
     DATA_PARALLEL,
@@ -1036,7 +1037,12 @@ class _BodyFacts(cst.CSTVisitor):
         self.called_names: Set[str] = set()
         #: ``a.b.m(...)`` as (a, b, m): ``self.cell.init_hidden(b)``
         self.attribute_calls: Set[Tuple[str, str, str]] = set()
+        #: names used as only a tensor is, while they still hold what the
+        #: function was given (a use after ``x = torch.Tensor(x)`` says what
+        #: the new binding is, not what the caller passed)
         self.tensors: Set[str] = set()
+        #: names a statement has rebound so far, in source order
+        self.rebound: Set[str] = set()
         #: names an arithmetic operator combines with something that is no
         #: literal (``x + torch.zeros(3)``, ``x * mask``): a tensor or a
         #: number, and for forward's input (or what it passes on) a tensor
@@ -1059,11 +1065,24 @@ class _BodyFacts(cst.CSTVisitor):
             if isinstance(a, cst.Name) and isinstance(b, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.BinaryOperation)):
                 self.operands.add(a.value)
 
+    def leave_Assign(self, original_node: cst.Assign) -> None:
+        # after the value: ``x = torch.Tensor(x)`` reads the argument first
+        for t in original_node.targets:
+            self.rebound.update(n for n in target_names(t.target) if "." not in n)
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
+        if original_node.value is not None:
+            self.rebound.update(n for n in target_names(original_node.target) if "." not in n)
+
+    def _tensor_use(self, name: str) -> None:
+        if name not in self.rebound:
+            self.tensors.add(name)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name):
             a = node.attr.value
             if a in TENSOR_ONLY_ATTRS or (a == "shape" and not self.numpy_imported):
-                self.tensors.add(node.value.value)
+                self._tensor_use(node.value.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -1094,7 +1113,7 @@ class _BodyFacts(cst.CSTVisitor):
             return
         for e in _tensor_arguments(node, name):
             if isinstance(e, cst.Name):
-                self.tensors.add(e.value)
+                self._tensor_use(e.value)
 
 
 class _Interpreter:

@@ -22,7 +22,7 @@ from devlint.syntax import (
     is_device_name,
     _is_main_guard,
     _is_off,
-    _target_names,
+    target_names,
     code_of,
     dotted_name,
     free_names,
@@ -380,7 +380,7 @@ class _ScriptCollector(cst.CSTVisitor):
         self._loop_body_end()
 
     def visit_For(self, node: cst.For) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self.scope.binds.append(self._bind(name, "other"))
 
     # -- statements --------------------------------------------------------
@@ -426,7 +426,7 @@ class _ScriptCollector(cst.CSTVisitor):
         self.statement_targets.pop()
         for t in node.targets:
             if isinstance(t.target, (cst.Tuple, cst.List)):
-                for name in _target_names(t.target):
+                for name in target_names(t.target):
                     self.scope.binds.append(self._bind(name, "other"))
                 continue
             target = dotted_name(t.target)
@@ -446,7 +446,7 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
-            for name in _target_names(node.asname.name):
+            for name in target_names(node.asname.name):
                 self.scope.binds.append(self._bind(name, "other"))
 
     def visit_Return(self, node: cst.Return) -> None:
