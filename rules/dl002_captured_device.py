@@ -30,6 +30,15 @@ shows the result meeting a tensor on the inputs' device: a CUDA type string
 (`"torch.cuda.FloatTensor"`) names no index, so `t` lands on the current
 GPU, not on x's. The fix is `t.to(x)` (x's dtype and device, index included).
 
+In scripts, it flags a batch moved to the current GPU (`x.cuda()`,
+`.to("cuda")`) and fed to a model the script moved to a GPU it chose by
+index (`model.cuda(args.gpu)`, `.to(f"cuda:{local_rank}")`, `.to(device)`
+with `device = torch.device("cuda", 1)`) when the file never calls
+`torch.cuda.set_device` (nor enters `torch.cuda.device(i)`): the current GPU
+is then cuda:0, so every run with another index fails, every DDP rank but 0
+included. The fix moves the batch where the model is (`x.cuda(args.gpu)`,
+`x.to(device)`) when that device can be written there.
+
 ## Why is this bad?
 `nn.DataParallel` copies the module onto every GPU and runs each copy on its
 own slice of the batch, but a device captured at construction (or written as a
@@ -369,6 +378,33 @@ class Head(nn.Module):
                 continue  # a device fixed when the module was built is the model's own outside a replica (sample(), export)
             self._report(found, replica)
 
+    def _report_chosen_gpu(self, found: OriginMeeting, code: str, chosen: Tuple[str, str, str, bool]) -> None:
+        """``x.cuda()`` fed to a model the script moved to a GPU it chose
+        (``model.cuda(args.gpu)``) in a file that never calls
+        ``torch.cuda.set_device``."""
+        model, device, how, known = chosen
+        shown = f".cuda({device})" if how == "cuda" else f".to({device})"
+        message = (
+            f"`{code}` in `{found.where}` puts its tensor on the current GPU (cuda:0, as nothing calls "
+            f"`torch.cuda.set_device`), but `{model}` was moved with `{shown}`: `{model}(...)` fails whenever "
+            "that is another GPU"
+        )
+        origin = found.origin
+        at = _device_argument(origin) or origin
+        if (
+            known
+            and isinstance(origin, cst.Call)
+            and isinstance(origin.func, cst.Attribute)
+            and origin.func.attr.value == "cuda"
+            and not origin.args
+        ):
+            new = origin.with_changes(args=[cst.Arg(cst.parse_expression(device))]) if how == "cuda" else origin.with_changes(
+                func=origin.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(device))]
+            )
+            self.report(at, message, fix=self.replace(origin, new, f"put it where `{model}` is: `{shown}`"))
+            return
+        self.report(at, message, no_fix_reason=f"the device `{model}` was moved to has no name where the tensor is placed")
+
     def _report(self, found: OriginMeeting, replica: bool) -> None:
         origin, meeting = found.origin, found.meeting
         code = _origin_code(origin)
@@ -385,6 +421,10 @@ class Head(nn.Module):
             target = "the current GPU" if meeting.device == CURRENT else "a GPU named in the code"
         partner = found.partner_text
         dest = f"`{meeting.partner}`'s device" if meeting.partner else "the inputs' device"
+        chosen = self.context.device_flow.function(found.home).model_gpus.get(origin)
+        if chosen is not None and meeting.device == CURRENT:
+            self._report_chosen_gpu(found, code, chosen)
+            return
         if meeting.how == "output":
             message = (
                 f"`{code}` in `{found.where}` puts its tensor on {target} and `forward` returns it: "

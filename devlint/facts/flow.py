@@ -50,6 +50,7 @@ from devlint.facts.stages import EACH, FIRST, LAST, SPREAD, Handover, Stages, st
 from devlint.facts.store import FactStore, Provider
 from devlint.facts.training import (
     MODULE_SCOPE,
+    RANK_NAMES,
     Placement,
     Training,
     TrainingFacts,
@@ -69,6 +70,7 @@ from devlint.syntax import (
     dotted_name,
     free_names,
     is_device_name,
+    is_explicit_device,
     keyword_arg,
     loop_over_attribute,
     short_code,
@@ -447,6 +449,10 @@ class FunctionFlow:
     #: origin call -> (path, line, factory) of the project function in
     #: another file that made its tensor on the CPU (``create_grid(n)``)
     helper_births: Dict[cst.CSTNode, Tuple[str, int, str]] = field(default_factory=dict)
+    #: origin call (``x.cuda()``) -> the model it is fed to and the GPU the
+    #: script chose for that model: (model, device expression, "to"/"cuda",
+    #: whether the expression can be written in this function)
+    model_gpus: Dict[cst.CSTNode, Tuple[str, str, str, bool]] = field(default_factory=dict)
     #: ``self.<attr>`` -> a tensor the function stores there that a call did
     #: not put on the inputs' device (``self.grid = torch.linspace(...)``,
     #: ``setattr(self, "grid", g)``): after a call of this method, the
@@ -875,8 +881,10 @@ class DeviceFlow:
                 continue
             for meeting in self.function(fn).meetings:
                 origin = meeting.origin
-                if meeting.device not in devices or id(origin) in skip or is_placed(meeting.against):
+                if meeting.device not in devices or id(origin) in skip:
                     continue
+                if is_placed(meeting.against) and meeting.device != CURRENT:
+                    continue  # a script's GPU tensor is where its device puts it; .cuda() may be elsewhere
                 home = self.home_of(origin, fn)
                 if home is None or self.init_time(home):
                     continue
@@ -1846,13 +1854,41 @@ class _Interpreter:
         outputs are where it is."""
         against = PLACED + ref
         if model.kind != WRAPPER:
+            other_gpu = self._chosen_gpu(ref)
             for a, v in args:
                 if a.star or _cpu_by_convention(a):
                     continue
                 for t in _tensors_in(v):
                     if t.pinned and t.device == CPU and (not t.scalar or t.born & self.result.maybe_scalar):
                         self._meet_all(t, node, "model input", ref, against, a.value)
+                    elif t.pinned and t.device == CURRENT and other_gpu is not None:
+                        # x.cuda() for a model on cuda(args.gpu): the current
+                        # device is cuda:0 unless the script sets it
+                        for origin in t.born:
+                            self.result.model_gpus.setdefault(origin, (ref, other_gpu.device, other_gpu.how, other_gpu.known))
+                        self._meet_all(t, node, "model input", ref, against, a.value)
         return Value(UNKNOWN, against)
+
+    def _chosen_gpu(self, ref: str) -> Optional[Placement]:
+        """The script moved ``ref`` to a GPU it chose by index (``.cuda(args.gpu)``,
+        ``.to(f"cuda:{local_rank}")``, ``.to(device)`` with ``device =
+        torch.device("cuda", 1)``) and never calls ``torch.cuda.set_device``:
+        the current device, where ``.cuda()`` puts a tensor, is another one
+        whenever that index is not 0. The model's placement, else None."""
+        training = self.flows.training
+        if not self.flows.scripts or training.sets_device:
+            return None
+        p = lookup_scoped(training, self.scope, ref, "placements")
+        if not isinstance(p, Placement) or p.conditional or not p.device:
+            return None
+        code = p.device
+        scope = training.scopes.get(self.scope)
+        bound = scope.values.get(code) if scope is not None and code.isidentifier() else None
+        if bound is not None:
+            code = code_of(bound)
+        if is_explicit_device(code) or code.rsplit(".", 1)[-1] in RANK_NAMES:
+            return p
+        return None
 
     def _wrapped(self, node: cst.Call, args: List[Tuple[cst.Arg, Value]]) -> Value:
         """``nn.DataParallel(model)``: it moves its inputs (so does a DDP

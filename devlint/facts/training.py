@@ -49,6 +49,7 @@ MODULE_SCOPE = "<module>"
 
 #: names that hold the index of a CUDA device (``local_rank``, ``args.gpu``)
 _RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
+RANK_NAMES = _RANK_NAMES
 
 
 #: words in a loader's binding or arguments that say batches arrive on a device
@@ -604,6 +605,9 @@ class _TrainingCollector(cst.CSTVisitor):
         self._kept: Dict[str, Dict[str, str]] = {}
         #: the file calls torch.distributed or wraps in DDP
         self.distributed = False
+        #: the file calls ``torch.cuda.set_device``: the current device is
+        #: the one a rank or a flag chose, and ``.cuda()`` goes there
+        self.sets_device = False
 
     # -- scopes --------------------------------------------------------------
     @property
@@ -1018,6 +1022,8 @@ class _TrainingCollector(cst.CSTVisitor):
         if (isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "cuda", "pin_memory")) or keyword_arg(node, "device") is not None:
             sf.moves_data = True
         q = self.facts.qualify(node.func)
+        if q in ("torch.cuda.set_device", "torch.cuda.device"):
+            self.sets_device = True  # set_device(i), or ``with torch.cuda.device(i):``
         if q == "torch.cuda.set_device" and node.args:
             code = code_of(node.args[0].value)
             if code not in sf.rank_names and dotted_name(node.args[0].value) is not None:
@@ -1521,7 +1527,7 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> "TrainingFacts
         q == "torch.distributed" or q.startswith("torch.distributed.") or q.endswith("DistributedDataParallel")
         for qs in facts.imports.values() for q in qs
     )
-    return TrainingFacts(facts, scopes, distributed)
+    return TrainingFacts(facts, scopes, distributed, collector.sets_device)
 
 
 @dataclass
@@ -1534,6 +1540,8 @@ class TrainingFacts:
     scopes: Dict[str, ScriptScope]
     #: the file imports or calls ``torch.distributed``, or wraps a model in DDP
     distributed: bool = False
+    #: the file calls ``torch.cuda.set_device``
+    sets_device: bool = False
 
 
 class Training(Provider):
