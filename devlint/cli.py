@@ -220,9 +220,12 @@ class _Run:
         #: the ast candidate scan (--no-scan: only to compare findings without it)
         self.scan = not meta.get("devlint.no_scan", False)
         self.cache = None
-        # standard input: not cached, checked alone (the file on disk may differ)
+        # standard input: not cached (the file on disk may differ); checked
+        # alone unless --stdin-filename says where it lies in the project
         if self.stdin is not None:
-            meta = {**meta, "devlint.no_cache": True, "devlint.no_project": True}
+            meta = {**meta, "devlint.no_cache": True}
+            if self.stdin_name == STDIN:
+                meta["devlint.no_project"] = True
         if not meta.get("devlint.no_cache", False):
             from devlint.cache import ResultCache, cache_dir
 
@@ -232,12 +235,13 @@ class _Run:
         #: files of the project the checked files import that the run reads
         #: only for their summaries (no finding of theirs is reported)
         self.followed: List[str] = []
-        if not meta.get("devlint.no_project", False):
+        if cfg.project and not meta.get("devlint.no_project", False):
             from devlint.project.plan import make_plan
 
             # files the run does not check: the summaries the last run that did stored
             seed = self.cache.project_summaries(self.files) if self.cache is not None else ()
-            self.plan = make_plan(self.files, cfg.source_roots(), seed, follow=True)
+            texts = {self.stdin_name: self.stdin.decode("utf-8", "replace")} if self.stdin is not None else None
+            self.plan = make_plan(self.files, cfg.source_roots(), seed, follow=True, texts=texts)
             self.followed = self.plan.followed
 
     def _explain_prefixes(self, table) -> None:
@@ -310,10 +314,12 @@ _common = [
     click.option("--no-cache", is_flag=True, expose_value=False, callback=_remember, help="Neither read nor write the result cache (.devlint_cache/)."),
     click.option(
         "--no-project",
+        "--isolated",
+        "no_project",
         is_flag=True,
         expose_value=False,
         callback=_remember,
-        help="Check each file alone, without the facts of the project modules it imports.",
+        help="Check each file alone, without the facts of the project modules it imports (config: project = false).",
     ),
     click.option("--no-scan", is_flag=True, expose_value=False, callback=_remember, hidden=True, help="Parse every file with libcst, without the ast candidate scan (to compare findings)."),
     click.option(

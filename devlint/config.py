@@ -40,6 +40,9 @@ class Config:
     #: source roots, relative to ``root``: where module names start (a
     #: file's module name is its path below the deepest root holding it)
     src: Tuple[str, ...] = (".", "src")
+    #: project mode: a file is checked with the facts of the project modules
+    #: it imports (``project = false`` or ``--isolated``: each file alone)
+    project: bool = True
     #: the folder holding the pyproject.toml the config came from (patterns
     #: in exclude / per-file-ignores are relative to it)
     root: str = "."
@@ -103,6 +106,7 @@ _KEYS = {
     "per-file-ignores": "table",
     "unsafe-fixes": "bool",
     "src": "strings",
+    "project": "bool",
 }
 
 

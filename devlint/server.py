@@ -357,8 +357,8 @@ class DevlintServer(LanguageServer):
         its module name and an index seeded from the cache."""
         from devlint.files import PYTHON_SUFFIXES
 
-        if not path.endswith(PYTHON_SUFFIXES):
-            return None
+        if not path.endswith(PYTHON_SUFFIXES) or not cfg.project:
+            return None  # project = false: each file alone, as `check` does
         from devlint.project.imports import read_imports
         from devlint.project.index import ProjectContext, ProjectIndex
         from devlint.project.plan import make_plan

@@ -541,3 +541,48 @@ def test_seeded_summaries_bring_their_import_aliases(tmp_path, monkeypatch):
     del older["aliases"]
     plan = make_plan(["train.py"], ["."], [("pkg/__init__.py", "pkg", True, older, "from .lm import LanguageModel\n")])
     assert plan.aliases["pkg"] == {"LanguageModel": "pkg.lm.LanguageModel"}
+
+
+def test_a_script_in_a_subfolder_follows_its_sibling_modules(tmp_path, monkeypatch):
+    """``python scripts/train.py`` finds ``scripts/models.py`` as ``models``
+    (its folder is on sys.path): a run on the script alone, from the
+    project root, follows it there as the run's own resolution does."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.devlint]\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "models.py").write_text(MODELS)
+    (tmp_path / "scripts" / "train.py").write_text(TRAIN)
+    assert "DL004" in _cli_check(tmp_path, "scripts/train.py")
+    # a package's module is no script: its folder is not on sys.path
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "models.py").write_text(MODELS)
+    (tmp_path / "pkg" / "train.py").write_text(TRAIN)
+    assert "DL004" not in _cli_check(tmp_path, "pkg/train.py")
+
+
+def test_standard_input_named_in_the_project_sees_the_project(tmp_path, monkeypatch):
+    """``check - --stdin-filename train.py`` (an editor piping its buffer)
+    uses the project the name places it in, with the buffer's own imports;
+    without a name, with --isolated, or with ``project = false`` the source
+    is checked alone."""
+    from click.testing import CliRunner
+
+    from devlint.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models.py").write_text(MODELS)
+    (tmp_path / "train.py").write_text("print('the file on disk imports nothing')\n")
+
+    def run(*args: str) -> str:
+        return CliRunner().invoke(main, ["check", *args], input=TRAIN).output
+
+    assert "DL004" in run("-", "--stdin-filename", "train.py")
+    assert "DL004" not in run("-")
+    assert "DL004" not in run("-", "--stdin-filename", "train.py", "--isolated")
+    (tmp_path / "pyproject.toml").write_text("[tool.devlint]\nproject = false\n")
+    assert "DL004" not in run("-", "--stdin-filename", "train.py")
+    assert "DL004" not in _cli_check(tmp_path, "train.py", "models.py")
+    (tmp_path / "train.py").write_text(TRAIN)
+    (tmp_path / "pyproject.toml").write_text("[tool.devlint]\nproject = true\n")
+    assert "DL004" in _cli_check(tmp_path, "train.py", "models.py")

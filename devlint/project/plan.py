@@ -59,13 +59,14 @@ def _text(path: str) -> str:
 
 def make_plan(paths: Sequence[str], roots: Sequence[str],
               seed: Iterable[Tuple[str, str, bool, Dict[str, Any], str]] = (), follow: bool = False,
-              limit: int = 0) -> ProjectPlan:
+              limit: int = 0, texts: Optional[Dict[str, str]] = None) -> ProjectPlan:
     """``seed``: (path, module, is a package, summary, text) of files the run
     does not check whose stored summaries it may read
     (``ResultCache.project_summaries``). ``follow``: also plan the project
     files the run's files import that neither the run nor the seed holds
     (``ProjectPlan.followed``: read for their summaries only), at most
-    ``limit`` of them (default ``FOLLOW_LIMIT``)."""
+    ``limit`` of them (default ``FOLLOW_LIMIT``). ``texts``: the source of
+    files whose text is not the one on disk (standard input)."""
     plan = ProjectPlan()
     targets: Dict[str, Set[str]] = {}
     defines: Dict[str, bool] = {}
@@ -76,7 +77,7 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
             module = None  # two files claim one name (a .py and its .pyi): the first keeps it
         pkg = is_package_file(path)
         plan.files[path] = FilePlan(module, pkg)
-        text = _text(path)
+        text = texts[path] if texts and path in texts else _text(path)
         imports = read_imports(text, module, pkg)
         targets[path] = imports.targets
         if pkg:
@@ -221,6 +222,13 @@ def _follow(start: List[str], targets: Dict[str, Set[str]], roots: Sequence[str]
             bases.append((r, ""))
     for path in start:
         base_of(path, plan.files[path].module, plan.files[path].is_package)
+    for path in start:
+        # a script finds its sibling modules by their bare names (``python
+        # tree/train.py`` puts ``tree/`` on sys.path), as the run's own
+        # resolution does (``script_package``)
+        d = os.path.dirname(os.path.abspath(path))
+        if plan.files[path].module is not None and not os.path.isfile(os.path.join(d, "__init__.py")) and (d, "") not in bases:
+            bases.append((d, ""))
     queue = list(start)
     out: List[str] = []
     while queue and len(out) < limit:
