@@ -106,6 +106,22 @@ def test_parameters_are_tensors_only_on_evidence():
     assert returns("def f(x: int):\n    return x\n", "f").kind == NUMBER
 
 
+def test_evidence_of_a_parameter_ends_where_it_is_converted_from_data():
+    """``x = torch.Tensor(x).long()`` then ``pad(x)``: the caller passed a
+    list (phi4's chunk indices), so the CPU ``arange`` meets CPU tensors only;
+    a use after a rebinding computed from the parameter itself, or after one
+    under a branch, still tells what the caller passed."""
+    converted = (
+        "def f(n, idx):\n    idx = torch.Tensor(idx).long()\n    end = F.pad(idx, (0, 1), value=n)\n"
+        "    r = torch.arange(0, n).unsqueeze(-1)\n    return r < end\n"
+    )
+    assert not meetings(converted)
+    transformed = "def f(x):\n    x = x * 2\n    n = x.size(-1)\n    return x + torch.arange(n)\n"
+    assert [m[3] for m in meetings(transformed)] == ["operator"]
+    branch = "def f(x, e: torch.Tensor = None):\n    if x is None:\n        x = e * 2\n    n = x.size(-1)\n    return x + torch.arange(n)\n"
+    assert [m[3] for m in meetings(branch)] == ["operator"]
+
+
 def test_a_module_method_sees_its_own_weights_and_submodules():
     src = """
     class M(torch.nn.Module):

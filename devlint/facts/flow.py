@@ -1030,6 +1030,20 @@ class _GlooFinder(cst.CSTVisitor):
             self.found = True
 
 
+def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
+    found: List[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+        def visit_Lambda(self, n: cst.Lambda) -> bool:
+            return False
+
+    walk(node, _Calls())
+    return found
+
+
 class _BodyFacts(cst.CSTVisitor):
     """One walk of a function body: whether it creates or places a tensor
     (a CPU-born or GPU-placed source), the names it calls, and the names it
@@ -1051,6 +1065,9 @@ class _BodyFacts(cst.CSTVisitor):
         self.tensors: Set[str] = set()
         #: names a statement has rebound so far, in source order
         self.rebound: Set[str] = set()
+        #: depth of the branches, loops and nested scopes being walked: a
+        #: name rebound there may still hold what the caller passed after
+        self._nested = 0
         #: names an arithmetic operator combines with something that is no
         #: literal (``x + torch.zeros(3)``, ``x * mask``): a tensor or a
         #: number, and for forward's input (or what it passes on) a tensor
@@ -1076,11 +1093,46 @@ class _BodyFacts(cst.CSTVisitor):
     def leave_Assign(self, original_node: cst.Assign) -> None:
         # after the value: ``x = torch.Tensor(x)`` reads the argument first
         for t in original_node.targets:
-            self.rebound.update(n for n in target_names(t.target) if "." not in n)
+            self._rebind(t.target, original_node.value)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:
-            self.rebound.update(n for n in target_names(original_node.target) if "." not in n)
+            self._rebind(original_node.target, original_node.value)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._nested += 1
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._nested -= 1
+
+    visit_For = visit_While = visit_Try = visit_FunctionDef = visit_ClassDef = visit_If  # type: ignore[assignment]
+    leave_For = leave_While = leave_Try = leave_FunctionDef = leave_ClassDef = leave_If  # type: ignore[assignment]
+
+    def _rebind(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """Names the assignment gives a new value. A value computed from the
+        name itself (``x = x * scale``, ``x = x.view(b, -1)``) is still what
+        the caller passed, transformed: uses after it still tell what that
+        was; one converted from raw data (``x = torch.tensor(x)``,
+        ``np.asarray(x)``) or unrelated to it is not."""
+        if self._nested:
+            return
+        reads = free_names(value)
+        converted = self._converts(value)
+        for n in target_names(target):
+            if "." not in n and (n not in reads or n in converted):
+                self.rebound.add(n)
+
+    def _converts(self, value: cst.BaseExpression) -> Set[str]:
+        """The names ``value`` hands to a constructor that builds a tensor or
+        an array from data (``torch.tensor(x)``, ``torch.Tensor(x).long()``,
+        ``np.array(x)``)."""
+        out: Set[str] = set()
+        for call in _calls_in(value):
+            q = self.facts.qualify(call.func) or ""
+            if q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy") or q in _LEGACY_TENSOR_CONSTRUCTORS or q.startswith("numpy."):
+                for a in call.args:
+                    out |= free_names(a.value)
+        return out
 
     def _tensor_use(self, name: str) -> None:
         if name not in self.rebound:
