@@ -99,6 +99,11 @@ class ResultCache:
         self.key = hashlib.sha256(f"{code_fingerprint()}\0{config_key}".encode()).hexdigest()[:24]
         self.file = os.path.join(folder, f"results-{self.key}.json")
         self.entries: Dict[str, Any] = {}
+        #: the imports the project plan read from each file's text, by
+        #: content digest, module name and role (``plan.make_plan(memo=)``):
+        #: a warm run reads none again. Validated where it is read.
+        self.imports: Dict[str, Any] = {}
+        self._imports_seen = 0
         self.hits = 0
         self.stored = 0
         self._dirty = False
@@ -123,6 +128,10 @@ class ResultCache:
         files = data.get("files")
         if isinstance(files, dict):
             self.entries = files
+        imports = data.get("imports")
+        if isinstance(imports, dict):
+            self.imports = imports
+            self._imports_seen = len(imports)
 
     def get(self, path: str, key: str) -> Optional[FileResult]:
         entry = self.entries.get(path)
@@ -179,8 +188,11 @@ class ResultCache:
 
     def save(self) -> Optional[str]:
         """Write the cache (atomically); a one-line problem, or None."""
-        if not self._dirty:
+        if not self._dirty and len(self.imports) == self._imports_seen:
             return None
+        if len(self.imports) > 2 * len(self.entries) + 1000:
+            # mostly the imports of old versions of files: start again (the next run reads them anew)
+            self.imports = {}
         try:
             if not os.path.lexists(self.folder):
                 os.makedirs(self.folder, exist_ok=True)
@@ -193,7 +205,8 @@ class ResultCache:
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as fh:
                     # one string with the C encoder: json.dump to a file encodes in Python, chunk by chunk
-                    fh.write(json.dumps({"format": FORMAT, "key": self.key, "files": self.entries}, separators=(",", ":")))
+                    fh.write(json.dumps({"format": FORMAT, "key": self.key, "files": self.entries, "imports": self.imports},
+                                        separators=(",", ":")))
                 os.replace(tmp, self.file)
             except BaseException:
                 try:
@@ -204,6 +217,7 @@ class ResultCache:
         except OSError as exc:
             return f"cannot write the cache in {self.folder}: {exc.strerror or exc}"
         self._dirty = False
+        self._imports_seen = len(self.imports)
         return None
 
 

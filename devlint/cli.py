@@ -241,7 +241,8 @@ class _Run:
             # files the run does not check: the summaries the last run that did stored
             seed = self.cache.project_summaries(self.files) if self.cache is not None else ()
             texts = {self.stdin_name: self.stdin.decode("utf-8", "replace")} if self.stdin is not None else None
-            self.plan = make_plan(self.files, cfg.source_roots(), seed, follow=True, texts=texts)
+            memo = self.cache.imports if self.cache is not None else None
+            self.plan = make_plan(self.files, cfg.source_roots(), seed, follow=True, texts=texts, memo=memo)
             self.followed = self.plan.followed
 
     def _explain_prefixes(self, table) -> None:

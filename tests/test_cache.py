@@ -234,3 +234,37 @@ def test_warm_run_never_imports_libcst(project):
     warm = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
     assert warm.returncode == 1 and "src/a.py" in warm.stdout
     assert "libcst" not in warm.stderr
+
+
+def test_a_warm_run_reads_no_imports_again_and_validates_the_stored_ones(project, monkeypatch):
+    """The project plan's imports are kept by content digest and module
+    name: a warm run reads none; an edited file is read again; a stored
+    entry of the wrong shape (an untrusted cache) is read again, not used."""
+    import devlint.project.plan as plan
+
+    read = []
+    real = plan.read_imports
+
+    def spy(text, module, pkg):
+        read.append(module)
+        return real(text, module, pkg)
+
+    monkeypatch.setattr(plan, "read_imports", spy)
+    cold = check("src", "-j", "1")
+    assert sorted(read) == ["a", "b", "c", "d"]
+    read.clear()
+    assert check("src", "-j", "1").output == cold.output
+    assert read == []
+    (project / "src" / "c.py").write_text(CLEAN + "\nimport os\n")
+    check("src", "-j", "1")
+    assert read == ["c"]
+    (cache_file,) = [p for p in (project / CACHE_DIR).glob("results-*.json")]
+    data = json.loads(cache_file.read_text())
+    assert len(data["imports"]) >= 4
+    data["imports"] = {k: [["x"], {"a": 1}, True] for k in data["imports"]}  # a non-string alias
+    cache_file.write_text(json.dumps(data))
+    read.clear()
+    fresh = check("src", "-j", "1", "--no-cache").output
+    read.clear()
+    assert check("src", "-j", "1").output == fresh
+    assert sorted(read) == ["a", "b", "c", "d"]

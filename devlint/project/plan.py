@@ -4,13 +4,14 @@ summary. Built in the parent process from the files' text (no parse)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from devlint.files import PYTHON_SUFFIXES
-from devlint.project.imports import imported_names, read_imports
+from devlint.project.imports import Imports, imported_names, read_imports
 from devlint.project.index import waves
 from devlint.project.names import is_package_file, module_name
 
@@ -48,6 +49,25 @@ class ProjectPlan:
     followed: List[str] = field(default_factory=list)
 
 
+def _imports_of(text: str, module: Optional[str], pkg: bool, memo: Optional[Dict[str, Any]]) -> Tuple[Imports, bool]:
+    """The imports of a file and whether it defines a function or a class,
+    from ``memo`` when an earlier run read the same text under the same
+    module name (a warm run reads no import twice)."""
+    if memo is None:
+        return read_imports(text, module, pkg), bool(_DEFINES.search(text))
+    key = f"{hashlib.blake2b(text.encode('utf-8', 'surrogatepass'), digest_size=16).hexdigest()}:{module}:{int(pkg)}"
+    found = memo.get(key)
+    if (
+        isinstance(found, list) and len(found) == 3 and isinstance(found[0], list) and isinstance(found[1], dict)
+        and isinstance(found[2], bool) and all(isinstance(t, str) for t in found[0])
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in found[1].items())
+    ):
+        return Imports(set(found[0]), dict(found[1])), found[2]
+    imports, defs = read_imports(text, module, pkg), bool(_DEFINES.search(text))
+    memo[key] = [sorted(imports.targets), imports.aliases, defs]
+    return imports, defs
+
+
 def _text(path: str) -> str:
     try:
         with open(path, "rb") as fh:
@@ -59,14 +79,17 @@ def _text(path: str) -> str:
 
 def make_plan(paths: Sequence[str], roots: Sequence[str],
               seed: Iterable[Tuple[str, str, bool, Dict[str, Any], str]] = (), follow: bool = False,
-              limit: int = 0, texts: Optional[Dict[str, str]] = None) -> ProjectPlan:
+              limit: int = 0, texts: Optional[Dict[str, str]] = None,
+              memo: Optional[Dict[str, Any]] = None) -> ProjectPlan:
     """``seed``: (path, module, is a package, summary, text) of files the run
     does not check whose stored summaries it may read
     (``ResultCache.project_summaries``). ``follow``: also plan the project
     files the run's files import that neither the run nor the seed holds
     (``ProjectPlan.followed``: read for their summaries only), at most
     ``limit`` of them (default ``FOLLOW_LIMIT``). ``texts``: the source of
-    files whose text is not the one on disk (standard input)."""
+    files whose text is not the one on disk (standard input). ``memo``:
+    the imports read on earlier runs, by content digest, module name and
+    role (``ResultCache.imports``); what this run reads is added to it."""
     plan = ProjectPlan()
     targets: Dict[str, Set[str]] = {}
     defines: Dict[str, bool] = {}
@@ -78,10 +101,10 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
         pkg = is_package_file(path)
         plan.files[path] = FilePlan(module, pkg)
         text = texts[path] if texts and path in texts else _text(path)
-        imports = read_imports(text, module, pkg)
+        imports, defs = _imports_of(text, module, pkg, memo)
         targets[path] = imports.targets
         if pkg:
-            defines[path] = bool(_DEFINES.search(text))
+            defines[path] = defs
         if module is not None:
             plan.paths[module] = path
             plan.aliases[module] = imports.aliases
@@ -99,7 +122,7 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
         stored = summary.get("aliases")
         plan.aliases[module] = stored if isinstance(stored, dict) else read_imports(text, module, pkg).aliases
     if follow:
-        for path in _follow(list(plan.files), targets, roots, seeded, limit or FOLLOW_LIMIT, plan):
+        for path in _follow(list(plan.files), targets, roots, seeded, limit or FOLLOW_LIMIT, plan, memo):
             add(path)
             plan.followed.append(path)
     checked = {fp.module for fp in plan.files.values() if fp.module is not None}
@@ -167,7 +190,7 @@ def follow_imports(paths: Sequence[str], roots: Sequence[str], limit: int = FOLL
 
 
 def _follow(start: List[str], targets: Dict[str, Set[str]], roots: Sequence[str], known: Iterable[str],
-            limit: int, plan: ProjectPlan) -> List[str]:
+            limit: int, plan: ProjectPlan, memo: Optional[Dict[str, Any]] = None) -> List[str]:
     """The files of the project that the files ``start`` import (at module
     level, transitively) but the run does not check and ``known`` (files
     whose stored summaries it has) does not hold: a run on ``train.py``
@@ -246,7 +269,7 @@ def _follow(start: List[str], targets: Dict[str, Set[str]], roots: Sequence[str]
                 break
             # its imports, read now (make_plan adds it to the plan after)
             module, pkg = module_name(shown, roots), is_package_file(shown)
-            targets[shown] = read_imports(_text(shown), module, pkg).targets
+            targets[shown] = _imports_of(_text(shown), module, pkg, memo)[0].targets
             base_of(shown, module, pkg)
             queue.append(shown)
     return out
