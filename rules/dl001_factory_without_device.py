@@ -18,7 +18,11 @@ place that fails when the model runs on a GPU:
   device tensor through a mask);
 - the value a module's `forward` returns (a model on a GPU hands its caller
   a CPU tensor, and `DataParallel` cannot gather it);
-- a collective (`dist.all_reduce(t)`: NCCL takes CUDA tensors only).
+- a collective (`dist.all_reduce(t)`: NCCL takes CUDA tensors only);
+- autograd's seed gradients: `grad_outputs=torch.ones(scores.size())` of
+  `torch.autograd.grad` (a WGAN-GP gradient penalty), `scores.backward(g)`,
+  `torch.autograd.backward(ts, grad_tensors=...)`, which must be on each
+  output's device (`Mismatch in device`).
 
 It follows the tensor through locals, branches, loops, containers, returns,
 `self.<attr>` state set in the same call, and calls to the file's functions,

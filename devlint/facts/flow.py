@@ -359,6 +359,9 @@ _SHAPE_MAKERS = frozenset(
 )
 #: torch namespaces whose functions compute on tensors
 _COMPUTE_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.")
+#: autograd entry points whose tensors must share a device: each gradient in
+#: ``grad_outputs``/``grad_tensors`` with its output ("Mismatch in device")
+_AUTOGRAD = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
 #: tensor methods that return the receiver's tensor, reduced to 0-dim when
 #: called with no argument
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "all", "any", "std", "var", "amax", "amin", "logsumexp"})
@@ -914,6 +917,12 @@ def _decorators(node: cst.FunctionDef) -> Set[str]:
     return {dotted_name(d.decorator) or "" for d in node.decorators}
 
 
+def _annotates_tensor(node: cst.BaseExpression) -> bool:
+    """``torch.Tensor``, ``Tensor``, ``torch.FloatTensor``: one tensor."""
+    d = dotted_name(node) or ""
+    return d.rsplit(".", 1)[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor") and d.split(".", 1)[0] in ("torch", d)
+
+
 def _annotation(param: cst.Param) -> str:
     if param.annotation is None:
         return ""
@@ -1465,7 +1474,10 @@ class _Interpreter:
                     self._store(t.target, v, env)
         elif isinstance(small, cst.AnnAssign):
             if small.value is not None:
-                self._store(small.target, self._expr(small.value, env), env)
+                v = self._expr(small.value, env)
+                if v.kind == UNKNOWN and _annotates_tensor(small.annotation.annotation):
+                    v = as_tensor(v)  # scores: torch.Tensor = critic(x): the author says it is one
+                self._store(small.target, v, env)
         elif isinstance(small, cst.AugAssign):
             cur = self._expr(small.target, env)
             v = self._expr(small.value, env)
@@ -2509,7 +2521,7 @@ class _Interpreter:
             return _tensor(where, born)
         if self.stages is not None and self.stages.dispatched and q.startswith("torch.nn.") and name.endswith("Loss"):
             return Value(MODULE, LOCAL, loss=True)  # loss_fct = CrossEntropyLoss(): its inputs meet when it is called
-        compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)
+        compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES) or q in _AUTOGRAD
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
         values: List[Value] = []
@@ -2621,6 +2633,11 @@ class _Interpreter:
             return self._move(node, m, recv, args, env)
         if not tensor:
             return UNKNOWN_VALUE
+        if m == "backward" and args:
+            # loss.backward(gradient): the gradient on the loss's device
+            grads = [(a.value, v) for a, v in args if v.kind == TENSOR and (a.keyword is None or a.keyword.value == "gradient")]
+            if grads:
+                self._check([recv, *(v for _, v in grads)], node, "method backward", nodes=[func.value, *(n for n, _ in grads)])
         if m == "get_device":
             return Value(NUMBER, recv.device, scalar=True)  # an index naming the tensor's own device
         if m in _VALUE_METHODS:
