@@ -2931,6 +2931,13 @@ class _Interpreter:
         if name in _OTHER_BUILTINS:
             return OTHER_VALUE
         first = args[0][1] if args else UNKNOWN_VALUE
+        if name == "map" and len(args) >= 2 and isinstance(node.args[0].value, cst.Lambda) and name not in env:
+            # map(lambda t: torch.ones(t.size()).cuda(), outputs): the body on each element
+            lam = node.args[0].value
+            inner = dict(env)
+            for p, (_, v) in zip(lam.params.params, args[1:]):
+                inner[p.name.value] = element_of(v)
+            return _seq(elem=self._expr(lam.body, inner), known=False)
         if name in ("list", "tuple", "sorted", "reversed"):
             if first.kind == SEQ:
                 return _seq(elem=first.elem, known=False) if name != "tuple" else first
