@@ -56,11 +56,18 @@ spelled with the file's own imports (`nn.ModuleList`, `torch.nn.ModuleList`,
 `ModuleList`); when the file has none that reaches it, `ModuleList` is added to
 its `from torch.nn import ...`, or an `import torch.nn as nn` is added.
 
+Also flagged, under DataParallel only: a plain container of modules that are
+also registered another way (each also assigned as an attribute, `self.net =
+nn.Sequential(*layers)`, `self.add_module(name, m)`, `setattr(self, name, m)`)
+when `forward` (or what it calls) reaches them through the container (`for
+layer in self.layers: x = layer(x)`): `.to()` moves them, but a replica's
+copy of the module keeps the same container, holding the original modules on
+the first GPU, so the replica on `cuda:1` feeds them its inputs.
+
 Not flagged: `nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`; lists of
 things that are not modules; lists of modules that are also registered another
-way (each also assigned as an attribute, `self.net = nn.Sequential(*layers)`,
-`self.add_module(name, m)`, `setattr(self, name, m)`, or the list wrapped in
-`nn.ModuleList` later); containers built inside `forward`.
+way and reached in `forward` only through their registered names (or the
+list wrapped in `nn.ModuleList` later); containers built inside `forward`.
 
 Decided case: a literal list, tuple or dict whose every element is a
 `torch.nn` module without parameters, buffers or train/eval behaviour (losses
@@ -367,8 +374,19 @@ class Router(nn.Module):
         if name is None:
             return
         record = cls.assignment_for(method.name.value, name, code_of(value))
-        if record is None or record.kind != "module_container" or record.registered_elsewhere:
+        if record is None or record.kind != "module_container":
             return
+        message = None
+        if record.registered_elsewhere:
+            if name not in cls.forward_reads or record.stateless_elements:
+                return  # registered, and only an index outside forward
+            # registered another way, called through the plain container: a
+            # DataParallel replica's copy of the container still holds the originals
+            message = (
+                f"`self.{name}` keeps modules in a plain {record.container or 'container'}; they are registered "
+                f"another way, but `forward` reaches them through it: DataParallel's replicas share the "
+                f"container, so every replica calls the originals on the first GPU"
+            )
         if record.stateless_elements:
             return  # nothing to move, save, train or switch to eval: see the docstring
         if name in cls.buffers or name in cls.parameters:
@@ -376,7 +394,7 @@ class Router(nn.Module):
         if any(a.kind in _REGISTERED_KINDS for a in cls.assignments_of(name)):
             return
         container = record.container or "container"
-        message = self.message.format(name=name, container=container)
+        message = message or self.message.format(name=name, container=container)
         is_dict = container == "dict"
         if is_dict:
             why = _dict_key_problem(value, record.str_keys)
