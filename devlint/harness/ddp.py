@@ -44,6 +44,7 @@ MARGIN = 5.0
 #: seconds a collective of step 3 waits for the other ranks: a rank whose
 #: original fails on the CPU must not leave the others waiting for it
 CPU_COLLECTIVE_TIMEOUT = 30.0
+STAGE_NAMES = {"original": "the original under the placement", "fixed": "the fixed code under the placement"}
 
 
 # --------------------------------------------------------------------------
@@ -141,6 +142,24 @@ def _expected(case: dict, ctx: Any, environment: Any) -> Optional[List[str]]:
     return [str(environment.resolve(device) or device)]
 
 
+def _forget_siblings(folders: Sequence[str]) -> None:
+    """Drop the modules imported from the case file's folders (``from
+    models import Net`` beside it), so that each stage imports them afresh
+    under its own patches: ``from torch.nn.parallel import
+    DistributedDataParallel as DDP`` binds the class of the stage it runs
+    in (the worker imported them under none; a stage under another's)."""
+    roots = tuple(os.path.join(os.path.abspath(f), "") for f in folders)
+    if not roots:
+        return
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if not where or name.startswith("_devlint_case_module_") or name == "devlint" or name.startswith("devlint."):
+            continue
+        where = os.path.abspath(where)
+        if where.startswith(roots) and "site-packages" not in where:
+            del sys.modules[name]
+
+
 def _run_stage(spec: dict, ctx: Any, stage: str, path: str, display: str, environment: Any, tagged: bool) -> list:
     """Import the file, read the case, write its checkpoints and call
     ``run`` on this rank; the tensors it gave. Raises Failure."""
@@ -152,8 +171,13 @@ def _run_stage(spec: dict, ctx: Any, stage: str, path: str, display: str, enviro
 
     step = W.Step(path, display)
     ctx.begin(stage)
+    _forget_siblings(spec.get("search_path", []))
+    # no autograd on fake CUDA tensors (it aborts a CPU-only build): all the
+    # code of a simulated rank runs under no_grad (its backward() is DDP's
+    # reducer check, ddp_env)
+    quiet = torch.no_grad() if environment.simulated else contextlib.nullcontext()
     try:
-        with E.environment(environment), D.rank_environment(ctx, environment), _inside(os.path.join(spec["workdir"], stage)):
+        with E.environment(environment), D.rank_environment(ctx, environment), quiet, _inside(os.path.join(spec["workdir"], stage)):
             module = W._load(path)
             step.phase = "reading the case"
             case = _ddp_case(module, spec["case"])
@@ -161,9 +185,7 @@ def _run_stage(spec: dict, ctx: Any, stage: str, path: str, display: str, enviro
             _write_checkpoints(case, ctx, tagged)
             torch.manual_seed(case["seed"])
             step.phase = "running the case"
-            # no autograd on fake CUDA tensors (it aborts a CPU-only build)
-            quiet = torch.no_grad() if environment.simulated else contextlib.nullcontext()
-            with _argv(display, case["argv"]), quiet:
+            with _argv(display, case["argv"]):
                 value = case["run"]()
             step.phase = "reading the outputs"
             tensors = _outputs(value, ctx)
@@ -185,7 +207,8 @@ def _under_placement(spec: dict, ctx: Any, stage: str) -> dict:
 
     path, display = (spec["original"], spec["display"]) if stage == "original" else (spec["fixed"], spec["fixed_display"])
     plan = E.make_plan(spec["world_size"], simulate=not spec["real"])
-    tensors = _run_stage(spec, ctx, stage, path, display, E.Environment(plan, cuda_visible=True), tagged=True)
+    environment = E.Environment(plan, cuda_visible=True, no_grad_only=True)
+    tensors = _run_stage(spec, ctx, stage, path, display, environment, tagged=True)
     expected = ctx.expected if ctx.expected is not None else sorted({str(t.device) for t in tensors})
     return {"status": "ok", "outputs": W._summary(tensors), "expected_devices": expected}
 
@@ -264,7 +287,10 @@ def run_rank(spec: dict, rank: int) -> int:
                 with lines if lines is not None else contextlib.nullcontext():
                     results[stage] = _under_placement(spec, ctx, stage)
             except W.Failure as f:
-                results[stage] = {"status": "cannot simulate" if "simulation_limit" in f.info else "failed", "error": f.info}
+                status = "cannot simulate" if "simulation_limit" in f.info else "failed"
+                # when: a rank whose peer failed fails too (its collective
+                # loses the connection), later
+                results[stage] = {"status": status, "error": f.info, "at": time.time()}
             if lines is not None:
                 results["lines"] = lines.result()
             write()
@@ -341,13 +367,16 @@ def _group_problem(group: GroupResult, ranks: List[dict], stage: str) -> Optiona
         return None
     if any(res.get(stage, {}).get("status") in ("failed", "cannot simulate") for res in ranks):
         return None  # the stage failed on a rank, which stopped the others
+    where = STAGE_NAMES.get(stage, stage)
     if group.timed_out:
-        return "timeout", f"{group.error_line()} ({stage})"
-    for r, code in enumerate(group.returncodes):
-        if code not in (0, EXIT_FAILED) and stage not in ranks[r]:
+        return "timeout", f"{group.error_line()} ({where})"
+    order = ([group.first_failed] if group.first_failed is not None else []) + list(range(len(ranks)))
+    for r in order:
+        code = group.returncodes[r]
+        if code not in (0, EXIT_FAILED) and stage not in ranks[r] and r not in group.stopped:
             last = last_error(group.stderr[r])
-            return "crash", f"rank {r} {describe_exit(code)} ({stage})" + (f": {last}" if last else "")
-    return "crash", f"no result from every rank ({stage}): {group.error_line() or 'the group ended early'}"
+            return "crash", f"rank {r} {describe_exit(code)} ({where})" + (f": {last}" if last else "")
+    return "crash", f"no result from every rank ({where}): {group.error_line() or 'the group ended early'}"
 
 
 def _merge_stage(group: GroupResult, ranks: List[dict], stage: str) -> dict:
@@ -357,8 +386,9 @@ def _merge_stage(group: GroupResult, ranks: List[dict], stage: str) -> dict:
     world = len(ranks)
     statuses = [_rank_status(group, ranks, stage, r) for r in range(world)]
     results = [res.get(stage) for res in ranks]
-    failed = [res for res in results if res and res["status"] == "failed"]
-    limited = [res for res in results if res and res["status"] == "cannot simulate"]
+    # the first failure in time: the others may be its consequences
+    failed = sorted((res for res in results if res and res["status"] == "failed"), key=lambda res: res.get("at", 0))
+    limited = sorted((res for res in results if res and res["status"] == "cannot simulate"), key=lambda res: res.get("at", 0))
     if failed:
         return {"status": "failed", "error": failed[0]["error"], "ranks": statuses}
     if limited:
@@ -493,7 +523,7 @@ def _original(stage: dict) -> dict:
         return {"status": "reproduced", "error": stage["error"], "ranks": stage["ranks"]}
     if stage["status"] == "cannot simulate":
         return {"status": "cannot simulate", "detail": stage["error"]["simulation_limit"], "error": stage["error"], "ranks": stage["ranks"]}
-    return {"status": "not reproduced", "detail": "ran without error on every rank", "ranks": stage["ranks"]}
+    return {"status": "not reproduced", "detail": "ran without error on every rank", "outputs": stage["outputs"], "ranks": stage["ranks"]}
 
 
 def _fixed(stage: dict, references: List[Optional[list]]) -> dict:

@@ -50,7 +50,6 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as RealDDP
-from torch.nn.parallel import distributed as ddp_module
 
 from devlint.harness import env as E
 
@@ -295,7 +294,7 @@ class SimulatedDistributedDataParallel(RealDDP):
         self.process_group = process_group if process_group is not None else dist.distributed_c10d._get_default_group()
         self.parameters_to_ignore = set(getattr(module, "_ddp_params_and_buffers_to_ignore", ()))
         self._module_parameters = [p for n, p in module.named_parameters() if n not in self.parameters_to_ignore]
-        if not any(E.requires_grad(p) for p in self._module_parameters):
+        if not any(p.requires_grad for p in self._module_parameters):
             raise RuntimeError(NO_GRAD_PARAMETERS)
         if device_ids is not None and len(device_ids) > 1:
             raise ValueError(ONE_DEVICE_ID)
@@ -343,7 +342,7 @@ class SimulatedDistributedDataParallel(RealDDP):
             (m, name, p.device)
             for m in module.modules()
             for name, p in m._parameters.items()
-            if p is not None and E.requires_grad(p)
+            if p is not None and p.requires_grad
         ]
         if init_sync:
             self._sync(env, ctx)
@@ -356,7 +355,7 @@ class SimulatedDistributedDataParallel(RealDDP):
         parameters = []
         for m in self.module.modules():
             for name, p in m._parameters.items():
-                if p is not None and E.requires_grad(p) and id(p) not in seen:
+                if p is not None and p.requires_grad and id(p) not in seen:
                     seen.add(id(p))
                     parameters.append(p)
         states = [p for n, p in self.module.named_parameters() if n not in self.parameters_to_ignore]
@@ -546,8 +545,6 @@ def rank_environment(ctx: Rank, env: E.Environment) -> Iterator[Rank]:
         saved.append((owner, name, getattr(owner, name)))
         setattr(owner, name, value)
 
-    from torch.nn import parallel as parallel_package
-
     init = _init_process_group(ctx)
     patch(dist, "init_process_group", init)
     patch(dist.distributed_c10d, "init_process_group", init)
@@ -572,10 +569,18 @@ def rank_environment(ctx: Rank, env: E.Environment) -> Iterator[Rank]:
     else:
         wrapper = type("DistributedDataParallel", (CpuStandInDistributedDataParallel,), {"_devlint_rank": ctx})
         patch(torch, "load", _resolving_load(env))
-    for owner in (parallel_package, ddp_module, nn.parallel):
-        patch(owner, "DistributedDataParallel", wrapper)
+    # Every DistributedDataParallel(...) builds the stage's wrapper, however
+    # the code reached the class: `from torch.nn.parallel import
+    # DistributedDataParallel as DDP` in a module imported before the stage
+    # (by the worker, by another stage) binds the real class itself
+    own_new = RealDDP.__dict__.get("__new__")  # PyTorch's defines none (object's)
+    RealDDP.__new__ = staticmethod(lambda cls, *a, **k: object.__new__(wrapper if cls is RealDDP else cls))  # type: ignore[assignment]
     try:
         yield ctx
     finally:
+        if own_new is None:
+            del RealDDP.__new__  # back to object.__new__ (setting it would refuse arguments)
+        else:
+            RealDDP.__new__ = own_new  # type: ignore[assignment]
         for owner, name, value in reversed(saved):
             setattr(owner, name, value)

@@ -83,7 +83,7 @@ class GroupResult:
         traceback, or the timeout; empty when the group succeeded."""
         if self.timed_out:
             running = ", ".join(map(str, self.stopped)) or "none"
-            return f"timed out after {self.timeout:g}s (ranks still running: {running}); every rank was stopped"
+            return f"timed out after {seconds(self.timeout)}s (ranks still running: {running}); every rank was stopped"
         if self.first_failed is not None:
             rank = self.first_failed
             last = last_error(self.stderr[rank])
@@ -92,6 +92,11 @@ class GroupResult:
             bad = [i for i, c in enumerate(self.returncodes) if c != 0]
             return f"rank {bad[0]} {describe_exit(self.returncodes[bad[0]])}" if bad else ""
         return ""
+
+
+def seconds(value: float) -> str:
+    """``7``, ``2.5``, ``120``: a time limit as people write it."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
 def describe_exit(code: Optional[int]) -> str:
@@ -273,6 +278,10 @@ def _fork(target: Callable[[int], int], rank: int, env: Dict[str, str], cwd: Opt
         os.dup2(err.fileno(), 2)
         os.environ.clear()
         os.environ.update(env)
+        import faulthandler
+
+        if faulthandler.is_enabled():  # the parent's file is not this rank's stderr
+            faulthandler.enable(file=sys.stderr)
         if cwd:
             os.chdir(cwd)
         code = int(target(rank) or 0)

@@ -104,9 +104,11 @@ class Environment:
     """The state of one run of user code: the plan, the simulated current
     device, and (simulated path) the fake tensor mode."""
 
-    def __init__(self, plan: DevicePlan, cuda_visible: bool = True) -> None:
+    def __init__(self, plan: DevicePlan, cuda_visible: bool = True, no_grad_only: bool = False) -> None:
         self.plan = plan
         self.cuda_visible = cuda_visible
+        #: every line of user code runs under torch.no_grad() (ddp ranks)
+        self.no_grad_only = no_grad_only
         self.current = 0
         #: the stream torch.cuda.set_stream made current, per simulated device
         self.streams: Dict[int, Any] = {}
@@ -164,11 +166,11 @@ class Environment:
             for key, p in list(m._parameters.items()):
                 if p is not None:
                     moved = self.move(p, device)
-                    # no autograd on fake CUDA tensors; what the code asked
-                    # for is kept for the checks that read it (DDP's)
-                    placed = nn.Parameter(moved, requires_grad=False)
-                    placed._devlint_requires_grad = requires_grad(p)  # type: ignore[attr-defined]
-                    m._parameters[key] = placed
+                    # autograd on fake CUDA tensors aborts a CPU-only build:
+                    # a placed parameter requires no gradient unless all the
+                    # code runs under no_grad (the ddp placement's ranks),
+                    # where the flag the code sets is DDP's to read
+                    m._parameters[key] = nn.Parameter(moved, requires_grad=self.no_grad_only and p.requires_grad)
             for key, b in list(m._buffers.items()):
                 if b is not None:
                     m._buffers[key] = self.move(b, device)
@@ -183,12 +185,6 @@ def _cuda_index(args: tuple, kwargs: dict) -> tuple:
     if isinstance(kwargs.get("device"), int) and not isinstance(kwargs["device"], bool):
         kwargs = dict(kwargs, device=torch.device("cuda", kwargs["device"]))
     return args, kwargs
-
-
-def requires_grad(p: torch.Tensor) -> bool:
-    """Whether the code made ``p`` require a gradient: a parameter placed on
-    a simulated device keeps the flag it had (it cannot really require one)."""
-    return bool(getattr(p, "_devlint_requires_grad", p.requires_grad))
 
 
 @contextlib.contextmanager
