@@ -158,6 +158,28 @@ def test_a_hanging_group_is_stopped_at_the_time_limit(tmp_path):
     assert _port_free(r.port)
 
 
+def _forked_rank(rank: int) -> int:
+    print(os.environ["RANK"], os.environ["LOCAL_RANK"], os.environ["WORLD_SIZE"], os.environ["MASTER_PORT"], os.getpid())
+    if rank == 1:
+        raise ValueError("boom in a forked rank")
+    time.sleep(60)
+    return 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_forked_ranks_get_the_same_environment_and_the_same_end():
+    from devlint.harness.distributed import launch_function
+
+    start = time.monotonic()
+    r = launch_function(_forked_rank, nprocs=2, timeout=30, grace=0.5)
+    assert time.monotonic() - start < 10
+    assert r.first_failed == 1 and r.stopped == [0] and r.returncodes == [-signal.SIGTERM, 1]
+    assert r.error_line() == "rank 1 exited with status 1: ValueError: boom in a forked rank"
+    seen = [out.split() for out in r.stdout]
+    assert [s[:4] for s in seen] == [["0", "0", "2", str(r.port)], ["1", "1", "2", str(r.port)]]
+    assert _gone([int(s[4]) for s in seen])
+
+
 LAUNCHER = """
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal

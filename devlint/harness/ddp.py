@@ -14,8 +14,8 @@ Two halves:
   to ``rank<N>.json`` as soon as it is known.
 
 The ranks are forked from the worker (it has imported torch; a group starts
-in milliseconds) on the simulated path, and started as
-``python -m devlint.harness.ddp SPEC`` on real GPUs (a process that used CUDA
+in milliseconds) where no GPU is visible, and started as
+``python -m devlint.harness.ddp SPEC`` elsewhere (a process that used CUDA
 cannot fork one that does).
 """
 
@@ -317,14 +317,15 @@ def main(argv: Sequence[str]) -> int:
 # the worker's side
 
 
-def _launch(spec: dict, stages: List[str], deadline: float, real: bool) -> tuple:
-    """One group running ``stages``; the group's result and each rank's."""
+def _launch(spec: dict, stages: List[str], deadline: float, real: bool, fork: bool) -> tuple:
+    """One group running ``stages``; the group's result and each rank's.
+    ``fork``: ranks forked from this process, else fresh interpreters."""
     spec = dict(spec, stages=stages, timeout=max(1.0, deadline - time.monotonic()))
     out = spec["out"]
     for name in os.listdir(out):
         os.unlink(os.path.join(out, name))
     timeout = spec["timeout"]
-    if real or not can_fork():
+    if not fork:
         with open(os.path.join(spec["workdir"], "spec.json"), "w", encoding="utf-8") as fh:
             json.dump(spec, fh)
         env = None
@@ -381,7 +382,7 @@ def _group_problem(group: GroupResult, ranks: List[dict], stage: str) -> Optiona
 
 def _merge_stage(group: GroupResult, ranks: List[dict], stage: str) -> dict:
     """The stage's result over the ranks: failed where one rank failed (the
-    lowest such rank's error), else cannot simulate where one could not be
+    first failure in time), else cannot simulate where one could not be
     followed, else ok with every rank's outputs."""
     world = len(ranks)
     statuses = [_rank_status(group, ranks, stage, r) for r in range(world)]
@@ -463,8 +464,12 @@ def run_case(job: dict, name: str, meta: dict, timeout: float) -> dict:
     from devlint.harness import env as E
 
     world = meta["devices"]
-    real = not job.get("simulate") and E.real_gpu_count() >= world
-    if not real and can_fork():
+    gpus = 0 if job.get("simulate") else E.real_gpu_count()
+    real = gpus >= world
+    # a process that may have used CUDA (a GPU is visible) cannot fork one
+    # that does: fresh interpreters there, forks on a machine without GPU
+    fork = not real and gpus == 0 and can_fork()
+    if fork:
         _warm(world)
     result: Dict[str, Any] = {"case": name, "placement": "ddp", "devices": world, "device_path": path_label(world, real)}
     deadline = time.monotonic() + max(1.0, timeout - MARGIN)
@@ -484,7 +489,7 @@ def run_case(job: dict, name: str, meta: dict, timeout: float) -> dict:
             "workdir": tmp,
             "out": out,
         }
-        group, ranks = _launch(spec, ["original"], deadline, real)
+        group, ranks = _launch(spec, ["original"], deadline, real, fork)
         result["reached"] = _reached(ranks)
         problem = _group_problem(group, ranks, "original")
         if problem:
@@ -495,7 +500,7 @@ def run_case(job: dict, name: str, meta: dict, timeout: float) -> dict:
         if job.get("same"):
             result["fixed"] = {"status": "unchanged", "detail": "devlint changed nothing in the files this case runs"}
             return result
-        group, ranks = _launch(spec, ["fixed", "equivalence"], deadline, real)
+        group, ranks = _launch(spec, ["fixed", "equivalence"], deadline, real, fork)
         problem = _group_problem(group, ranks, "fixed")
         if problem:
             result[problem[0]] = problem[1]

@@ -2,8 +2,9 @@
 on one machine, and stopping every one of them when the group is done.
 
 Used by the harness's ``ddp`` placement (each rank runs
-``devlint.harness.ddp``) and by anything that must run a training script on a
-few gloo ranks (``launch_script``). No torch here: the processes it starts
+``devlint.harness.ddp``: forked from the worker with ``launch_function``, or
+started with ``launch``) and by anything that must run a training script on
+a few gloo ranks (``launch_script``). No torch here: the processes it starts
 import it.
 
 Each rank gets the environment torchrun gives it (``RANK``, ``LOCAL_RANK``,
@@ -276,6 +277,10 @@ def _fork(target: Callable[[int], int], rank: int, env: Dict[str, str], cwd: Opt
         os.dup2(null, 0)
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
+        # the parent's sys.stdout/sys.stderr may write elsewhere than fds 1
+        # and 2 (a test runner's capture, the worker's protocol)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
         os.environ.clear()
         os.environ.update(env)
         import faulthandler
