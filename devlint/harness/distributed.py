@@ -172,12 +172,20 @@ def _base_env(env: Optional[Mapping[str, str]]) -> Dict[str, str]:
     return base
 
 
+#: SIGKILL where it exists (POSIX); elsewhere SIGTERM is all there is
+KILL = getattr(signal, "SIGKILL", signal.SIGTERM)
+
+
 def _signal_group(pid: int, sig: int) -> None:
+    """``sig`` to the rank's process group (the rank and what it started);
+    to the rank alone where there are no process groups."""
     try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-    except OSError:
+        killpg = getattr(os, "killpg", None)
+        if killpg is not None:
+            killpg(pid, sig)
+        else:  # pragma: no cover - Windows
+            os.kill(pid, sig)
+    except OSError:  # gone already, or not ours
         pass
 
 
@@ -196,7 +204,7 @@ def _stop(procs: Sequence[Any], grace: float) -> List[int]:
         except subprocess.TimeoutExpired:
             pass
     for p in procs:
-        _signal_group(p.pid, signal.SIGKILL)
+        _signal_group(p.pid, KILL)
     for p in procs:
         try:
             p.wait(10)
