@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from devlint.engine import fix_source
+from devlint.harness.distributed import describe_exit as _describe_exit
 
 DEFAULT_TIMEOUT = 120.0
 # the verdicts (docs/harness.md, "Verdicts")
@@ -254,17 +255,6 @@ def _child_env(simulate: bool = False) -> Dict[str, str]:
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     return env
-
-
-def _describe_exit(code: Optional[int]) -> str:
-    if code is None:
-        return "killed"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exited with status {code}"
 
 
 def _tail(path: str, lines: int = 6) -> str:
