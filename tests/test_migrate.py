@@ -308,6 +308,14 @@ def test_print_that_runs_the_model_stays_on_every_rank():
     assert any("stays on every rank" in n for n in migration.notes)
 
 
+def test_summed_loss_is_noted():
+    src = textwrap.dedent(_script(**{"nn.functional.mse_loss(model(x.to(device)), y.to(device))":
+                                     "nn.functional.mse_loss(model(x.to(device)), y.to(device), reduction=\"sum\")"})).lstrip("\n")
+    notes = migrate_ddp(src, "train.py").notes
+    assert any("summed over the batch" in n and "world_size times smaller" in n for n in notes)
+    assert not any("summed" in n for n in migrate_ddp(textwrap.dedent(_script()).lstrip("\n"), "train.py").notes)
+
+
 def test_load_onto_the_rank_device():
     out = _migrate(_script("model.load_state_dict(torch.load('last.pt'))"))
     assert "model.module.load_state_dict(torch.load('last.pt', map_location=device))" in out

@@ -178,6 +178,7 @@ class _Plan(Script):
         self.check_module_uses()
         self.plan_devices()
         self.plan_loader()
+        self.note_summed_loss()
         self.plan_loads()
         self.plan_state_dicts()
         self.plan_rank0()
@@ -850,6 +851,19 @@ class _Plan(Script):
         set_epoch = stmt(f"{loop.loader_in_epoch}.sampler.set_epoch({loop.epoch.target.value})\n")
         self.edits.prepend.setdefault(loop.epoch, []).append(
             with_comment(set_epoch, ["DDP: a new shuffle of the data every epoch, the same on every rank"]))
+
+    def note_summed_loss(self) -> None:
+        """DDP averages the ranks' gradients; DataParallel's backward ran on
+        one loss over the whole batch. With a mean loss that is the same; a
+        summed one gets gradients world_size times smaller."""
+        calls = self.find(self.loop.batch, cst.Call)
+        calls += [c for c in self.of(cst.Call) if any(q.startswith("torch.nn.") and q.endswith("Loss") for q in self.qn(c.func))]
+        for call in calls:
+            if any(a.keyword is not None and a.keyword.value == "reduction" and _string(a.value) == "sum" for a in call.args):
+                self.notes.append(f"line {self.line(call)}: the training loss is summed over the batch; DDP averages the "
+                                  "ranks' gradients, so they are world_size times smaller than DataParallel's: "
+                                  "multiply the loss (or the learning rate) by the world size to keep them")
+                return
 
     # --------------------------------------------------- loading and saving
 
