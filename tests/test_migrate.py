@@ -374,6 +374,47 @@ def test_syntax_error():
     assert info.value.line == 1
 
 
+def test_dataparallel_imported_by_name_is_dropped():
+    out = _migrate(_script(**{
+        "from torch.utils.data import": "from torch.nn import DataParallel\nfrom torch.utils.data import",
+        "nn.DataParallel(nn.Linear(4, 1).to(device))": "DataParallel(nn.Linear(4, 1).to(device))",
+    }))
+    assert "import DataParallel" not in out and "model = DistributedDataParallel(" in out
+
+
+def test_device_chosen_in_a_class_binds_the_rank_there():
+    out = _migrate("""
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import DataLoader, TensorDataset
+
+
+        class Trainer:
+            def __init__(self, model):
+                self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                self.model = nn.DataParallel(model.to(self.device))
+                self.loader = DataLoader(TensorDataset(torch.randn(8, 2)), batch_size=4, shuffle=True)
+                self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+            def fit(self, epochs):
+                for epoch in range(epochs):
+                    for (x,) in self.loader:
+                        self.model(x.to(self.device)).sum().backward()
+                        self.opt.step()
+                torch.save(self.model.state_dict(), "last.pt")
+
+
+        if __name__ == "__main__":
+            Trainer(nn.Linear(2, 1)).fit(2)
+    """)
+    assert ('    def __init__(self, model):\n        local_rank = int(os.environ["LOCAL_RANK"])\n'
+            '        self.device = torch.device(f"cuda:{local_rank}" if') in out
+    assert "self.loader.sampler.set_epoch(epoch)" in out
+    assert "if dist.get_rank() == 0:\n            torch.save(self.model.module.state_dict(), \"last.pt\")" in out
+    # the code under the main guard became main(), which starts the process group
+    assert "def main():\n    # DDP: torchrun" in out and "    Trainer(nn.Linear(2, 1)).fit(2)\n    dist.destroy_process_group()" in out
+
+
 def test_dist_name_taken_uses_another_alias():
     out = _migrate(_script("dist = torch.cdist(torch.zeros(1, 2), torch.zeros(1, 2))"))
     assert "import torch.distributed as torch_dist" in out and "torch_dist.init_process_group(" in out
