@@ -415,6 +415,29 @@ def test_device_chosen_in_a_class_binds_the_rank_there():
     assert "def main():\n    # DDP: torchrun" in out and "    Trainer(nn.Linear(2, 1)).fit(2)\n    dist.destroy_process_group()" in out
 
 
+def test_module_level_device_binds_the_rank_at_import():
+    src = _script(**{
+        "\n\ndef main():\n    device = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n":
+        "\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\n\n\ndef main():\n",
+    })
+    out = migrate_ddp(textwrap.dedent(src).lstrip("\n"), "train.py").text
+    # at import: a default keeps `--help` and imports working without torchrun
+    assert ('# DDP: this process\'s GPU (torchrun sets LOCAL_RANK; 0 when imported without it)\n'
+            'local_rank = int(os.environ.get("LOCAL_RANK", 0))\n'
+            'device = torch.device(f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu")\n') in out
+    assert out.count("dist.init_process_group(") == 1
+
+
+def test_load_without_a_device_name_is_wrapped_when_long():
+    out = migrate_ddp(textwrap.dedent(_script("net.load_state_dict(torch.load('a_rather_long_checkpoint_name.pt'))")
+                                      .replace("model.load", "net.load")).lstrip("\n")
+                      .replace('    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n', "")
+                      .replace(".to(device)", ".cuda()"), "train.py").text
+    assert ("    net.load_state_dict(torch.load(\n        'a_rather_long_checkpoint_name.pt',\n"
+            '        map_location=f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu",\n    ))\n') in out
+    assert max(len(line) for line in out.splitlines()) <= 120
+
+
 def test_dist_name_taken_uses_another_alias():
     out = _migrate(_script("dist = torch.cdist(torch.zeros(1, 2), torch.zeros(1, 2))"))
     assert "import torch.distributed as torch_dist" in out and "torch_dist.init_process_group(" in out

@@ -325,7 +325,8 @@ def _imported(node: cst.CSTNode) -> List[str]:
 
 def _wrap_long_calls(text: str, names: Sequence[str] = ("DistributedDataParallel", "init_process_group")) -> str:
     """Put the arguments of the calls a migration writes (the DDP wrap, the
-    process group, a loader given a ``DistributedSampler``) one per line,
+    process group, a loader given a ``DistributedSampler``, a load given the
+    rank's device) one per line,
     as black would, when their line is longer than :data:`MAX_LINE`."""
     lines = text.splitlines()
     if all(len(line) <= MAX_LINE for line in lines):
@@ -336,8 +337,13 @@ def _wrap_long_calls(text: str, names: Sequence[str] = ("DistributedDataParallel
     def ours(call: cst.Call) -> bool:
         if (dotted_name(call.func) or "").rsplit(".", 1)[-1] in names:
             return True
-        return any(a.keyword is not None and a.keyword.value == "sampler" and isinstance(a.value, cst.Call)
-                   and dotted_name(a.value.func) == "DistributedSampler" for a in call.args)
+        for a in call.args:
+            keyword = a.keyword.value if a.keyword is not None else None
+            if keyword == "sampler" and isinstance(a.value, cst.Call) and dotted_name(a.value.func) == "DistributedSampler":
+                return True
+            if keyword == "map_location" and any(n.value == "local_rank" for n in _names(a.value)):
+                return True
+        return False
 
     def newline(indent: str) -> cst.ParenthesizedWhitespace:
         return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), empty_lines=[], indent=True,
@@ -357,3 +363,14 @@ def _wrap_long_calls(text: str, names: Sequence[str] = ("DistributedDataParallel
             return updated.with_changes(whitespace_before_args=newline("    "), args=args)
 
     return wrapper.module.visit(_Explode()).code
+
+
+def _names(node: cst.CSTNode) -> List[cst.Name]:
+    out: List[cst.Name] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.append(n)
+
+    node.visit(_V())
+    return out

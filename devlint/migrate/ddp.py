@@ -66,6 +66,7 @@ INIT = [
     '{dist}.init_process_group(backend="nccl" if torch.cuda.is_available() else "gloo", init_method="env://")',
 ]
 INIT_COMMENT = "DDP: torchrun starts one process per device and sets LOCAL_RANK, RANK and WORLD_SIZE."
+MODULE_RANK_COMMENT = "DDP: this process's GPU (torchrun sets LOCAL_RANK; 0 when imported without it)"
 DEVICE_IDS = "[local_rank] if torch.cuda.is_available() else None"
 RANK_DEVICE = 'f"cuda:{local_rank}"'
 IMPORTS = [
@@ -162,6 +163,8 @@ class _Plan(Script):
         self.wrapped_attrs: Dict[Tuple[cst.CSTNode, str], Optional[Tuple[cst.CSTNode, Position]]] = {}
         #: scopes whose code needs ``local_rank`` (ENTRY: the entry's code, which binds it)
         self.needs_local_rank: Set[cst.CSTNode] = set()
+        #: module-level statements (outside the entry) that need it
+        self.module_rank_uses: List[cst.CSTNode] = []
         #: functions every call of which runs on rank 0 only
         self.rank0_functions: Set[cst.CSTNode] = set()
 
@@ -302,6 +305,12 @@ class _Plan(Script):
         if kind == "guard":
             return self.within(node, what)
         return self.scope_of(node) is self.module and any(self.within(node, s) for s in what)
+
+    def need_local_rank(self, node: cst.CSTNode) -> None:
+        key = self.scope_key(node)
+        self.needs_local_rank.add(key)
+        if key is self.module:
+            self.module_rank_uses.append(next(a for a in (node, *self.ancestors(node)) if self.parents.get(a) is self.module))
 
     def scope_key(self, node: cst.CSTNode) -> cst.CSTNode:
         """Where a name bound for ``node`` must live (ENTRY: the entry's code)."""
@@ -517,7 +526,7 @@ class _Plan(Script):
             raise CannotMigrate("cannot see the model moved to its device before the wrap; DDP needs it there "
                                 "when it is built (move it with `model.to(device)` first)", self.line(wrap))
         self.wrap_model = model_arg.value
-        self.needs_local_rank.add(self.scope_key(wrap))
+        self.need_local_rank(wrap)
         index = list(wrap.args).index(model_arg)
 
         def to_ddp(updated: cst.Call) -> cst.Call:
@@ -724,7 +733,7 @@ class _Plan(Script):
             for s in self.find(a.value, cst.SimpleString):
                 if _string(s) in ("cuda", "cuda:0"):
                     self.edits.replace[s] = lambda u: expr(RANK_DEVICE)
-                    self.needs_local_rank.add(self.scope_key(a))
+                    self.need_local_rank(a)
                     in_binding.add(s)
         for s in self.of(cst.SimpleString):
             m = re.fullmatch(r"cuda:(\d+)", _string(s) or "")
@@ -734,7 +743,7 @@ class _Plan(Script):
                 raise CannotMigrate(f"names the GPU `{m.group(0)}`: under DDP each process owns one GPU "
                                     "(model parallelism is out of scope)", self.line(s))
             self.edits.replace[s] = lambda u: expr(RANK_DEVICE)
-            self.needs_local_rank.add(self.scope_key(s))
+            self.need_local_rank(s)
         for call in self.of(cst.Call):
             index = None
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "cuda" and call.args:
@@ -747,7 +756,7 @@ class _Plan(Script):
                 raise CannotMigrate(f"`{self.code(call)}` names GPU {index.value}: under DDP each process owns one GPU",
                                     self.line(call))
             self.edits.replace[index] = lambda u: cst.Name("local_rank")
-            self.needs_local_rank.add(self.scope_key(call))
+            self.need_local_rank(call)
 
     def device_expr(self, node: cst.CSTNode, required: bool = True) -> Optional[str]:
         """The code of the rank's device where ``node`` stands: a device
@@ -772,7 +781,7 @@ class _Plan(Script):
                 return target.value
         if not required:
             return None
-        self.needs_local_rank.add(self.scope_key(node))
+        self.need_local_rank(node)
         return f'{RANK_DEVICE} if torch.cuda.is_available() else "cpu"'
 
     # --------------------------------------------------------------- loader
@@ -1085,14 +1094,17 @@ class _Plan(Script):
         return parse
 
     def plan_local_rank(self) -> None:
-        """Functions other than the entry that use ``local_rank`` bind it."""
+        """Code outside the entry that uses ``local_rank`` binds it: a
+        function at its top, module-level code (it runs at import) before
+        its first use, with a default so that the module still imports,
+        and ``--help`` still works, without torchrun."""
         for scope in self.needs_local_rank:
-            if scope is ENTRY:
-                continue
-            if not isinstance(scope, cst.FunctionDef):
-                raise CannotMigrate("a device is chosen at module level, outside the entry function: the codemod "
-                                    "chooses the rank's device inside it; move that line into the entry first")
-            self.edits.prepend.setdefault(scope, [])[:0] = [stmt(INIT[0] + "\n")]
+            if isinstance(scope, cst.FunctionDef):
+                self.edits.prepend.setdefault(scope, [])[:0] = [stmt(INIT[0] + "\n")]
+        if self.module_rank_uses:
+            first = min(self.module_rank_uses, key=self.start)
+            bind = with_comment(stmt('local_rank = int(os.environ.get("LOCAL_RANK", 0))\n'), [MODULE_RANK_COMMENT])
+            self.edits.before.setdefault(first, []).insert(0, bind)
 
     def plan_header(self) -> None:
         n = str(self.nproc) if self.nproc else "N"
