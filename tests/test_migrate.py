@@ -584,3 +584,18 @@ def _name(node) -> str:
         return f"{_name(node.value)}.{node.attr.value}"
     return ""
 
+
+
+def test_migrate_does_not_import_torch(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "mnist_argparse.py"
+    script.write_text((MIGRATE / "mnist_argparse.py").read_text())
+    code = (
+        "import sys; from devlint.cli import main\n"
+        "try:\n    main(['migrate', 'ddp', sys.argv[1]])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'migrate imported torch'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(script)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
