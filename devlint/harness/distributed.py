@@ -2,8 +2,9 @@
 on one machine, and stopping every one of them when the group is done.
 
 Used by the harness's ``ddp`` placement (each rank runs
-``devlint.harness.ddp``) and by anything that must run a training script on a
-few gloo ranks (``launch_script``). No torch here: the processes it starts
+``devlint.harness.ddp``: forked from the worker with ``launch_function``, or
+started with ``launch``) and by anything that must run a training script on
+a few gloo ranks (``launch_script``). No torch here: the processes it starts
 import it.
 
 Each rank gets the environment torchrun gives it (``RANK``, ``LOCAL_RANK``,
@@ -34,7 +35,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import IO, Dict, List, Mapping, Optional, Sequence
+from typing import IO, Any, Callable, Dict, List, Mapping, Optional, Sequence
 
 DEFAULT_TIMEOUT = 120.0
 #: seconds a stopped rank gets between SIGTERM and SIGKILL
@@ -83,7 +84,7 @@ class GroupResult:
         traceback, or the timeout; empty when the group succeeded."""
         if self.timed_out:
             running = ", ".join(map(str, self.stopped)) or "none"
-            return f"timed out after {self.timeout:g}s (ranks still running: {running}); every rank was stopped"
+            return f"timed out after {seconds(self.timeout)}s (ranks still running: {running}); every rank was stopped"
         if self.first_failed is not None:
             rank = self.first_failed
             last = last_error(self.stderr[rank])
@@ -92,6 +93,11 @@ class GroupResult:
             bad = [i for i, c in enumerate(self.returncodes) if c != 0]
             return f"rank {bad[0]} {describe_exit(self.returncodes[bad[0]])}" if bad else ""
         return ""
+
+
+def seconds(value: float) -> str:
+    """``7``, ``2.5``, ``120``: a time limit as people write it."""
+    return f"{value:.1f}".rstrip("0").rstrip(".")
 
 
 def describe_exit(code: Optional[int]) -> str:
@@ -175,7 +181,7 @@ def _signal_group(pid: int, sig: int) -> None:
         pass
 
 
-def _stop(procs: Sequence[subprocess.Popen], grace: float) -> List[int]:
+def _stop(procs: Sequence[Any], grace: float) -> List[int]:
     """Stop every rank and what it started: SIGTERM to each rank's process
     group (also of ranks that exited, for their leftover children), SIGKILL to
     those still there after ``grace`` seconds, then reap. Returns the ranks
@@ -213,30 +219,118 @@ def _start(command: Sequence[str], env: Dict[str, str], cwd: Optional[str], out:
     )
 
 
-def launch(
-    command: Sequence[str],
-    nprocs: int = 2,
-    timeout: float = DEFAULT_TIMEOUT,
-    env: Optional[Mapping[str, str]] = None,
-    cwd: Optional[str] = None,
-    grace: float = GRACE,
+class _ForkedRank:
+    """A rank started with ``os.fork``, with the part of ``Popen``'s
+    interface the launcher uses."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: Optional[int] = None
+
+    def poll(self) -> Optional[int]:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # pragma: no cover - reaped elsewhere
+                self.returncode = -signal.SIGKILL
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout or 0.0)
+            time.sleep(POLL)
+        return self.returncode  # type: ignore[return-value]
+
+
+def _fork(target: Callable[[int], int], rank: int, env: Dict[str, str], cwd: Optional[str], out: IO[bytes], err: IO[bytes]) -> _ForkedRank:
+    """Start ``target(rank)`` in a forked copy of this process, set up as the
+    exec'd rank would be: its own session, the parent-death signal, the
+    rank's environment and working folder, stdout and stderr to ``out`` and
+    ``err``, default signal handlers. The exit status is what ``target``
+    returns (1 and the traceback on stderr when it raises)."""
+    parent = os.getpid()
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered is written twice
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    pid = os.fork()
+    if pid:
+        return _ForkedRank(pid)
+    code = 1
+    try:
+        os.setsid()
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+            if os.getppid() != parent:
+                os._exit(1)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out.fileno(), 1)
+        os.dup2(err.fileno(), 2)
+        # the parent's sys.stdout/sys.stderr may write elsewhere than fds 1
+        # and 2 (a test runner's capture, the worker's protocol)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="replace", buffering=1, closefd=False)
+        os.environ.clear()
+        os.environ.update(env)
+        import faulthandler
+
+        if faulthandler.is_enabled():  # the parent's file is not this rank's stderr
+            faulthandler.enable(file=sys.stderr)
+        if cwd:
+            os.chdir(cwd)
+        code = int(target(rank) or 0)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
+        os._exit(code)
+
+
+Starter = Callable[[int, Dict[str, str], IO[bytes], IO[bytes]], Any]
+
+
+def _run_group(
+    start: Starter,
+    nprocs: int,
+    timeout: float,
+    env: Optional[Mapping[str, str]],
+    grace: float,
     rank_envs: Optional[Sequence[Mapping[str, str]]] = None,
 ) -> GroupResult:
-    """Run ``command`` as ``nprocs`` ranks of one torchrun-style group and
-    wait for all of them, at most ``timeout`` seconds. The first rank to fail
-    stops the group. ``rank_envs``: extra variables per rank."""
+    """Start ``nprocs`` ranks with ``start(rank, environment, out, err)``,
+    wait for all of them at most ``timeout`` seconds, stop the group when
+    one fails, at the limit or on KeyboardInterrupt; collect what they did."""
     if nprocs < 1:
         raise ValueError("nprocs must be at least 1")
     port = free_port()
     run_id = uuid.uuid4().hex[:12]
     base = _base_env(env)
-    procs: List[subprocess.Popen] = []
+    procs: List[Any] = []
     files: List[tuple] = []
     started = time.monotonic()
     codes: List[Optional[int]] = [None] * nprocs
     first_failed: Optional[int] = None
     timed_out = False
-    stopped: List[int] = []
     try:
         for rank in range(nprocs):
             out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
@@ -244,7 +338,7 @@ def launch(
             environment = rank_env(rank, nprocs, port, run_id, base)
             if rank_envs is not None:
                 environment.update(rank_envs[rank])
-            procs.append(_start(command, environment, cwd, out, err))
+            procs.append(start(rank, environment, out, err))
         deadline = started + timeout
         while True:
             for i, p in enumerate(procs):
@@ -261,10 +355,14 @@ def launch(
     finally:
         # on success, failure, timeout and KeyboardInterrupt alike
         stopped = _stop(procs, grace)
-    result = GroupResult(
+        outputs = [(_read(o), _read(e)) for o, e in files]
+        for out, err in files:
+            out.close()
+            err.close()
+    return GroupResult(
         returncodes=[p.returncode for p in procs],
-        stdout=[_read(o) for o, _ in files],
-        stderr=[_read(e) for _, e in files],
+        stdout=[o for o, _ in outputs],
+        stderr=[e for _, e in outputs],
         timed_out=timed_out,
         seconds=time.monotonic() - started,
         first_failed=first_failed,
@@ -272,10 +370,43 @@ def launch(
         timeout=timeout,
         port=port,
     )
-    for out, err in files:
-        out.close()
-        err.close()
-    return result
+
+
+def launch(
+    command: Sequence[str],
+    nprocs: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    grace: float = GRACE,
+    rank_envs: Optional[Sequence[Mapping[str, str]]] = None,
+) -> GroupResult:
+    """Run ``command`` as ``nprocs`` ranks of one torchrun-style group and
+    wait for all of them, at most ``timeout`` seconds. The first rank to fail
+    stops the group. ``rank_envs``: extra variables per rank."""
+    return _run_group(lambda rank, e, out, err: _start(command, e, cwd, out, err), nprocs, timeout, env, grace, rank_envs)
+
+
+def can_fork() -> bool:
+    return hasattr(os, "fork") and hasattr(os, "setsid")
+
+
+def launch_function(
+    target: Callable[[int], int],
+    nprocs: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    env: Optional[Mapping[str, str]] = None,
+    cwd: Optional[str] = None,
+    grace: float = GRACE,
+) -> GroupResult:
+    """``launch`` for a function: each rank is a forked copy of this process
+    that runs ``target(rank)`` with the rank's environment and exits with
+    what it returns. Starts in milliseconds where an interpreter importing
+    torch takes seconds; the caller must not have initialised CUDA (a forked
+    process cannot use it) and must be able to fork (POSIX)."""
+    if not can_fork():
+        raise RuntimeError("launch_function needs os.fork (POSIX); use launch with a command")
+    return _run_group(lambda rank, e, out, err: _fork(target, rank, e, cwd, out, err), nprocs, timeout, env, grace)
 
 
 def launch_script(

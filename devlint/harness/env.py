@@ -104,9 +104,11 @@ class Environment:
     """The state of one run of user code: the plan, the simulated current
     device, and (simulated path) the fake tensor mode."""
 
-    def __init__(self, plan: DevicePlan, cuda_visible: bool = True) -> None:
+    def __init__(self, plan: DevicePlan, cuda_visible: bool = True, no_grad_only: bool = False) -> None:
         self.plan = plan
         self.cuda_visible = cuda_visible
+        #: every line of user code runs under torch.no_grad() (ddp ranks)
+        self.no_grad_only = no_grad_only
         self.current = 0
         #: the stream torch.cuda.set_stream made current, per simulated device
         self.streams: Dict[int, Any] = {}
@@ -164,10 +166,25 @@ class Environment:
             for key, p in list(m._parameters.items()):
                 if p is not None:
                     moved = self.move(p, device)
-                    m._parameters[key] = nn.Parameter(moved, requires_grad=False)
+                    # autograd on fake CUDA tensors aborts a CPU-only build:
+                    # a placed parameter requires no gradient unless all the
+                    # code runs under no_grad (the ddp placement's ranks),
+                    # where the flag the code sets is DDP's to read
+                    m._parameters[key] = nn.Parameter(moved, requires_grad=self.no_grad_only and p.requires_grad)
             for key, b in list(m._buffers.items()):
                 if b is not None:
                     m._buffers[key] = self.move(b, device)
+
+
+def _cuda_index(args: tuple, kwargs: dict) -> tuple:
+    """``Module.to`` arguments with a bare device index (``model.to(local_rank)``)
+    made a CUDA device: PyTorch parses an index as the accelerator's, which a
+    CPU-only build does not have."""
+    if args and isinstance(args[0], int) and not isinstance(args[0], bool):
+        args = (torch.device("cuda", args[0]),) + tuple(args[1:])
+    if isinstance(kwargs.get("device"), int) and not isinstance(kwargs["device"], bool):
+        kwargs = dict(kwargs, device=torch.device("cuda", kwargs["device"]))
+    return args, kwargs
 
 
 @contextlib.contextmanager
@@ -217,6 +234,11 @@ class _DeviceMap(TorchFunctionMode):
             return _fake_cuda_indexing(func, name, self_tensor, args[1], args[2:], kwargs)
         if env.simulated:
             _check_simulated_devices(name, self_tensor, args)
+            if name == "copy_" and env.is_fake(self_tensor) and len(args) > 1 and isinstance(args[1], torch.Tensor):
+                # copy_ takes a source on any device (load_state_dict into a
+                # placed model); fake tensors check devices as for other ops
+                if args[1].device != self_tensor.device:
+                    args = (self_tensor, env.move(args[1], self_tensor.device)) + tuple(args[2:])
         if name == "to" and self_tensor is not None and _is_tensor_method(func):
             args = list(args)
             if len(args) > 1 and _is_device_like(args[1]):
@@ -448,6 +470,14 @@ def environment(env: Environment) -> Iterator[Environment]:
         # the current device is the harness's: fake, or cuda:0 + cpu
         patch(torch.cuda, "current_device", lambda: env.current)
         patch(torch.cuda, "set_device", lambda d: setattr(env, "current", _index(d, env)))
+        if not env.simulated:
+            real_module_to = nn.Module.to
+
+            def module_to_index(self, *args, **kwargs):
+                args, kwargs = _cuda_index(args, kwargs)
+                return real_module_to(self, *args, **kwargs)
+
+            patch(nn.Module, "to", module_to_index)
     if env.simulated:
         from torch.nn.modules import transformer as transformer_module
 
@@ -516,6 +546,7 @@ def environment(env: Environment) -> Iterator[Environment]:
         original_to = nn.Module.to
 
         def module_to(self, *args, **kwargs):
+            args, kwargs = _cuda_index(args, kwargs)
             device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
             target = env.resolve(device) if device is not None else None
             if target is None or target.type != "cuda":

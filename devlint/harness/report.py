@@ -93,7 +93,7 @@ def error_text(r: dict) -> str:
 
 def placement_cell(r: dict) -> str:
     p = r.get("placement", "-")
-    if p in ("data_parallel", "as_written"):
+    if p in ("data_parallel", "as_written", "ddp"):
         return f"{p} x{r.get('devices', '?')}"
     return str(p)
 

@@ -63,7 +63,8 @@ class FileJob:
 
 
 def finding_json(d, path: Optional[str] = None) -> dict:
-    """A :class:`~devlint.diagnostic.Diagnostic` as a job's finding."""
+    """A :class:`~devlint.diagnostic.Diagnostic` as a job's finding, with the
+    lines its fix changes (``fix_lines``)."""
     return {
         "path": path or d.path,
         "line": d.line,
@@ -71,7 +72,18 @@ def finding_json(d, path: Optional[str] = None) -> dict:
         "code": d.code,
         "message": d.message,
         "fixable": d.fix is not None,
+        "fix_lines": _fix_lines(d.fix),
     }
+
+
+def _fix_lines(fix) -> List[int]:
+    """The lines a fix's edits change (an edit ending at column 1 of a line
+    leaves that line alone)."""
+    lines: set = set()
+    for e in getattr(fix, "edits", None) or ():
+        last = e.end_line - 1 if e.end_col <= 1 and e.end_line > e.start_line else e.end_line
+        lines.update(range(e.start_line, max(last, e.start_line) + 1))
+    return sorted(lines)
 
 
 def job_for_text(path: str, text: str, codes: Optional[Sequence[str]] = None, ignore: Sequence[str] = ()) -> FileJob:
@@ -187,7 +199,10 @@ def _reached(job: FileJob, lines: Dict[str, List[int]]) -> List[dict]:
         if job.project_files:
             key = os.path.relpath(os.path.abspath(f["path"]), os.path.abspath(job.root))
         ran = set(lines.get(key, ()))
-        out.append(dict(f, reached=any(n in ran for n in range(f["line"], f["end_line"] + 1))))
+        # its own lines, or the lines its fix changes: DL005's fix rewrites
+        # the DDP call, which fails before the move the finding is on runs
+        own = range(f["line"], f["end_line"] + 1)
+        out.append(dict(f, reached=any(n in ran for n in own) or any(n in ran for n in f.get("fix_lines", ()))))
     return out
 
 
@@ -285,6 +300,7 @@ def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child:
         "simulate": simulate,
         "same": job.unchanged,
         "skip": [],
+        "timeout": timeout,
     }
     order: Optional[List[dict]] = None
     done: Dict[str, dict] = {}

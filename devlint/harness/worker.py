@@ -20,6 +20,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from devlint.harness.cases import CaseError, check_case
 
 _counter = itertools.count()
+#: seconds per case when the job does not say (the parent's default)
+DEFAULT_TIMEOUT = 120.0
 
 
 #: a project job (:func:`run_file`): {"original": [roots], "fixed": [roots],
@@ -380,22 +382,49 @@ def _move(obj: Any, device: Any, environment: Any, torch: Any) -> Any:
     return obj
 
 
-_TAGGING = {"on": False}
-
-
-def _save_as_if_from_cuda(obj: Any, path: str, torch: Any) -> None:
-    """``torch.save`` with every storage tagged ``cuda:0``: the checkpoint a
-    GPU run writes, produced without a GPU."""
+def _tags() -> Dict[str, Any]:
+    """Where the storages being saved claim to live: "all" for every
+    storage, else by the storage's data pointer (None: where they really
+    are). Kept on ``torch.serialization`` itself, where the tagger is
+    registered: this module also runs as ``__main__`` (the worker), and a
+    tagger reading one copy's globals would not see the other's."""
     import torch.serialization as ser
 
-    if not getattr(ser, "_devlint_tagger", False):
-        ser.register_package(0, lambda s: "cuda:0" if _TAGGING["on"] else None, lambda s, loc: None)
-        ser._devlint_tagger = True  # type: ignore[attr-defined]
-    _TAGGING["on"] = True
+    tags = getattr(ser, "_devlint_tags", None)
+    if tags is None:
+        tags = ser._devlint_tags = {"all": None, "by_pointer": {}}  # type: ignore[attr-defined]
+        ser.register_package(0, _tag, lambda s, loc: None)
+    return tags
+
+
+def _tag(storage: Any) -> Optional[str]:
+    import torch.serialization as ser
+
+    tags = ser._devlint_tags  # type: ignore[attr-defined]
+    if tags["all"] is not None:
+        return tags["all"]
+    return tags["by_pointer"].get(storage.data_ptr()) if tags["by_pointer"] else None
+
+
+def save_tagged(obj: Any, path: Any, torch: Any, everything: Optional[str] = None, by_pointer: Optional[Dict[int, str]] = None,
+                save: Optional[Callable[..., None]] = None) -> None:
+    """``torch.save`` with storages tagged as living on another device
+    (``everything``: all of them; ``by_pointer``: those whose data pointer
+    is listed) while they are on the CPU: the checkpoint a GPU run writes,
+    produced without a GPU. ``save``: the real ``torch.save`` when it is
+    patched."""
+    tags = _tags()
+    tags["all"], tags["by_pointer"] = everything, dict(by_pointer or {})
     try:
-        torch.save(obj, path)
+        (save or torch.save)(obj, path)
     finally:
-        _TAGGING["on"] = False
+        tags["all"], tags["by_pointer"] = None, {}
+
+
+def _save_as_if_from_cuda(obj: Any, path: str, torch: Any, save: Optional[Callable[..., None]] = None) -> None:
+    """``torch.save`` with every storage tagged ``cuda:0``: the checkpoint a
+    GPU run writes, produced without a GPU."""
+    save_tagged(obj, path, torch, everything="cuda:0", save=save)
 
 
 def _run_checkpoint(case: dict, step: Step, torch: Any) -> dict:
@@ -603,6 +632,10 @@ def run_case(job: dict, name: str, meta: dict) -> dict:
 
     simulate = bool(job.get("simulate"))
     placement = meta["placement"]
+    if placement == "ddp":
+        from devlint.harness import ddp
+
+        return ddp.run_case(job, name, meta, float(job.get("timeout") or DEFAULT_TIMEOUT))
     if placement == "checkpoint":
         plan = E.CPU_PLAN
         label = "cpu-only (checkpoint saved from cuda:0)"
@@ -735,4 +768,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # run the importable module, not this __main__ copy of it: the ddp
+    # placement's ranks use devlint.harness.worker, and its state (the
+    # project, the checkpoint tagger) must be the one the worker set
+    from devlint.harness import worker as _worker
+
+    sys.exit(_worker.main())
