@@ -1,4 +1,4 @@
-"""The command line: ``devlint check``, ``fix``, ``rule``.
+"""The command line: ``devlint check``, ``fix``, ``rule``, ``verify``, ``migrate ddp``.
 
 Exit codes: 0 nothing found; 1 findings, pending fixes or files that could not
 be checked; 2 usage or configuration error, a path that does not exist, or an
@@ -650,6 +650,80 @@ def verify(paths, select, ignore, extend_select, config_path, jobs, verbose, out
     project = (run.config, run.plan) if run.plan is not None else None
     code = verify_paths(run.files, run.codes, run.config.ignored_for, output_format, timeout, simulate, jobs or default_jobs(), project, strict)
     sys.exit(EXIT_ERROR if run.exit == EXIT_ERROR else code)
+
+
+@main.group()
+def migrate() -> None:
+    """Rewrite a training script for another way of running it. A migration
+    changes how the script runs: review the diff (docs/migrate.md)."""
+
+
+@migrate.command("ddp")
+@click.argument("script", type=click.Path())
+@click.option("--apply", is_flag=True, help="Write the migrated script (atomically) instead of printing a diff.")
+@click.option("--per-rank-batch", is_flag=True, help="Keep the old batch size on every rank (the global batch grows "
+              "with the world size) instead of dividing it by the world size.")
+@click.option("--nproc", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Processes per machine in the launch command the header shows (default: N, the GPUs).")
+def ddp(script: str, apply: bool, per_rank_batch: bool, nproc: Optional[int]) -> None:
+    """Migrate a DataParallel training script to DistributedDataParallel
+    under torchrun: print the change as a unified diff, or write it with
+    --apply. Exit 0 after --apply, 1 when a diff is shown or the script
+    cannot be migrated (the reason is given, nothing is written), 2 on a
+    usage error."""
+    from devlint.migrate import CannotMigrate, migrate_ddp
+    from devlint.runner import _describe, _looks_like_python, _read, write_atomically
+    from devlint.source import SourceError, decode_source
+
+    if not os.path.lexists(script):
+        _err(f"error: {script}: no such file or directory")
+        sys.exit(EXIT_ERROR)
+    if os.path.isdir(script):
+        _err(f"error: {script}: is a directory (migrate ddp rewrites one script)")
+        sys.exit(EXIT_ERROR)
+    try:
+        raw = _read(script)
+    except OSError as exc:
+        _err(f"error: {script}: {_describe(exc)}")
+        sys.exit(EXIT_FOUND)
+    problem = None
+    if script.endswith(".ipynb"):
+        problem = "a notebook; export it as a script first (jupyter nbconvert --to script)"
+    elif b"\x00" in raw[:8192]:
+        problem = "not a Python source file (binary content)"
+    elif not _looks_like_python(script, raw):
+        problem = "not a Python file (no .py suffix and no python #! line)"
+    if problem is None:
+        try:
+            src = decode_source(raw)
+        except SourceError as exc:
+            problem = str(exc)
+    if problem is not None:
+        _err(f"error: {script}: {problem}")
+        sys.exit(EXIT_FOUND)
+    try:
+        migration = migrate_ddp(src.text, script, per_rank_batch=per_rank_batch, nproc=nproc)
+    except CannotMigrate as exc:
+        where = f"{script}:{exc.line}" if exc.line else script
+        _err(f"error: {where}: cannot migrate to DistributedDataParallel: {exc.reason}; nothing was written")
+        sys.exit(EXIT_FOUND)
+    except Exception as exc:  # a codemod bug must not leave a half-written file or a traceback
+        _err(f"error: {script}: internal error ({type(exc).__name__}: {exc}); please report this as a devlint bug")
+        sys.exit(EXIT_ERROR)
+    _err("warning: migrating to DistributedDataParallel is an unsafe change: the script will run as one "
+         "process per device, with its own batches, saving and printing on rank 0; review it before you launch it")
+    for note in migration.notes:
+        _err(f"note: {note}")
+    if not apply:
+        _Stdout().write(unified_diff(script, src.text, migration.text))
+        click.echo(f"Would migrate {script}; launch it with: {migration.launch} [ARGS]", err=True)
+        sys.exit(EXIT_FOUND)
+    problem = write_atomically(script, raw, src.encode(migration.text))
+    if problem:
+        _err(f"error: {script}: {problem}")
+        sys.exit(EXIT_FOUND)
+    click.echo(f"Migrated {script}; launch it with: {migration.launch} [ARGS]")
+    sys.exit(EXIT_OK)
 
 
 @main.command()
