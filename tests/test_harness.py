@@ -309,7 +309,11 @@ def test_dl001_fixtures_carry_cases():
         if p.name.count(".") == 1 and any(d.fixable for d in lint_source(p.read_text(), p.name).diagnostics)
     }
     assert fixable
-    assert fixable <= {p.name for p in WITH_CASES if p.parent.name == "DL001"}
+    # bugs the simulated path cannot show (docs/harness.md): autograd's seed
+    # gradients fail only where autograd runs, and the simulation runs without it
+    cannot_run = {"bad_gradient_penalty_grad_outputs.py"}
+    assert cannot_run <= fixable
+    assert fixable - cannot_run <= {p.name for p in WITH_CASES if p.parent.name == "DL001"}
 
 
 def test_verify_fixtures_passes(fixtures_run):

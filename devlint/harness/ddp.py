@@ -232,17 +232,10 @@ def _equivalence(spec: dict, ctx: Any) -> dict:
             outputs[which] = _run_stage(spec, ctx, f"cpu-{which}", path, display, E.Environment(plan, cuda_visible=True), tagged=False)
         except W.Failure as f:
             errors[which] = f.info
-    if "fixed" in errors:
-        e = errors["fixed"]
-        return {"status": "error", "detail": f"the fixed code fails on the CPU ({e['phase']}): {e['type']}: {e['message']}", "error": e}
-    if "original" in errors:
-        e = errors["original"]
-        return {
-            "status": "not applicable",
-            "detail": f"the original fails on one device too ({e['type']}: {e['message']}); the fixed code runs",
-            "error": e,
-            "reference": W._summary(outputs["fixed"]),
-        }
+    reference = W._summary(outputs["fixed"]) if "original" in errors and "fixed" not in errors else None
+    failed = W.one_device_failure(errors, reference, "reference")
+    if failed is not None:
+        return failed
     out = W._compare(outputs["original"], outputs["fixed"], "", torch)
     out["reference"] = W._summary(outputs["fixed"])
     return out

@@ -201,6 +201,25 @@ def _tensors(obj: Any, torch: Any, out: Optional[list] = None) -> list:
     return out
 
 
+def one_device_failure(errors: Dict[str, dict], reference: Any, key: str) -> Optional[dict]:
+    """Step 3's verdict when the original or the fixed code failed on one
+    device (``errors``: which -> the failure's info), else None: the fixed
+    code failing is an error; the original failing alone makes the
+    comparison not applicable (``reference`` is kept under ``key``)."""
+    if "fixed" in errors:
+        e = errors["fixed"]
+        return {"status": "error", "detail": f"the fixed code fails on the CPU ({e['phase']}): {e['type']}: {e['message']}", "error": e}
+    if "original" in errors:
+        e = errors["original"]
+        return {
+            "status": "not applicable",
+            "detail": f"the original fails on one device too ({e['type']}: {e['message']}); the fixed code runs",
+            "error": e,
+            key: reference,
+        }
+    return None
+
+
 def _summary(tensors: list) -> List[dict]:
     return [{"shape": list(t.shape), "device": str(t.device), "dtype": str(t.dtype).replace("torch.", "")} for t in tensors]
 
@@ -499,17 +518,9 @@ def _equivalence(orig: str, fixed: str, display: str, name: str) -> dict:
     except Exception as exc:
         info = step.fail(exc).info
         return {"status": "error", "detail": f"{info['type']}: {info['message']}", "error": info}
-    if "fixed" in errors:
-        e = errors["fixed"]
-        return {"status": "error", "detail": f"the fixed code fails on the CPU ({e['phase']}): {e['type']}: {e['message']}", "error": e}
-    if "original" in errors:
-        e = errors["original"]
-        return {
-            "status": "not applicable",
-            "detail": f"the original fails on one device too ({e['type']}: {e['message']}); the fixed code runs",
-            "error": e,
-            "_reference": reference,
-        }
+    failed = one_device_failure(errors, reference, "_reference")
+    if failed is not None:
+        return failed
     out = _compare(outputs["original"], outputs["fixed"], note, torch)
     out["_reference"] = reference
     return out
