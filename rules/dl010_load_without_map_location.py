@@ -37,9 +37,7 @@ argument, a call with `**kwargs` or `*args` (which may carry it), an
 in-process round trip (a file the same function wrote before it loads it:
 `torch.save(obj, path)`, `trainer.save(path=out_dir)` or
 `save_checkpoint(state, path)` then `torch.load(path)`,
-`torch.load(os.path.join(out_dir, "model.pt"))`, or a cache the function
-fills itself, `try: torch.load(p) except FileNotFoundError: ... torch.save(x, p)`;
-the devices are the ones
+`torch.load(os.path.join(out_dir, "model.pt"))`; the devices are the ones
 this process has, unless the file runs distributed and the path is not a
 `tempfile` of the process's own, where rank 0 saves and every rank loads
 onto rank 0's GPU), a file shipped inside the package

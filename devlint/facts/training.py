@@ -167,9 +167,6 @@ class ScriptScope:
     temp_paths: Set[str] = field(default_factory=set)
     #: the round trips through such a temporary path (excused under DDP too)
     private_round_trips: Set[cst.Call] = field(default_factory=set)
-    #: loads of a file not written before them, with the paths they read:
-    #: a write later in the same function makes them a cache's round trip
-    pending_loads: List[Tuple[cst.Call, Set[str]]] = field(default_factory=list)
     #: ``torch.load`` calls here that read a file shipped inside the
     #: package: it loads on every user's machine, CPU-only ones included,
     #: so it holds CPU tensors
@@ -646,12 +643,6 @@ class _TrainingCollector(cst.CSTVisitor):
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scope.complete = True
-        for load, refs in self.scope.pending_loads:
-            # a cache: the function loads the file it writes itself when the
-            # file is missing (``try: torch.load(p) except IOError: ...
-            # torch.save(x, p)``): its tensors are the ones this code makes
-            if any(_same_file(r, w) for r in refs for w in self.scope.written):
-                self.scope.round_trips.add(load)
         me = self.scope.name
         kept = self._kept.get(me, {})
         for class_scope, ref, head in self._unnamed.get(me, []):
@@ -1047,8 +1038,6 @@ class _TrainingCollector(cst.CSTVisitor):
                     sf.round_trips.add(node)
                     if any(r.split(".")[0] in sf.temp_paths for r in refs):
                         sf.private_round_trips.add(node)
-                elif refs:
-                    sf.pending_loads.append((node, refs))
                 if self._package_path(sf, f):
                     sf.package_files.add(node)
         if q is not None and (q.startswith("torch.distributed.") or q.endswith("DistributedDataParallel")):
