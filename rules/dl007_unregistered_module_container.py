@@ -173,7 +173,11 @@ class Tower(nn.Module):
             self.heads[name] = head
 
     def forward(self, x):
-        return {k: h(self.body(x)) for k, h in self.heads.items()}
+        h = self.body(x)
+        return {"a": self.head_a(h), "b": self.head_b(h)}
+
+    def head_names(self):
+        return sorted(self.heads)
 """
         ),
         Valid(
@@ -183,6 +187,7 @@ import torch.nn as nn
 class Net(nn.Module):
     def __init__(self, n=3):
         super().__init__()
+        self.n = n
         self.blocks = [nn.Linear(4, 4) for _ in range(n)]
         for i, block in enumerate(self.blocks):
             self.add_module(f"block{i}", block)
@@ -190,7 +195,9 @@ class Net(nn.Module):
         self.extra = nn.ModuleList(self.extra)
 
     def forward(self, x):
-        for block in self.blocks:
+        for i in range(self.n):
+            x = getattr(self, f"block{i}")(x)  # each replica's own copy
+        for block in self.extra:
             x = block(x)
         return x
 """
