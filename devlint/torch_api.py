@@ -243,7 +243,7 @@ CTC_LOSSES = frozenset({
 TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
 
 
-_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all", "setstate", "set_state"})
+_RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all"})
 
 
 #: ``device_map=`` strings with which accelerate spreads a model over devices

@@ -15,7 +15,7 @@ import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts
 from devlint.facts.store import FactStore, Provider
-from devlint.facts.training import _RANK_NAMES
+from devlint.facts.training import RANK_NAMES
 from devlint.syntax import (
     _arg_names,
     _env_read,
@@ -865,7 +865,7 @@ def _device_map(call: cst.Call) -> str:
             return ""
         return code_of(value)
     last = (dotted_name(value) or "").rsplit(".", 1)[-1].lower()
-    if last and (is_device_name(last) or last in _RANK_NAMES or last in ("process_index", "local_process_index")):
+    if last and (is_device_name(last) or last in RANK_NAMES or last in ("process_index", "local_process_index")):
         return ""
     return code_of(value)
 

@@ -48,8 +48,7 @@ MODULE_SCOPE = "<module>"
 
 
 #: names that hold the index of a CUDA device (``local_rank``, ``args.gpu``)
-_RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
-RANK_NAMES = _RANK_NAMES
+RANK_NAMES = frozenset({"local_rank", "rank", "gpu", "gpu_id", "device_id", "local_gpu", "gpu_index"})
 
 
 #: words in a loader's binding or arguments that say batches arrive on a device
@@ -568,7 +567,7 @@ def _as_map_location(device: str, how: str, index: bool = False) -> Optional[str
     dotted = dotted_name(node)
     last = dotted.rsplit(".", 1)[-1].lower() if dotted else ""
     is_index = isinstance(node, cst.Integer) or (
-        dotted is not None and (index or ((last in _RANK_NAMES or how == "cuda") and "device" not in last))
+        dotted is not None and (index or ((last in RANK_NAMES or how == "cuda") and "device" not in last))
     )
     if is_index:
         if dotted is None and not isinstance(node, cst.Integer):
@@ -674,7 +673,7 @@ class _TrainingCollector(cst.CSTVisitor):
                     sf.rank_names.append(name)
             elif (value is None or _is_device_value(value)) and name not in sf.device_names:
                 sf.device_names.append(name)
-        elif last in _RANK_NAMES and name not in sf.rank_names:
+        elif last in RANK_NAMES and name not in sf.rank_names:
             sf.rank_names.append(name)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
