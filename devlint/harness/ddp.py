@@ -399,20 +399,16 @@ def _merge_stage(group: GroupResult, ranks: List[dict], stage: str) -> dict:
 def _shape_problem(fixed: dict, references: List[Optional[list]]) -> Optional[str]:
     """The fixed run's outputs on each rank: on the expected device, with
     the shapes the fixed code gives on the CPU on that rank."""
+    from devlint.harness import worker as W
+
     for r, expected in enumerate(fixed["expected_devices"]):
         outs = [o for o in fixed["outputs"] if o["rank"] == r]
         if not outs:
             return f"rank {r}: the case returned no tensors (and wrapped no model)"
-        for o in outs:
-            if o["device"] not in expected:
-                return f"rank {r}: an output is on {o['device']}, expected {' or '.join(sorted(expected))}"
         reference = references[r] if r < len(references) else None
-        if reference is not None:
-            if len(reference) != len(outs):
-                return f"rank {r}: {len(outs)} output tensors, {len(reference)} on the CPU"
-            for o, ref in zip(outs, reference):
-                if o["shape"] != ref["shape"]:
-                    return f"rank {r}: an output has shape {tuple(o['shape'])}, expected {tuple(ref['shape'])}"
+        problem = W.outputs_problem(outs, set(expected), reference, "on the CPU")
+        if problem is not None:
+            return f"rank {r}: {problem}"
     return None
 
 

@@ -621,21 +621,27 @@ def _checkpoint_equivalence(values: Any, torch: Any) -> dict:
 # --------------------------------------------------------------------------
 
 
-def _shape_check(placed: dict, reference: Optional[list], placement: str, n: int) -> Optional[str]:
-    outs = placed["outputs"]
-    if not outs:
-        return "the model returned no tensors"
-    expected = set(placed["expected_devices"])
+def outputs_problem(outs: list, expected: set, reference: Optional[list], where: str) -> Optional[str]:
+    """What is wrong with the fixed code's outputs: one not on an expected
+    device, or (given the ``reference`` run ``where`` it ran) another number
+    of tensors or another shape; None when nothing is."""
     for o in outs:
         if o["device"] not in expected:
             return f"an output is on {o['device']}, expected {' or '.join(sorted(expected))}"
     if reference is not None:
         if len(reference) != len(outs):
-            return f"{len(outs)} output tensors, {len(reference)} on one device"
+            return f"{len(outs)} output tensors, {len(reference)} {where}"
         for o, r in zip(outs, reference):
             if o["shape"] != r["shape"]:
                 return f"an output has shape {tuple(o['shape'])}, expected {tuple(r['shape'])}"
     return None
+
+
+def _shape_check(placed: dict, reference: Optional[list], placement: str, n: int) -> Optional[str]:
+    outs = placed["outputs"]
+    if not outs:
+        return "the model returned no tensors"
+    return outputs_problem(outs, set(placed["expected_devices"]), reference, "on one device")
 
 
 def run_case(job: dict, name: str, meta: dict) -> dict:
