@@ -170,6 +170,9 @@ class ScanSummary:
         #: ... and the properties of imported project classes (and their
         #: bases) that take ``next(self.parameters())``
         self.parameter_properties: Set[str] = set()
+        #: (class, method) -> parameter name -> the dotted name its default
+        #: is (``window_fn=torch.hann_window``: ``torch.hann_window``)
+        self.callable_defaults: Dict[Tuple[Optional[str], str], Dict[str, str]] = {}
         self._forward: Optional[Dict[str, FrozenSet[str]]] = None
         self._forward_reads: Optional[FrozenSet[str]] = None
 
@@ -187,6 +190,18 @@ class ScanSummary:
 
     def refers_to(self, dotted: Optional[str], qualified: "Set[str] | FrozenSet[str]") -> bool:
         return any(q in qualified for q in self.resolve(dotted))
+
+    def factory_attributes(self) -> Set[str]:
+        """Attributes a method sets to a parameter whose default may be a
+        torch factory (``self.window_fn = window_fn`` with
+        ``window_fn=torch.hann_window``): a superset of the attributes whose
+        ``AttributeFacts.factory`` is set."""
+        out = set()
+        for cls, method, attr, value in self.attribute_stores:
+            defaults = self.callable_defaults.get((cls, method), {})
+            if type(value) is ast.Name and value.id in defaults and self.torch_functions(defaults[value.id]) & _FACTORY_NAMES:
+                out.add(attr)
+        return out
 
     def torch_functions(self, dotted: Optional[str]) -> Set[str]:
         """``{"zeros"}`` when ``dotted`` may name ``torch.zeros``."""
@@ -772,6 +787,12 @@ class _Scanner:
                 if outermost:
                     top = node.name if cls is None else top
                     s.function_inputs[(cls, node.name)] = _inputs(node, cls is not None)
+                if outermost:
+                    a = node.args
+                    named = list(zip(a.args[len(a.args) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
+                    dotted_defaults = {arg.arg: _dotted(d) for arg, d in named if d is not None and type(d) is Attribute}
+                    if dotted_defaults:
+                        s.callable_defaults[(cls, node.name)] = {k: v for k, v in dotted_defaults.items() if v}
                 if cls is not None and method is None:
                     method = node.name
                     called = methods.setdefault(cls, {}).setdefault(method, set())

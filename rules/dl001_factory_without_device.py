@@ -29,6 +29,9 @@ It follows the tensor through locals, branches, loops, containers, returns,
 methods (also as `ClassName.helper(...)`), properties and submodules'
 `forward`: a helper's CPU result added to an argument by its caller, a CPU
 tensor passed to a method that multiplies it into the activations. A
+callable attribute that holds a torch factory by default
+(`self.window_fn = window_fn` with `window_fn=torch.hann_window`) is that
+factory when it is called without `device=`. A
 default built for a missing argument (`if mask is None: mask =
 torch.ones(n)`) is a finding: on the path where the caller passes no mask,
 it meets the GPU input.
@@ -36,7 +39,11 @@ it meets the GPU input.
 An argument counts as a tensor on the inputs' device when it is annotated as
 one, used the way only a tensor is (`.device`, `.size()`, `.view()`, the
 input of a torch computation), passed a tensor by every caller of the
-class, or is the first input of a module's `forward`.
+class (or by some, the others passing on their own inputs), or is the first
+input of a module's `forward`. Values that came in with the inputs and were
+combined before anything showed their kind (`log_p - log_q`, a sum started
+at `0`) are tensors on the inputs' device once a torch function takes them
+(`torch.argsort(log_p - log_q)`).
 
 ## Why is this bad?
 A factory without `device=` creates its tensor on the CPU (or the default
@@ -234,6 +241,7 @@ class RNN(nn.Module):
         # tensor on the inputs' device (a bound on DeviceFlow's meetings)
         local: "bool | None" = None
         collective: "bool | None" = None
+        factory_attributes: "set[str] | None" = None
         for call in scan.calls:
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs or call.moved:
                 continue
@@ -247,7 +255,12 @@ class RNN(nn.Module):
             fns = scan.torch_functions(call.func)
             if not (fns & (DEVICE_FACTORIES | {"from_numpy"}) or scan.refers_to(call.func, LEGACY_TENSOR_CONSTRUCTORS)
                     or call.func in scan.cpu_helpers):
-                continue
+                if call.cls is None or not call.func or call.func.count(".") != 1:
+                    continue
+                if factory_attributes is None:
+                    factory_attributes = scan.factory_attributes()
+                if call.func.split(".")[1] not in factory_attributes:
+                    continue  # self.window_fn(n) holding torch.hann_window by default is a factory too
             if fns <= {"tensor", "as_tensor"} and call.first_arg == "attribute" and not scan.may_hold_sequence(call.cls, call.first_name):
                 continue  # torch.tensor(self.scale): the flow cannot tell it holds data
             if local is None:

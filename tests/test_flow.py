@@ -106,6 +106,60 @@ def test_parameters_are_tensors_only_on_evidence():
     assert returns("def f(x: int):\n    return x\n", "f").kind == NUMBER
 
 
+def test_inputs_combined_stay_on_the_inputs_side_until_a_torch_function_shows_a_tensor():
+    """``log_p - log_q`` of two inputs of unknown kind, or a sum started at
+    ``0``, is still what came in: ``torch.argsort`` of it is a tensor on the
+    inputs' device (and the name is one from there on: a fix may name it)."""
+    diff = "def f(a, b, n):\n    d = a - b\n    return torch.argsort(d) + torch.ones(n)\n"
+    assert [m[3] for m in meetings(diff)] == ["operator"]
+    loop = (
+        "def f(traces, n):\n    s = 0\n    for t in traces:\n        s = s + t['lp'].sum(-1)\n"
+        "    return torch.index_select(torch.arange(n), 0, torch.argsort(s))\n"
+    )
+    assert [m[3] for m in meetings(loop)] == ["torch.index_select"]
+    # no torch function shows a tensor: a number or an array stays possible
+    assert not meetings("def f(a, b, n):\n    d = a - b\n    return d + torch.ones(n)\n")
+    assert returns("def f(a, b):\n    d = a - b\n    torch.argsort(d)\n    return d\n", "f").kind == TENSOR
+
+
+def test_a_parameter_some_caller_passes_a_tensor_and_others_pass_their_inputs_is_a_tensor():
+    """``_tukey(x)`` from forward and ``_tukey(features)`` from another
+    method: ``torch.tensor(x)`` copies the tensor on its device."""
+    src = """
+class C(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.ones(3, 3))
+
+    def forward(self, x):
+        return torch.matmul(self._t(x), self.w)
+
+    def apply(self, features):
+        return self._t(features)
+
+    def _t(self, x):
+        x = torch.tensor(x)
+        return torch.pow(x, 0.5)
+"""
+    assert not meetings(src)
+
+
+def test_an_attribute_holding_a_torch_factory_by_default_is_called_as_that_factory():
+    src = """
+class C(nn.Module):
+    def __init__(self, n=8, window_fn=torch.hann_window):
+        super().__init__()
+        self.n = n
+        self.window_fn = window_fn
+
+    def forward(self, x):
+        a = x * self.window_fn(self.n)
+        b = x * self.window_fn(self.n, device=x.device)
+        return a + b
+"""
+    assert [(m[0], m[1], m[3]) for m in meetings(src)] == [("forward", 9, "operator")]
+
+
 def test_evidence_of_a_parameter_ends_where_it_is_converted_from_data():
     """``x = torch.Tensor(x).long()`` then ``pad(x)``: the caller passed a
     list (phi4's chunk indices), so the CPU ``arange`` meets CPU tensors only;

@@ -534,3 +534,30 @@ def test_a_function_that_holds_no_input_tensor_and_returns_to_no_caller_is_no_ca
     seed = "import torch\nimport torch.distributed as dist\n\ndef seed(n: int = 10):\n    t = torch.randint(0, n, ())\n    dist.all_reduce(t)\n    return t.item()\n"
     assert all_rules()["DL001"].candidate(scan_source(seed))
     assert [d.code for d in lint_source(seed, "t.py", codes=["DL001"]).diagnostics] == ["DL001"]
+
+
+def test_factory_attributes_bound_the_attributes_that_hold_a_torch_factory():
+    """``ScanSummary.factory_attributes`` (DL001's pre-filter) is a superset
+    of the attributes whose ``AttributeFacts.factory`` the class facts set,
+    over every fixture, and it is not everything."""
+    import libcst as cst
+
+    from devlint.facts.classes import build_facts
+
+    seen = 0
+    for path in ALL_FIXTURES:
+        src = path.read_text()
+        try:
+            module = cst.parse_module(src)
+        except cst.ParserSyntaxError:
+            continue
+        facts = build_facts(module)
+        exact = {a.name for c in facts.classes.values() for a in c.assignments if a.factory}
+        summary = scan_source(src)
+        if summary is None:
+            continue
+        assert exact <= summary.factory_attributes(), path
+        seen += bool(exact)
+    assert seen >= 1
+    src = "import torch\nclass C:\n    def __init__(self, fn=len, w=torch.hann_window):\n        self.fn = fn\n        self.w = w\n"
+    assert scan_source(src).factory_attributes() == {"w"}

@@ -140,6 +140,10 @@ class AttributeFacts:
     #: (``dict(n_fft=512, window=torch.hann_window(512))``): the keys holding
     #: tensors (empty when every value is one)
     tensor_keys: List[str] = field(default_factory=list)
+    #: holds an argument whose default is a torch factory
+    #: (``window_fn=torch.hann_window`` stored as ``self.window_fn``): calling
+    #: it without ``device=`` creates a tensor on the CPU, as the factory does
+    factory: str = ""
 
 
 @dataclass
@@ -936,6 +940,10 @@ class _FactsBuilder:
             p.name.value for p in fn.params.params + fn.params.kwonly_params
             if p.default is not None and _is_sequence_value(p.default)
         }
+        collector.factory_params = {
+            p.name.value: f for p in fn.params.params + fn.params.kwonly_params
+            if p.default is not None and (f := self.facts.is_factory(p.default))
+        }
         self._self_call_owner = (cls.name, self_name)
         try:
             walk(fn.body, collector)
@@ -1484,6 +1492,8 @@ class _AttributeCollector(cst.CSTVisitor):
         self.loop_index: Dict[str, str] = {}
         # parameters whose default is a list or tuple display
         self.sequence_params: Set[str] = set()
+        #: parameters whose default is a torch factory, and its name
+        self.factory_params: Dict[str, str] = {}
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -1545,6 +1555,8 @@ class _AttributeCollector(cst.CSTVisitor):
         record.sequence = _is_sequence_value(value) or (
             isinstance(value, cst.Name) and value.value in self.sequence_params
         )
+        if isinstance(value, cst.Name) and value.value in self.factory_params:
+            record.factory = self.factory_params[value.value]
         record.container = _container_type(value)
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)

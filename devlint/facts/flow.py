@@ -209,6 +209,9 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         # ``lengths = -1`` on one path, a tensor on the other: a number mixes
         # with a tensor on any device, so only the tensor's path can fail
         return replace(a if a.kind == TENSOR else b, maybe_number=True)
+    if a.kind == NUMBER and follows(b) or b.kind == NUMBER and follows(a):
+        # ``log_p = 0`` before a loop that adds inputs to it: on the inputs' side
+        return replace(a if a.kind != NUMBER else b, maybe_number=True)
     if a.kind == b.kind == DEVICE and CPU in (a.device, b.device) and {a.device, b.device} & {CURRENT, FIXED}:
         # ``"cuda" if x.is_cuda else "cpu"``: on a GPU run the GPU path is
         # taken, and "cuda" is the current device, not x's
@@ -244,6 +247,21 @@ def _seq(items: Sequence[Value] = (), elem: Optional[Value] = None, known: bool 
     for v in items:
         e = join(e, v)
     return Value(SEQ, items=tuple(items), elem=e, exact=known)
+
+
+def _settings(values: Sequence[Value]) -> Value:
+    """A dict display or ``dict(k=v, ...)``: a mapping of settings. One
+    that holds a tensor put somewhere by a call (``window=
+    torch.hann_window(n)``) is kept as the sequence of its tensors, which
+    meet what it is unpacked into (``torch.stft(x, **kwargs)``); any other
+    is no value the flow follows."""
+    tensors = [t for v in values for t in ([v] if v.kind == TENSOR else v.items if v.kind == SEQ else ())]
+    if not any(t.pinned for t in tensors):
+        return OTHER_VALUE
+    elem: Optional[Value] = None
+    for t in tensors:
+        elem = join(elem, t) if elem is not None else t
+    return _seq(elem=elem, known=False)
 
 
 def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
@@ -638,6 +656,10 @@ class DeviceFlow:
             return True
         seen.add(node)
         cls = self.owner.get(node)
+        if cls is not None and any(
+            (a := self.facts.class_attribute(cls, name)) is not None and a.factory for name in found.called
+        ):
+            return True  # self.window_fn(n), holding a torch factory
         callees = [self.functions.get(name) or (self.method(cls, name) if cls else None) for name in found.called]
         for _, attr, m in found.attribute_calls:  # self.rnn.init_hidden(b)
             a = self.facts.class_attribute(cls, attr) if cls else None
@@ -708,9 +730,15 @@ class DeviceFlow:
         if sites:
             for p in unknown:
                 vals = [site.get(p) for site in sites]
-                if method and own[p] == LOCAL_UNKNOWN and all(v is not None and v.kind == TENSOR and v.device == LOCAL for v in vals):
+                if method and own[p] == LOCAL_UNKNOWN and all(
+                    v is not None and v.device == LOCAL and v.kind in (TENSOR, UNKNOWN) for v in vals
+                ) and any(v.kind == TENSOR for v in vals):
+                    # some caller passes a tensor on the inputs' device, the
+                    # others pass on what came in with their own inputs: one
+                    # kind of value throughout (``_tukey(x)`` from forward and
+                    # from ``apply_transforms(features)``)
                     # a guess stays a guess in the callee: no fix names it
-                    hints[p] = Value(TENSOR, LOCAL, anchor=p, guessed=any(v.guessed for v in vals))
+                    hints[p] = Value(TENSOR, LOCAL, anchor=p, guessed=any(v.guessed or v.kind != TENSOR for v in vals))
                 elif all(v is not None and v.kind == TENSOR and v.device == CPU for v in vals):
                     # every caller here hands it a CPU tensor (a CPU data
                     # helper, a test's inputs): nothing shows it on a GPU,
@@ -2023,6 +2051,13 @@ class _Interpreter:
             return replace(b, scalar=b.scalar and a.kind == NUMBER, anchor=None)
         if a.kind == NUMBER and b.kind == NUMBER:
             return NUMBER_VALUE
+        if (follows(a) or follows(b)) and {a.kind, b.kind} <= {UNKNOWN, NUMBER} and (
+            a.device == b.device or NUMBER in (a.kind, b.kind)
+        ):
+            # two things that came in with the inputs (``log_p - log_q``),
+            # or one and a number: still on the inputs' side; a torch
+            # function that takes the result shows it is a tensor there
+            return Value(UNKNOWN, a.device if follows(a) else b.device)
         if a.kind == SEQ and b.kind == SEQ:
             return _seq(elem=join(a.elem, b.elem), known=False)
         if NUMPY in (a.kind, b.kind):
@@ -2098,11 +2133,12 @@ class _Interpreter:
                     items.append(self._expr(e.value, env))
             return _seq(items, known=known)
         if isinstance(node, cst.Dict):
+            values = []
             for el in node.elements:
                 if isinstance(el, cst.DictElement):
                     self._expr(el.key, env)
-                self._expr(el.value, env)
-            return OTHER_VALUE
+                values.append(self._expr(el.value, env))
+            return _settings(values)
         if isinstance(node, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
             inner = self._comprehension(node.for_in, env)
             return _seq(elem=self._expr(node.elt, inner), known=False)
@@ -2533,6 +2569,10 @@ class _Interpreter:
             if int_argument(name, position if a.keyword is None else -1, a.keyword.value if a.keyword is not None else ""):
                 continue  # torch.multinomial(w, n.max()): a number, wherever the 0-dim tensor lives
             if id(a.value) in sure:
+                if follows(v) and isinstance(a.value, cst.Name) and env.get(a.value.value) is v:
+                    # torch.argsort(diff) succeeds only for a tensor: from
+                    # here on ``diff`` is one (a fix may name its device)
+                    env[a.value.value] = _tensor(v.device, anchor=a.value.value)
                 v = as_tensor(v)
             elif v.kind == SEQ and name in _CONCAT and v.elem is not None:
                 v = replace(v, items=tuple(as_tensor(i) for i in v.items), elem=as_tensor(v.elem))
@@ -2777,6 +2817,10 @@ class _Interpreter:
             return self._submodule_call(node, m, args)
         fn = self.flows.method(cls.name, m)
         if fn is None:
+            a = self.facts.class_attribute(cls.name, m)
+            if a is not None and a.factory:
+                # self.window_fn(n) holding torch.hann_window by default: that factory's tensor
+                return self._factory(node, a.factory, env)
             return UNKNOWN_VALUE
         self._callee = None
         out = self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
@@ -2928,6 +2972,8 @@ class _Interpreter:
             return UNKNOWN_VALUE
         if name in _NUMBER_BUILTINS:
             return NUMBER_VALUE
+        if name == "dict" and name not in env and all(a.keyword is not None or a.star == "**" for a, _ in args):
+            return _settings([v for _, v in args])  # dict(n_fft=n, window=torch.hann_window(n))
         if name in _OTHER_BUILTINS:
             return OTHER_VALUE
         first = args[0][1] if args else UNKNOWN_VALUE
