@@ -739,7 +739,7 @@ class DeviceFlow:
                     # from ``apply_transforms(features)``)
                     # a guess stays a guess in the callee: no fix names it
                     hints[p] = Value(TENSOR, LOCAL, anchor=p, guessed=any(v.guessed or v.kind != TENSOR for v in vals))
-                elif all(v is not None and v.kind == TENSOR and v.device == CPU for v in vals):
+                elif all(v is not None and v.kind in (TENSOR, UNKNOWN) and v.device == CPU for v in vals):
                     # every caller here hands it a CPU tensor (a CPU data
                     # helper, a test's inputs): nothing shows it on a GPU,
                     # so a CPU tensor made beside it does not meet the
