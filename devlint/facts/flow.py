@@ -300,6 +300,9 @@ TENSOR_ONLY_ATTRS = frozenset(
         "repeat_interleave", "masked_select", "topk", "element_size", "requires_grad", "grad",
         "bmm", "mm", "reshape_as", "unfold", "is_floating_point", "get_device", "index_add",
         "index_add_", "index_fill", "index_fill_", "masked_scatter", "new", "pin_memory", "norm",
+        # elementwise math as methods: a number or a NumPy array has none
+        # (``np.sqrt(a)``, ``math.exp(x)`` are functions)
+        "sqrt", "rsqrt", "exp", "log", "log1p", "expm1", "tanh", "relu", "reciprocal", "sin", "cos",
     }
 )
 #: tensor methods whose tensor arguments must be on the receiver's device
@@ -2753,6 +2756,15 @@ class _Interpreter:
                 return self._model_call(node, f"self.{m}", placed, args)
         if m in ("forward", "__call__") and self.is_module:
             return _tensor(LOCAL)
+        if m == "register_buffer" and self.is_module and len(args) > 1 and string_value(args[0][0].value):
+            # self.register_buffer("inv_freq", t): self.inv_freq is t from
+            # here on, wherever t is (a plain attribute's CPU tensor too)
+            key = f"{self.self_name}.{string_value(args[0][0].value)}"
+            v = args[1][1]
+            if v.kind == TENSOR:
+                env[key] = replace(v, anchor=None)
+                self._stored(key, env[key])
+            return NONE_VALUE
         held = self._self_attribute(m)
         if held.kind == MODULE and self.stages is not None and self.stages.dispatched:
             # a part of a split model meets its inputs as any submodule does
