@@ -27,8 +27,9 @@ one, or a buffer it was registered as in code forward runs,
 CPU values, Python numbers or moves is not
 (`torch.bucketize(probs.cpu(), self.edges)`). A parameter that every call
 site in the file passes a device tensor counts as one
-(`self.q_sample(x0, t)` from forward). `forward` may be inherited from a
-mixin that calls a method the module overrides (`return self.transform(X)`).
+(`self.q_sample(x0, t)` from forward). `forward` may be inherited: from a
+base class that reads what the subclass's `__init__` sets, or from a mixin
+that calls a method the module overrides (`return self.transform(X)`).
 
 ## Why is this bad?
 `model.to(device)`, `model.cuda()` and `model.half()` move and cast parameters,

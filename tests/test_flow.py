@@ -509,6 +509,25 @@ def test_held_tensors_reach_forward_through_arguments_aliases_and_registered_buf
     assert flow.held_meetings("Posterior") == {"w"}
 
 
+def test_a_base_class_method_runs_for_its_subclass():
+    src = """
+    class Head(nn.Module):
+        def forward(self, h):
+            return self.fc(h) * self.weights
+
+    class Balanced(Head):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.weights = torch.ones(3) / 3
+    """
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    forward = flow.methods["Head"]["forward"]
+    assert flow.function(forward).meetings == []  # Head alone has no weights attribute
+    assert [m.device for m in flow.function_as(forward, "Balanced").meetings] == ["held"]
+    assert flow.held_meetings("Balanced") == {"weights"}
+
+
 def test_parameter_hints_need_every_call_site_to_agree():
     src = """
     class M(nn.Module):
