@@ -108,6 +108,10 @@ class ScanSummary:
         self.unclassed_names: Set[str] = set()
         #: (class, method) -> the names its first parameter may have (``self``)
         self.method_self: Dict[Tuple[str, str], Set[str]] = {}
+        #: names given to ``register_buffer``: ``self.alias = self.<buffer>`` holds a tensor
+        self.buffer_names: Set[str] = set()
+        #: (class, method) -> its parameters annotated with a ``...Tensor`` type
+        self.tensor_arguments: Dict[Tuple[str, str], Set[str]] = {}
         #: attribute name -> values assigned to ``<name>.attr`` anywhere:
         #: "call:<dotted callee>", "container" (list, tuple, dict,
         #: comprehension) or "other"; see :meth:`attribute_kinds`
@@ -462,6 +466,11 @@ class ScanSummary:
         through method chains, arithmetic, indexing and container elements,
         a call of a torch function or legacy tensor constructor, or a local
         name of the method assigned such a value."""
+        arguments = self.tensor_arguments.get((cls, method), set())
+        if type(node) is ast.IfExp:  # bounds if c else None
+            return self.may_be_tensor(node.body, cls, method) or self.may_be_tensor(node.orelse, cls, method)
+        if type(node) is ast.Name and node.id in arguments:  # type: ignore[union-attr]
+            return True
         return self._maybe_tensor(node, self.local_values.get((cls, method), {}), set())
 
     def _maybe_tensor(self, node: Optional[ast.AST], local: Dict[str, List[ast.AST]], seen: Set[str]) -> bool:
@@ -491,6 +500,8 @@ class ScanSummary:
                 if type(node.op) is ast.Not:  # type: ignore[union-attr]
                     return False
                 node = node.operand  # type: ignore[union-attr]
+            elif t is ast.Attribute and type(node.value) is ast.Name and node.attr in self.buffer_names:  # type: ignore[union-attr]
+                return True  # self.original = self.inv_freq: an alias of a buffer's tensor
             elif t is ast.Subscript or t is ast.Attribute or t is ast.Starred:
                 node = node.value  # type: ignore[union-attr]
             elif t is ast.List or t is ast.Tuple or t is ast.Set:
@@ -689,6 +700,9 @@ class _Scanner:
                     elif dynamic is not None and len(node.args) == 3 and type(node.args[0]) is Name \
                             and node.args[0].id in s.method_self.get((cls, method), ()):  # type: ignore[attr-defined,arg-type]
                         s.attribute_stores.append((cls, method, dynamic, node.args[2]))  # type: ignore[arg-type]
+                if attr == "register_buffer" and node.args and type(node.args[0]) is ast.Constant \
+                        and isinstance(node.args[0].value, str):  # type: ignore[attr-defined]
+                    s.buffer_names.add(node.args[0].value)  # type: ignore[attr-defined]
                 if method is not None and node.args and attr in _ADD_METHODS:
                     owner = _container_name(func.value)
                     if owner:
@@ -801,6 +815,11 @@ class _Scanner:
                     if node.args.posonlyargs and node.args.args:
                         firsts.add(node.args.args[0].arg)  # libcst's params skip positional-only ones
                     s.method_self.setdefault((cls, method), set()).update(firsts)
+                    # arguments annotated as tensors (``feature_set: Tensor``)
+                    s.tensor_arguments[(cls, method)] = {
+                        a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+                        if a.annotation is not None and "Tensor" in (_annotation_text(a.annotation))
+                    }
             elif t is ClassDef:
                 cls, method, called, used = node.name, None, None, None
                 s.bases.setdefault(cls, []).extend(filter(None, (_dotted(b) for b in node.bases)))
@@ -1052,3 +1071,11 @@ def calls_a_wrapper(scan) -> bool:
     from devlint.torch_api import WRAPPERS
 
     return any(scan.refers_to(c.func, WRAPPERS) or (c.func and c.func in scan.wrap_helpers) for c in scan.calls)
+
+
+def _annotation_text(node: ast.AST) -> str:
+    """The names an annotation mentions, joined (``Optional[Tensor]`` ->
+    ``Optional Tensor``): enough to see a ``Tensor`` in it."""
+    return " ".join(n.id if type(n) is ast.Name else n.attr for n in ast.walk(node) if type(n) in (ast.Name, ast.Attribute)) + (
+        " " + node.value if type(node) is ast.Constant and isinstance(node.value, str) else ""
+    )

@@ -14,14 +14,22 @@ same method (`self.betas = torch.linspace(...)`, then
 `self.alphas_cumprod = torch.cumprod(1 - self.betas, 0)`), the result of a function or method of the
 same file whose every `return` gives such a tensor
 (`self.window = gaussian_window(11, 1.5)`, `self.kernel = self._make_kernel()`),
+an argument of the method annotated as a tensor (`self.bounds = bounds`
+with `bounds: Optional[Tensor]`), a plain alias of a buffer
+(`self.original = self.inv_freq` after `register_buffer("inv_freq", ...)`:
+`.to()` replaces the buffer and leaves the alias behind),
 or a list, tuple or dict of tensors. It is reported when the device flow
 shows the attribute meeting a tensor on the module's device in a method that
 runs once the module is built (arithmetic with an activation, an index by a
 device tensor, an argument of a torch computation or a submodule beside
-one); a read that meets only CPU values, Python numbers or moves is not
+one, or a buffer it was registered as in code forward runs,
+`self.register_buffer("inv_freq", self.original)`); a read that meets only
+CPU values, Python numbers or moves is not
 (`torch.bucketize(probs.cpu(), self.edges)`). A parameter that every call
 site in the file passes a device tensor counts as one
-(`self.q_sample(x0, t)` from forward).
+(`self.q_sample(x0, t)` from forward). `forward` may be inherited: from a
+base class that reads what the subclass's `__init__` sets, or from a mixin
+that calls a method the module overrides (`return self.transform(X)`).
 
 ## Why is this bad?
 `model.to(device)`, `model.cuda()` and `model.half()` move and cast parameters,
@@ -84,7 +92,10 @@ mix with CUDA tensors); Python numbers.
 
 ## Fix safety
 Safe: the assignment becomes `self.register_buffer("x", <same expression>,
-persistent=False)`. Reading `self.x` gives the same tensor, the `state_dict`
+persistent=False)`. Unsafe when the value is the method's own argument
+(`self.offsets = offsets`): a caller may pass an `nn.Parameter` (a tied
+weight), which the assignment registers, and a buffer would take it out of
+`parameters()` and the optimiser. Reading `self.x` gives the same tensor, the `state_dict`
 keys do not change, and the tensor now follows the module. (It also follows
 dtype casts such as `model.half()`, as the module's own tensors do.) No fix
 when the attribute is also assigned something that is not a tensor, exists
@@ -98,6 +109,7 @@ from typing import Optional
 
 import libcst as cst
 
+from devlint.diagnostic import FixSafety
 from devlint.facts.classes import AttributeFacts
 from devlint.facts.flow import Flow
 from devlint.rule import Invalid, Rule, Valid
@@ -120,7 +132,7 @@ class UnregisteredTensorAttribute(Rule):
         "`self.{name}` keeps tensors in a plain {container} read in `forward`: `.to()` and DataParallel "
         "replicas leave them on the device they were created on"
     )
-    fix_safety = "safe"
+    fix_safety = "safe/unsafe"
     tokens = ("torch",)
 
     VALID = [
@@ -438,6 +450,10 @@ class Pyramid(nn.Module):
                 fix=self.replace(stmt, call.with_changes(args=args), "register it as a non-persistent buffer"),
             )
             return
+        # a tensor the caller hands in may be an nn.Parameter (a tied
+        # weight), which the assignment registers: a buffer would take it
+        # out of ``parameters()``, so that fix needs a look
+        safety = FixSafety.UNSAFE if record.argument else FixSafety.SAFE
         self.report(
             target,
             message,
@@ -445,6 +461,7 @@ class Pyramid(nn.Module):
                 stmt,
                 cst.Expr(value=call, semicolon=stmt.semicolon),
                 f"register `self.{name}` as a non-persistent buffer",
+                safety=safety,
             ),
         )
 

@@ -510,6 +510,78 @@ def test_plain_tensor_attributes_are_held_where_they_were_built():
     assert flow.held_meetings("Diffusion") == {"betas"}  # alphas is a buffer
 
 
+def test_held_tensors_reach_forward_through_arguments_aliases_and_registered_buffers():
+    src = """
+    from typing import Optional
+    from torch import Tensor
+
+    class Mixin:
+        def forward(self, X: Tensor) -> Tensor:
+            return self.transform(X)
+
+    class Shift(Mixin, nn.Module):
+        def __init__(self, offsets: Tensor, limits: Optional[Tensor] = None, steps: int = 3):
+            super().__init__()
+            self.offsets = offsets
+            self.limits = limits
+            self.steps = steps
+
+        def transform(self, X: Tensor) -> Tensor:
+            return torch.minimum(X - self.offsets, self.limits)
+
+    class Rotary(nn.Module):
+        def __init__(self, dim: int = 8):
+            super().__init__()
+            self.register_buffer("freq", torch.arange(dim).float(), persistent=False)
+            self.saved = self.freq
+
+        def _reset(self, n: int) -> None:
+            if n < 4:
+                self.register_buffer("freq", self.saved, persistent=False)
+
+        def forward(self, x, positions):
+            self._reset(positions.shape[-1])
+            return x * (positions[..., None].float() * self.freq)
+
+    class Posterior(nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+            self.w = torch.randn(3)
+
+        def forward(self, X: Tensor) -> Tensor:
+            post = self.model(X)
+            return post.mean + post.variance.sqrt() * self.w
+    """
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    # an argument annotated as a tensor, read by the mixin's forward through
+    # the module's own transform
+    assert flow.held_meetings("Shift") == {"offsets", "limits"}
+    # the alias of a buffer, registered back as the buffer forward reads
+    assert flow.held_meetings("Rotary") == {"saved"}
+    # .sqrt() is a tensor's method: the posterior's variance is a tensor there
+    assert flow.held_meetings("Posterior") == {"w"}
+
+
+def test_a_base_class_method_runs_for_its_subclass():
+    src = """
+    class Head(nn.Module):
+        def forward(self, h):
+            return self.fc(h) * self.weights
+
+    class Balanced(Head):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 3)
+            self.weights = torch.ones(3) / 3
+    """
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    forward = flow.methods["Head"]["forward"]
+    assert flow.function(forward).meetings == []  # Head alone has no weights attribute
+    assert [m.device for m in flow.function_as(forward, "Balanced").meetings] == ["held"]
+    assert flow.held_meetings("Balanced") == {"weights"}
+
+
 def test_parameter_hints_need_every_call_site_to_agree():
     src = """
     class M(nn.Module):

@@ -124,6 +124,10 @@ class AttributeFacts:
     container: str = ""
     #: for dict containers: every key is a string (literal, f-string, ``str()``)
     str_keys: bool = False
+    #: for tensors: the argument of the method itself (``self.bounds =
+    #: bounds`` with ``bounds: Optional[Tensor]``), which a caller may pass
+    #: as an ``nn.Parameter`` (assigning one registers it)
+    argument: bool = False
     #: for module containers: the same modules are also registered another way
     #: (``nn.Sequential(*layers)``, ``self.add_module(...)``, ``setattr(self, ...)``)
     registered_elsewhere: bool = False
@@ -446,6 +450,28 @@ _COLLECTION_ANNOTATIONS = frozenset(
     {"list", "tuple", "sequence", "mutablesequence", "dict", "mapping", "mutablemapping", "iterable",
      "iterator", "collection", "set", "frozenset", "deque", "generator", "ordereddict", "defaultdict"}
 )
+
+
+#: annotations that say a parameter holds one tensor (or None)
+_TENSOR_ANNOTATIONS = frozenset({"Tensor", "FloatTensor", "LongTensor", "BoolTensor", "DoubleTensor", "HalfTensor"})
+
+
+def tensor_annotation(ann: Optional[str], facts: "FileFacts") -> bool:
+    """``Tensor``, ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``:
+    the parameter holds one torch tensor whenever it holds anything (the
+    bare name counts when the file imports it from torch)."""
+    if not ann:
+        return False
+    ann = ann.replace(" ", "").replace("typing.", "")
+    for wrapper in ("Optional[",):
+        if ann.startswith(wrapper) and ann.endswith("]"):
+            ann = ann[len(wrapper):-1]
+    parts = [p for p in ann.split("|") if p != "None"]
+    if len(parts) != 1:
+        return False
+    name = parts[0].strip("'\"")
+    q = facts.qualify_dotted(name) or ""
+    return q.startswith("torch.") and q[len("torch."):] in _TENSOR_ANNOTATIONS
 
 
 def _is_collection_annotation(ann: str) -> bool:
@@ -936,6 +962,12 @@ class _FactsBuilder:
         self_name = params[0] if params else "self"
         scalars = [p.name.value for p in fn.params.params + fn.params.kwonly_params if _is_number_param(p)]
         collector = _AttributeCollector(self, cls, fn.name.value, self_name, params, scalars)
+        # an argument annotated as a tensor holds one (``feature_set: Tensor``)
+        collector.argument_tensors = {
+            p.name.value for p in fn.params.params[1:] + fn.params.kwonly_params
+            if tensor_annotation(_annotation_code(p), self.facts)
+        }
+        collector.local_tensors |= collector.argument_tensors
         collector.sequence_params = {
             p.name.value for p in fn.params.params + fn.params.kwonly_params
             if p.default is not None and _is_sequence_value(p.default)
@@ -1494,6 +1526,8 @@ class _AttributeCollector(cst.CSTVisitor):
         self.sequence_params: Set[str] = set()
         #: parameters whose default is a torch factory, and its name
         self.factory_params: Dict[str, str] = {}
+        # parameters annotated as tensors, while they hold what the caller passed
+        self.argument_tensors: Set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -1550,6 +1584,7 @@ class _AttributeCollector(cst.CSTVisitor):
         )
         if kind == "tensor":
             record.scalar = self.b.is_scalar_tensor(value, self.scalar_names)
+            record.argument = _strip_none_choice(value) in self.argument_tensors
         if kind == "module_container":
             record.stateless_elements = self.b.stateless_elements(value)
         record.sequence = _is_sequence_value(value) or (
@@ -1581,6 +1616,7 @@ class _AttributeCollector(cst.CSTVisitor):
     def _bind_local(self, name: str, value: cst.BaseExpression) -> None:
         # a re-bound name forgets what it held
         self.local_tensors.discard(name)
+        self.argument_tensors.discard(name)
         self.scalar_names.discard(name)
         self.local_modules.pop(name, None)
         self.local_lists.pop(name, None)
@@ -1716,6 +1752,16 @@ class _AttributeCollector(cst.CSTVisitor):
                 name = string_value(node.args[0].value)
                 if name:
                     (self.cls.buffers if attr == "register_buffer" else self.cls.parameters).append(name)
+                    # self.original = self.table after registering it (a
+                    # buffer holds a tensor or None): a plain alias of the
+                    # buffer's tensor, left behind when .to() replaces the
+                    # buffer (an alias of a Parameter registers, so it is none)
+                    key = f"{self.self_name}.{name}"
+                    value = node.args[1].value if len(node.args) > 1 else None
+                    if attr == "register_buffer" and value is not None and not (isinstance(value, cst.Name) and value.value == "None"):
+                        self.local_tensors.add(key)
+                    else:
+                        self.local_tensors.discard(key)
             return
         if attr in ("to", "cuda"):
             _, device, is_cuda = _strip_placement(node)
@@ -1788,6 +1834,17 @@ class _AttributeCollector(cst.CSTVisitor):
         for attr, locals_ in self.attr_element_locals.items():
             if locals_ & self.registered_locals:
                 self.b._registered_attrs.setdefault(self.cls.name, set()).add(attr)
+
+
+def _strip_none_choice(value: cst.BaseExpression) -> str:
+    """The name ``value`` is, also as ``x if c else None`` (either way
+    round); "" for anything else."""
+    if isinstance(value, cst.IfExp):
+        for a, b in ((value.body, value.orelse), (value.orelse, value.body)):
+            if isinstance(b, cst.Name) and b.value == "None" and isinstance(a, cst.Name):
+                return a.value
+        return ""
+    return value.value if isinstance(value, cst.Name) else ""
 
 
 def _merge_class(old: str, new: str) -> str:

@@ -318,6 +318,9 @@ TENSOR_ONLY_ATTRS = frozenset(
         "repeat_interleave", "masked_select", "topk", "element_size", "requires_grad", "grad",
         "bmm", "mm", "reshape_as", "unfold", "is_floating_point", "get_device", "index_add",
         "index_add_", "index_fill", "index_fill_", "masked_scatter", "new", "pin_memory", "norm",
+        # elementwise math as methods: a number or a NumPy array has none
+        # (``np.sqrt(a)``, ``math.exp(x)`` are functions)
+        "sqrt", "rsqrt", "exp", "log", "log1p", "expm1", "tanh", "relu", "reciprocal", "sin", "cos",
     }
 )
 #: tensor methods whose tensor arguments must be on the receiver's device
@@ -571,6 +574,8 @@ class DeviceFlow:
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
         self._special: Dict[tuple, FunctionFlow] = {}
         self._held: Dict[str, Set[str]] = {}
+        self._as: Dict[Tuple[cst.FunctionDef, str], FunctionFlow] = {}
+        self._as_in_progress: Set[Tuple[cst.FunctionDef, str]] = set()
         self._base: Dict[cst.FunctionDef, FunctionFlow] = {}
         self._base_in_progress: Set[cst.FunctionDef] = set()
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
@@ -800,21 +805,53 @@ class DeviceFlow:
     def held_meetings(self, cls_name: str) -> Set[str]:
         """Plain tensor attributes of ``cls_name`` that meet a tensor on the
         inputs' device in a method of it (or of a subclass in this file) that
-        runs once the module is built."""
+        runs once the module is built, or in a method such a class inherits
+        from a base class of the file, run for it (a base's ``forward``
+        reading what the subclass's ``__init__`` set)."""
         found = self._held.get(cls_name)
         if found is None:
             found = set()
             for c, methods in self.methods.items():
                 if cls_name not in self.facts.lineage(c):
                     continue
-                for fn in methods.values():
-                    if self.init_time(fn):
-                        continue
-                    for m in self.function(fn).meetings:
+                flows = [self.function(fn) for fn in methods.values() if not self.init_time(fn)]
+                flows += [self.function_as(fn, c) for fn in self._inherited(c) if not self.init_time(fn)]
+                for flow in flows:
+                    for m in flow.meetings:
                         if m.device == HELD and isinstance(m.origin, cst.Attribute):
                             found.add(m.origin.attr.value)
             self._held[cls_name] = found
         return found
+
+    def _inherited(self, cls: str) -> List[cst.FunctionDef]:
+        """The methods module class ``cls`` inherits from base classes of
+        this file and does not override."""
+        c = self.facts.classes.get(cls)
+        if c is None or not c.is_module:
+            return []
+        own = self.methods.get(cls, {})
+        out: Dict[str, cst.FunctionDef] = {}
+        for base in list(self.facts.lineage(cls))[1:]:
+            for name, fn in self.methods.get(base, {}).items():
+                if name not in own and name not in out:
+                    out[name] = fn
+        return list(out.values())
+
+    def function_as(self, node: cst.FunctionDef, receiver: str) -> FunctionFlow:
+        """The flow of method ``node`` of a base class, run for an instance
+        of its subclass ``receiver``."""
+        key = (node, receiver)
+        flow = self._as.get(key)
+        if flow is None:
+            if key in self._as_in_progress:
+                return FunctionFlow(node)
+            self._as_in_progress.add(key)
+            try:
+                flow = _Interpreter(self, node, hints=self.parameter_hints(node), receiver=receiver).run()
+            finally:
+                self._as_in_progress.discard(key)
+            self._as[key] = flow
+        return flow
 
     def runs_in_replica(self, fn: cst.FunctionDef) -> bool:
         """A method that runs when a module's ``forward`` runs (in a
@@ -1215,7 +1252,8 @@ class _BodyFacts(cst.CSTVisitor):
 
 class _Interpreter:
     def __init__(self, flows: DeviceFlow, node: cst.FunctionDef, overrides: Optional[Dict[str, Value]] = None,
-                 depth: int = 0, hints: Optional[Dict[str, Value]] = None, hinted: bool = True) -> None:
+                 depth: int = 0, hints: Optional[Dict[str, Value]] = None, hinted: bool = True,
+                 receiver: Optional[str] = None) -> None:
         self.flows = flows
         self.hints = hints or {}
         #: False while computing hints: callees' flows are their base flows
@@ -1229,7 +1267,9 @@ class _Interpreter:
         self.local_functions: Dict[str, cst.FunctionDef] = {}
         self.facts = flows.facts
         self.node = node
-        self.cls = flows.class_facts(node)
+        #: a method inherited from a base class of the file, run for an
+        #: instance of a subclass (``self`` holds that subclass's attributes)
+        self.cls = flows.facts.classes.get(receiver) if receiver else flows.class_facts(node)
         self.result = FunctionFlow(node)
         self.returns: List[Tuple[cst.CSTNode, Value]] = []
         self._seen: Set[Tuple[int, int]] = set()
@@ -2793,6 +2833,15 @@ class _Interpreter:
                 return self._model_call(node, f"self.{m}", placed, args)
         if m in ("forward", "__call__") and self.is_module:
             return _tensor(LOCAL)
+        if m == "register_buffer" and self.is_module and len(args) > 1 and string_value(args[0][0].value):
+            # self.register_buffer("inv_freq", t): self.inv_freq is t from
+            # here on, wherever t is (a plain attribute's CPU tensor too)
+            key = f"{self.self_name}.{string_value(args[0][0].value)}"
+            v = args[1][1]
+            if v.kind == TENSOR:
+                env[key] = replace(v, anchor=None)
+                self._stored(key, env[key])
+            return NONE_VALUE
         held = self._self_attribute(m)
         if held.kind == MODULE and self.stages is not None and self.stages.dispatched:
             # a part of a split model meets its inputs as any submodule does
