@@ -427,11 +427,15 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 in_init = self._wrapped_in_init(scope, attr, ev)
                 if not repeated and not in_init:
                     continue
-                node = self.wrap_nodes[(scope.index, ev.index)]
+                node = self._helper_node(scope, ev) if ev.helper else self.wrap_nodes[(scope.index, ev.index)]
+                if node is None:
+                    continue
                 method = scope.name.split(".")[-1]
+                shown, related = self.helper_shown(ev.helper) if ev.helper else ("", [])
+                through = f" (through {shown})" if shown else ""
                 if repeated:
                     message = (
-                        f"`{method}` wraps `{attr}` in {_short(ev.wrapper)} and stores the wrapper back in `{attr}`: "
+                        f"`{method}` wraps `{attr}` in {_short(ev.wrapper)}{through} and stores the wrapper back in `{attr}`: "
                         f"the next call of `{method}` wraps the wrapper again"
                     )
                     if in_init:
@@ -439,12 +443,12 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 else:
                     message = (
                         f"`{attr}` is already wrapped by `__init__` (on a multi-GPU machine) and `{method}` wraps it "
-                        f"again in {_short(ev.wrapper)}"
+                        f"again in {_short(ev.wrapper)}{through}"
                     )
-                self._emit(node, message, None, "", no_fix=(
+                self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper) if ev.helper else (
                     f"wrap only what is not wrapped yet (`isinstance({ev.wrapped_name}, {_short(ev.wrapper)})`), "
                     f"or keep the unwrapped model in its own attribute"
-                ))
+                ), related=related)
 
     def _wrapped_in_init(self, scope: ScopeFacts, attr: str, ev: WrapEvent) -> bool:
         """Does ``__init__`` wrap ``attr`` too (one of the two wraps holding

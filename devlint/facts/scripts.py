@@ -1083,20 +1083,23 @@ def _passes_through(scripts, scope: ScopeFacts, b: BindEvent) -> bool:
     return callee is None or not callee.tests_param_wrapped
 
 
-def _holds_wrap(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], wrap_index: int, depth: int = 8) -> bool:
-    """May ``name`` hold at ``order`` the wrapper made by wrap ``wrap_index``
-    (through aliases, placements and further wraps around it)?"""
+def _holds_wrap(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], made: WrapEvent, depth: int = 8) -> bool:
+    """May ``name`` hold at ``order`` the wrapper ``made`` returned (a wrap,
+    or a call of a wrap helper), through aliases, placements and further
+    wraps around it?"""
     if depth <= 0:
         return False
     for b in reaching_bindings(scope, name, order, branch)[0]:
         if b.kind == "wrap":
-            if b.wrap_index == wrap_index:
+            if not made.helper and b.wrap_index == made.index:
                 return True
             ev = scope.wraps[b.wrap_index]
-            if ev.wrapped_name and _holds_wrap(scope, ev.wrapped_name, ev.order, ev.branch, wrap_index, depth - 1):
+            if ev.wrapped_name and _holds_wrap(scope, ev.wrapped_name, ev.order, ev.branch, made, depth - 1):
                 return True
+        elif b.kind == "call" and made.helper and b.call == made.helper and b.target == made.target and b.order > made.order:
+            return True
         elif b.kind in ("alias", "place") and b.source:
-            if _holds_wrap(scope, b.source, b.order, b.branch, wrap_index, depth - 1):
+            if _holds_wrap(scope, b.source, b.order, b.branch, made, depth - 1):
                 return True
     return False
 
@@ -1116,7 +1119,7 @@ def rewraps_own_attribute(scripts, scope: ScopeFacts) -> List[Tuple[WrapEvent, s
         return []
     me = scope.params[0] + "."
     out: List[Tuple[WrapEvent, str]] = []
-    for ev in scope.wraps:
+    for ev in list(scope.wraps) + list(scope.helper_wraps):
         if not ev.wrapped_name:
             continue
         attr = _entry_attribute(scripts, scope, ev.wrapped_name, ev.order, ev.branch, me)
@@ -1124,8 +1127,7 @@ def rewraps_own_attribute(scripts, scope: ScopeFacts) -> List[Tuple[WrapEvent, s
             continue
         stored = any(
             b.target == attr and b.order > ev.order and branches_compatible(b.branch, ev.branch)
-            and (b.kind == "wrap" and b.wrap_index == ev.index
-                 or b.kind in ("alias", "place", "wrap") and _holds_wrap(scope, attr, b.order + 1, b.branch, ev.index))
+            and _holds_wrap(scope, attr, b.order + 1, b.branch, ev)
             for b in scope.binds
         )
         if stored:
