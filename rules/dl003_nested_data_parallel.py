@@ -28,8 +28,10 @@ another one:
   wrapped already before wrapping it, or rebinds the attribute to a fresh
   model first.
 
-A function of this file (a method, or a function defined inside the calling
-one) that returns its argument wrapped counts as a wrap of that argument
+A subclass of `DataParallel`/`DistributedDataParallel` (of this file or of
+the project: `class AttrDataParallel(nn.DataParallel)` forwarding attribute
+reads) is a wrapper like its base. A function of this file (a method, or a
+function defined inside the calling one) that returns its argument wrapped counts as a wrap of that argument
 wherever it is called: inside a model
 (`self.backbone = maybe_parallel(Backbone())`), around a model, or twice on
 one path. That holds when it wraps under a condition too

@@ -282,3 +282,19 @@ def test_wrapping_kept_apart_guarded_fresh_or_only_from_init_is_no_rewrap():
                 self.model = build()
                 self.model = nn.DataParallel(self.model)
     """) == []
+
+
+def test_a_subclass_of_dataparallel_is_a_wrapper():
+    found = findings("""
+        class Forwarding(nn.DataParallel):
+            def __getattr__(self, name):
+                try:
+                    return super().__getattr__(name)
+                except AttributeError:
+                    return getattr(self.module, name)
+
+        def main():
+            model = Forwarding(Backbone().cuda())
+            model = nn.DataParallel(model)
+    """)
+    assert [c for c, _ in found] == ["DL003"], found
