@@ -12,10 +12,26 @@ another one:
 * a model wrapped twice on one path: `DP(DP(m))`, `model = DP(model)` after
   `model = DP(model)` with no re-binding in between, a function that wraps
   its argument called on a model it already wrapped, or `self.model` wrapped
-  again in a method (`resume()`) when `__init__` always wraps it.
+  again in a method (`resume()`) when `__init__` always wraps it;
+* a method that wraps what an attribute of the instance held when it began
+  and stores the wrapper back in that attribute (`self.model =
+  DP(self.model)` in `fit()`; `model = self.model_wrapped`, `model =
+  DP(model)`, `self.model_wrapped = model` in `train()`): every call after
+  the first wraps the wrapper (`train()` called once per stage). Only for a
+  method that may run more than once on one instance: one the file calls in
+  a loop, twice on one instance, from such a method, or never (its users
+  call it); not `__init__`, nor a method called once on each instance
+  (unless `__init__` wraps the attribute too: then the first call nests
+  already). The value may pass through a call given it on the way
+  (`self.model, opt = prepare(self.model)`: it may return it), not through
+  one that unwraps it. Not when the method tests whether the model is
+  wrapped already before wrapping it, or rebinds the attribute to a fresh
+  model first.
 
-A function of this file (a method, or a function defined inside the calling
-one) that returns its argument wrapped counts as a wrap of that argument
+A subclass of `DataParallel`/`DistributedDataParallel` (of this file or of
+the project: `class AttrDataParallel(nn.DataParallel)` forwarding attribute
+reads) is a wrapper like its base. A function of this file (a method, or a
+function defined inside the calling one) that returns its argument wrapped counts as a wrap of that argument
 wherever it is called: inside a model
 (`self.backbone = maybe_parallel(Backbone())`), around a model, or twice on
 one path. That holds when it wraps under a condition too
@@ -77,7 +93,9 @@ Unsafe. The fix removes the inner wrapper (for a double wrap: the second
 one) and rewrites the reads that went through it (`self.encoder.module` ->
 `self.encoder`, `model.module.module` -> `model.module`). The `state_dict`
 keys lose one `module.` level, so checkpoints saved before the fix need that
-prefix stripped to load. A call of a wrapping function (a second one, or one
+prefix stripped to load. A method that wraps again on each call is reported
+without a fix (wrap only what is not wrapped yet, or keep the unwrapped model
+in its own attribute). A call of a wrapping function (a second one, or one
 inside a model) is reported without a fix (the function may do more than
 wrap, and it is still needed for the wrap that stays).
 """
@@ -96,6 +114,8 @@ from devlint.facts.scripts import (
     always_before,
     binding_chain,
     contained_classes,
+    rewraps_own_attribute,
+    runs_repeatedly,
     wrapped_origin,
 )
 from devlint.rule import Invalid, ScriptRule, Valid
@@ -248,6 +268,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         self._inner_in_classes()
         self._inner_in_scripts()
         self._double_wraps()
+        self._rewraps_on_each_call()
 
     def _emit(self, node: cst.CSTNode, message: str, replacements: Optional[List[Tuple[cst.CSTNode, object]]], description: str, no_fix: str = "",
               related: Sequence[Tuple[str, int, str]] = ()) -> None:
@@ -398,6 +419,47 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 if replacements is not None and ev.target:
                     replacements += self.module_read_fixes(ev.target, scope, ev.index, depth=2)
                 self._emit(node, message, replacements, f"remove the second wrapper ({_WHY_UNSAFE})")
+
+    # -- a method that wraps what it stored on its last call ------------------------
+    def _rewraps_on_each_call(self) -> None:
+        for scope in self.scripts.scopes:
+            rewraps = rewraps_own_attribute(self.scripts, scope)
+            repeated = bool(rewraps) and runs_repeatedly(self.scripts, scope)
+            for ev, attr in rewraps:
+                in_init = self._wrapped_in_init(scope, attr, ev)
+                if not repeated and not in_init:
+                    continue
+                node = self._helper_node(scope, ev) if ev.helper else self.wrap_nodes[(scope.index, ev.index)]
+                if node is None:
+                    continue
+                method = scope.name.split(".")[-1]
+                shown, related = self.helper_shown(ev.helper) if ev.helper else ("", [])
+                through = f" (through {shown})" if shown else ""
+                if repeated:
+                    message = (
+                        f"`{method}` wraps `{attr}` in {_short(ev.wrapper)}{through} and stores the wrapper back in `{attr}`: "
+                        f"the next call of `{method}` wraps the wrapper again"
+                    )
+                    if in_init:
+                        message += f" (and `__init__` already wraps `{attr}`)"
+                else:
+                    message = (
+                        f"`{attr}` is already wrapped by `__init__` (on a multi-GPU machine) and `{method}` wraps it "
+                        f"again in {_short(ev.wrapper)}{through}"
+                    )
+                self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper) if ev.helper else (
+                    f"wrap only what is not wrapped yet (`isinstance({ev.wrapped_name}, {_short(ev.wrapper)})`), "
+                    f"or keep the unwrapped model in its own attribute"
+                ), related=related)
+
+    def _wrapped_in_init(self, scope: ScopeFacts, attr: str, ev: WrapEvent) -> bool:
+        """Does ``__init__`` wrap ``attr`` too (one of the two wraps holding
+        on every path: two conditional ones may be exclusive modes)?"""
+        init = self.scripts.scope_named(f"{scope.class_name}.__init__")
+        if init is None or not init.params:
+            return False
+        name = init.params[0] + attr[len(scope.params[0]):]
+        return any(b.target == name and b.kind == "wrap" and not (b.branch and ev.branch) for b in init.binds)
 
     # -- calls of the file's wrap helpers ---------------------------------------
     def _helper_node(self, scope: ScopeFacts, ev: WrapEvent) -> Optional[cst.Call]:

@@ -7,6 +7,13 @@ attribute or property: `self.device` in a module that never sets it,
 `block` iterates an `nn.ModuleList` of such modules; also `model.device` where
 `model` was built from such a class in the same function or script.
 
+Also `model.device` where `model` may hold an `nn.DataParallel` wrapper:
+bound to one on some path of the function or script (`if
+torch.cuda.device_count() > 1: model = nn.DataParallel(model)`), or
+`self.model` that `__init__` wraps and no other method rebinds. The wrapper
+has no `device` even when the model inside has one (a pretrained model's
+`device` property), so the read fails exactly on a multi-GPU machine.
+
 ## Why is this bad?
 Tensors have a `.device`; modules do not (a module's parameters can even live
 on several devices). Reading it raises as soon as the line runs:
@@ -47,7 +54,9 @@ replicas `parameters()` is empty (PyTorch >= 1.5) and `next(...)` raises
 Not flagged: classes that define `device` (an attribute set in `__init__`, a
 property, a class attribute), subclasses of classes from other packages (for
 example transformers' `PreTrainedModel`, which defines `device`), and
-`DistributedDataParallel`, which sets `self.device`.
+`DistributedDataParallel`, which sets `self.device`; a wrapper's device read
+where the function tests whether it is wrapped (`isinstance`, `hasattr(m,
+"module")`), or after it is rebound (`model = model.module`).
 
 ## Fix safety
 Safe: where the original code ran at all it raised, so the replacement cannot
@@ -61,8 +70,10 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from devlint.facts.classes import module_class_of
+from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import dotted_name, loop_over_attribute
+from devlint.syntax import dotted_name, loop_over_attribute, string_value
+from devlint.torch_api import DATA_PARALLEL
 
 # methods that return the module itself, so ``Net().to(dev).eval()`` is a Net
 _RETURNS_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"})
@@ -75,6 +86,7 @@ class ModuleDeviceAttribute(Rule):
     message = "`{expr}`: `{cls}` is an nn.Module and has no `device` attribute (AttributeError at run time)"
     fix_safety = "safe"
     tokens = (".device",)
+    requires = (Scripts,)
 
     VALID = [
         Valid(
@@ -282,6 +294,9 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         # per scope (function node id, 0 for the module): name -> module class or None (rebound)
         self._instances: Dict[int, Dict[str, Optional[str]]] = {}
         self._targets: Set[int] = set()
+        # per scope: name -> whether it may hold a DataParallel wrapper (None: rebound since)
+        self._wrapped: Dict[int, Dict[str, Optional[bool]]] = {}
+        self._tested: Dict[int, Set[str]] = {}
 
     # -- bookkeeping -------------------------------------------------------
     def visit_For(self, node: cst.For) -> None:
@@ -308,7 +323,19 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
             scope = self._scope()
             cls = self._constructed_class(node.value)
             scope[name] = cls if name not in scope or scope[name] == cls else None
+            self._note_wrap(name, node.value)
 
+    def _note_wrap(self, name: str, value: cst.BaseExpression) -> None:
+        """``name = nn.DataParallel(...)`` (on any path) marks ``name``;
+        binding it to anything but itself moved (``m = m.cuda()``) clears it."""
+        fn = self.context.current_function
+        wrapped = self._wrapped.setdefault(id(fn) if fn is not None else 0, {})
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _RETURNS_SELF:
+            value = value.func.value
+        if isinstance(value, cst.Call) and self.facts.is_wrapper(value.func) == DATA_PARALLEL:
+            wrapped[name] = True
+        elif not (isinstance(value, cst.Name) and value.value == name) and name in wrapped:
+            wrapped[name] = None
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._targets.add(id(node.target))
 
@@ -336,6 +363,8 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         if node.attr.value != "device" or id(node) in self._targets:
             return
         owner = node.value
+        if self._dataparallel_read(node, owner):
+            return
         class_name = self._class_of(owner)
         if class_name is None or self.facts.has_device_attribute(class_name):
             return
@@ -363,6 +392,73 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
             return
         self.report(node, message, fix=self.replace(node, cst.parse_expression(new), f"read `{new}`"), related=related)
 
+    def _dataparallel_read(self, node: cst.Attribute, owner: cst.BaseExpression) -> bool:
+        """``model.device`` where ``model`` may hold an ``nn.DataParallel``
+        (wrapped on some path of this scope, or ``self.model`` that
+        ``__init__`` wraps and no other method rebinds), unless the scope
+        tests whether it is wrapped (``isinstance``/``hasattr``)."""
+        name = dotted_name(owner)
+        if name is None:
+            return False
+        fn = self.context.current_function
+        key = id(fn) if fn is not None else 0
+        wrapped = self._wrapped.get(key, {}).get(name) is not None or self._wrapped_attribute(name)
+        if not wrapped or name in self._wrap_tests(fn):
+            return False
+        expr = f"{name}.device"
+        message = (
+            f"`{expr}`: `{name}` may be an `nn.DataParallel` wrapper (on several GPUs), which has no `device` "
+            f"attribute (AttributeError at run time)"
+        )
+        if self.context.in_forward:
+            self.report(node, message, no_fix_reason="`next(...parameters())` is empty inside DataParallel replicas")
+            return True
+        new = f"next({name}.parameters()).device"
+        self.report(node, message, fix=self.replace(node, cst.parse_expression(new), f"read `{new}`"))
+        return True
+
+    def _wrapped_attribute(self, name: str) -> bool:
+        """``self.x`` that the class's ``__init__`` binds to a DataParallel
+        wrapper, and no other method of the class binds."""
+        cls = self.context.current_class
+        me = self.context.self_name
+        if cls is None or not me or not name.startswith(me + ".") or "." in name[len(me) + 1:]:
+            return False
+        attr = name[len(me) + 1:]
+        found = False
+        for scope in self.scripts.scopes:
+            if scope.class_name != cls.name or not scope.params:
+                continue
+            target = f"{scope.params[0]}.{attr}"
+            for b in scope.binds:
+                if b.target != target:
+                    continue
+                if not scope.name.endswith(".__init__"):
+                    return False
+                if b.kind == "wrap" and canonical_wrapper(scope.wraps[b.wrap_index].wrapper) == DATA_PARALLEL:
+                    found = True
+                elif not (b.kind == "place" and b.source == target):
+                    return False
+        return found
+
+    def _wrap_tests(self, fn: Optional[cst.CSTNode]) -> Set[str]:
+        """The names ``fn`` (or the module) tests for a wrapper."""
+        key = id(fn) if fn is not None else 0
+        if key not in self._tested:
+            names: Set[str] = set()
+            todo: List[cst.CSTNode] = [fn if fn is not None else self.context.module]
+            while todo:
+                n = todo.pop()
+                if (isinstance(n, cst.Call) and isinstance(n.func, cst.Name) and n.func.value in ("isinstance", "hasattr", "getattr")
+                        and len(n.args) > 1):
+                    arg = dotted_name(n.args[0].value)
+                    second = n.args[1].value
+                    if arg and (n.func.value == "isinstance" or string_value(second) == "module"):
+                        names.add(arg)
+                todo.extend(n.children)
+            self._tested[key] = names
+        return self._tested[key]
+
     def _class_of(self, owner: cst.BaseExpression) -> Optional[str]:
         ctx = self.context
         cls = ctx.current_class
@@ -376,6 +472,10 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         if isinstance(owner, cst.Name) and cls is None:
             return self._scope().get(owner.value)
         return None
+
+
+def canonical_wrapper(name: str) -> str:
+    return DATA_PARALLEL if name == DATA_PARALLEL or name.endswith(".DataParallel") else name
 
 
 def _code(node: cst.CSTNode) -> str:

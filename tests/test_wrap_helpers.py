@@ -220,3 +220,81 @@ def test_a_helper_defined_inside_the_calling_function():
     assert code == "DL003" and "`wrap` wraps it again in DistributedDataParallel" in message
     once = body.replace("        model = wrap(model)\n", "")
     assert findings(once) == []
+
+
+def _rewraps(src: str):
+    from devlint.facts.scripts import rewraps_own_attribute, runs_repeatedly
+
+    module = libcst.parse_module(textwrap.dedent(src))
+    scripts = collect_script_facts(module, build_facts(module))
+    return [
+        (s.name, ev.wrapper.rsplit(".", 1)[-1], attr)
+        for s in scripts.scopes if runs_repeatedly(scripts, s)
+        for ev, attr in rewraps_own_attribute(scripts, s)
+    ]
+
+
+def test_a_method_that_wraps_what_it_stored_on_its_last_call():
+    found = _rewraps("""
+        import torch
+        from torch import nn
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.wrapped = model
+
+            def train(self, amp=False):
+                model = self.wrapped
+                if amp:
+                    model = convert(model)
+                if torch.cuda.device_count() > 1:
+                    model = nn.DataParallel(model)
+                if model is not self.model:
+                    self.wrapped = model
+
+            def setup(self):
+                self.model = nn.DataParallel(self.model)
+    """)
+    assert found == [("Trainer.train", "DataParallel", "self.wrapped"), ("Trainer.setup", "DataParallel", "self.model")]
+
+
+def test_wrapping_kept_apart_guarded_fresh_or_only_from_init_is_no_rewrap():
+    assert _rewraps("""
+        from torch import nn
+
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+                self.setup()
+
+            def setup(self):
+                self.model = nn.DataParallel(self.model)
+
+            def train(self):
+                self.parallel = nn.DataParallel(self.model)
+
+            def guarded(self):
+                if not isinstance(self.model, nn.DataParallel):
+                    self.model = nn.DataParallel(self.model)
+
+            def fresh(self, build):
+                self.model = build()
+                self.model = nn.DataParallel(self.model)
+    """) == []
+
+
+def test_a_subclass_of_dataparallel_is_a_wrapper():
+    found = findings("""
+        class Forwarding(nn.DataParallel):
+            def __getattr__(self, name):
+                try:
+                    return super().__getattr__(name)
+                except AttributeError:
+                    return getattr(self.module, name)
+
+        def main():
+            model = Forwarding(Backbone().cuda())
+            model = nn.DataParallel(model)
+    """)
+    assert [c for c, _ in found] == ["DL003"], found

@@ -309,8 +309,20 @@ class FileFacts:
         return None
 
     def is_wrapper(self, func: cst.CSTNode) -> Optional[str]:
+        """The DataParallel/DDP class ``func`` names: the wrapper itself, or
+        the wrapper a class of this file or of the project derives from
+        (``class WrappedDataParallel(DataParallel)`` forwarding attribute
+        reads): building one wraps its argument all the same."""
         q = self.qualify(func)
-        return q if q in WRAPPERS else None
+        if q in WRAPPERS:
+            return q
+        cls = self.class_of_call(func)
+        if cls is None or self.class_facts(cls) is None:
+            return None
+        for base in self.lineage(cls):
+            if canonical(base) in WRAPPERS:
+                return canonical(base)
+        return None
 
     def local_name_for(self, qualified: str) -> Optional[str]:
         """How this file can spell ``qualified`` with the names it imports."""

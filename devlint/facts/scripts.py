@@ -183,6 +183,16 @@ class ScopeFacts:
     #: calls of this file's wrap helpers (``FileFacts.wrap_helpers``), as
     #: wrap events of the argument the helper wraps (``index`` counts these)
     helper_wraps: List[WrapEvent] = field(default_factory=list)
+    #: ``if`` tests of whether a name holds a wrapper already
+    #: (``isinstance(m, nn.DataParallel)``, ``hasattr(self.model, "module")``):
+    #: branch point -> the names tested
+    wrap_tests: Dict[str, List[str]] = field(default_factory=dict)
+    #: such tests whose body leaves the scope (``return``/``raise``): the
+    #: code after them runs only when the name is not wrapped (order, name)
+    wrap_guards: List[Tuple[int, str]] = field(default_factory=list)
+    #: the function tests whether a parameter is wrapped or reads its
+    #: ``.module`` (``unwrap(model)``): what it returns need not be its argument
+    tests_param_wrapped: bool = False
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -316,6 +326,27 @@ class _ScriptCollector(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         self.try_ids.append(self._point())
         self.if_tests[(self.scope.index, self.try_ids[-1])] = node.test
+        tested = self._wrap_tested(node.test)
+        if tested:
+            self.scope.wrap_tests[str(self.try_ids[-1])] = tested
+            body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+            last = body[-1] if body else None
+            if isinstance(last, cst.SimpleStatementLine) and last.body and isinstance(last.body[-1], (cst.Return, cst.Raise)):
+                self.scope.wrap_guards.extend((self.order, name) for name in tested)
+
+    def _wrap_tested(self, test: cst.BaseExpression) -> List[str]:
+        """The names ``test`` checks for holding a wrapper."""
+        out: List[str] = []
+        todo: List[cst.CSTNode] = [test]
+        while todo:
+            node = todo.pop()
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "hasattr") and len(node.args) > 1:
+                name = dotted_name(node.args[0].value)
+                if name and self._tests_wrapped(node.func.value, node.args[1].value):
+                    out.append(name)
+                continue
+            todo.extend(node.children)
+        return out
 
     def leave_If(self, node: cst.If) -> None:
         self.try_ids.pop()
@@ -426,8 +457,12 @@ class _ScriptCollector(cst.CSTVisitor):
         self.statement_targets.pop()
         for t in node.targets:
             if isinstance(t.target, (cst.Tuple, cst.List)):
+                call = node.value if isinstance(node.value, cst.Call) else None
                 for name in target_names(t.target):
-                    self.scope.binds.append(self._bind(name, "other"))
+                    if call is not None:
+                        self.scope.binds.append(self._bind(name, "other", call=dotted_name(call.func) or "", args=_arg_names(call)))
+                    else:
+                        self.scope.binds.append(self._bind(name, "other"))
                 continue
             target = dotted_name(t.target)
             if target is not None:
@@ -543,6 +578,14 @@ class _ScriptCollector(cst.CSTVisitor):
             if name and name not in self.out.spawn_targets:
                 self.out.spawn_targets.append(name)
 
+    def _tests_wrapped(self, test: str, arg: cst.BaseExpression) -> bool:
+        """``isinstance(_, nn.DataParallel)`` (or a tuple naming a wrapper),
+        ``hasattr(_, "module")``."""
+        if test == "hasattr":
+            return string_value(arg) == "module"
+        items = [e.value for e in arg.elements] if isinstance(arg, (cst.Tuple, cst.List)) else [arg]
+        return any(self.facts.is_wrapper(e) for e in items)
+
     def leave_Call(self, node: cst.Call) -> None:
         scope = self.scope
         wrapper = self.facts.is_wrapper(node.func)
@@ -607,6 +650,8 @@ class _ScriptCollector(cst.CSTVisitor):
         k = self.call_counts.get((scope.index, callee), 0)
         self.call_counts[(scope.index, callee)] = k + 1
         self.out.call_nodes[(scope.index, callee, k)] = node
+        if self.loops > 0:
+            self.out.calls_in_loops.add((scope.index, callee, k))
         head, dot, rest = callee.partition(".")
         if not node.args or (dot and ("." in rest or not (scope.class_name and scope.params and head == scope.params[0]))):
             return
@@ -800,6 +845,8 @@ class _ScriptCollector(cst.CSTVisitor):
             scope.rank_names.sort(key=lambda n: self._rank_priority.get((scope.index, n), 3))
             scope.global_ranks = [n for n in scope.rank_names if self._rank_priority.get((scope.index, n)) == 2]
             scope.local_ranks = [n for n in scope.rank_names if self._rank_priority.get((scope.index, n)) == 0]
+        for index in self.guarded:
+            self.scopes[index].tests_param_wrapped = True
         self._finish_wrap_helpers()
         # which module classes hold wrappers (set in a method or a helper)
         for scope in self.scopes:
@@ -913,6 +960,8 @@ class ScriptFacts:
     #: (scope index, callee as written, k) -> the k-th call of that callee in
     #: that scope (``WrapEvent.helper_call`` is k)
     call_nodes: Dict[Tuple[int, str, int], cst.Call] = field(default_factory=dict, repr=False)
+    #: the keys of ``call_nodes`` whose call sits in a loop body
+    calls_in_loops: Set[Tuple[int, str, int]] = field(default_factory=set, repr=False)
 
     def scope_named(self, name: str) -> Optional[ScopeFacts]:
         for scope in self.scopes:
@@ -985,6 +1034,161 @@ def binding_chain(scope: ScopeFacts, name: str, order: int, branch: Sequence[str
             continue
         return chain
     return chain
+
+
+def reaching_bindings(scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> Tuple[List[BindEvent], bool]:
+    """The bindings of ``name`` that may reach ``order`` on ``branch``
+    (latest first), and whether the value ``name`` held when the scope began
+    may reach it too (no binding before it on every path)."""
+    found: List[BindEvent] = []
+    for b in reversed(scope.binds):
+        if b.order >= order or b.target != name or not branches_compatible(b.branch, branch):
+            continue
+        if b.kind == "place" and b.source == name:
+            continue
+        found.append(b)
+        if always_before(b.branch, branch):
+            return found, False
+    return found, True
+
+
+def _entry_attribute(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str], me: str, depth: int = 8) -> str:
+    """The attribute of the instance (``self.model``) whose value at the
+    method's start ``name`` may hold at ``order``, through aliases and
+    placements (never through a wrap or any other call), else ""."""
+    if depth <= 0:
+        return ""
+    binds, entry = reaching_bindings(scope, name, order, branch)
+    if entry and name.startswith(me) and "." not in name[len(me):]:
+        return name
+    for b in binds:
+        source = b.source if b.kind in ("alias", "place") else name if _passes_through(scripts, scope, b) else ""
+        if source:
+            found = _entry_attribute(scripts, scope, source, b.order, b.branch, me, depth - 1)
+            if found:
+                return found
+    return ""
+
+
+def _passes_through(scripts, scope: ScopeFacts, b: BindEvent) -> bool:
+    """``model = f(model)`` / ``model, opt = f(model=model, ...)``: a call
+    given the value it rebinds, which may return it (``amp.initialize``,
+    ``convert_sync_batchnorm``, a helper that moves and returns its model);
+    not one that unwraps it (a function of the file that tests whether its
+    parameter is wrapped or reads its ``.module``, or one named for
+    unwrapping)."""
+    if b.kind not in ("call", "other") or not b.call or b.target not in b.args or "unwrap" in b.call.lower():
+        return False
+    callee = scripts.callee_scope(scope, b.call)
+    return callee is None or not callee.tests_param_wrapped
+
+
+def _holds_wrap(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], made: WrapEvent, depth: int = 8) -> bool:
+    """May ``name`` hold at ``order`` the wrapper ``made`` returned (a wrap,
+    or a call of a wrap helper), through aliases, placements and further
+    wraps around it?"""
+    if depth <= 0:
+        return False
+    for b in reaching_bindings(scope, name, order, branch)[0]:
+        if b.kind == "wrap":
+            if not made.helper and b.wrap_index == made.index:
+                return True
+            ev = scope.wraps[b.wrap_index]
+            if ev.wrapped_name and _holds_wrap(scope, ev.wrapped_name, ev.order, ev.branch, made, depth - 1):
+                return True
+        elif b.kind == "call" and made.helper and b.call == made.helper and b.target == made.target and b.order > made.order:
+            return True
+        elif b.kind in ("alias", "place") and b.source:
+            if _holds_wrap(scope, b.source, b.order, b.branch, made, depth - 1):
+                return True
+    return False
+
+
+def rewraps_own_attribute(scripts, scope: ScopeFacts) -> List[Tuple[WrapEvent, str]]:
+    """The wraps of a method that wrap what an attribute of the instance held
+    when the method began and store the wrapper back into that attribute
+    (``self.model = DP(self.model)``; ``model = self.model_wrapped``, ``model
+    = DDP(model)``, ``self.model_wrapped = model``), each with the attribute:
+    a call after one that stored it wraps the wrapper again (see
+    :func:`runs_repeatedly`). Not in ``__init__``, nor where the method
+    tests whether the value is wrapped already (``isinstance(m,
+    nn.DataParallel)``, ``hasattr(m, "module")``) before wrapping it. The
+    value may reach the wrap through aliases, placements and calls given it
+    (``self.model, opt = prepare(self.model)``)."""
+    if not scope.class_name or not scope.params or scope.name.endswith(".__init__"):
+        return []
+    me = scope.params[0] + "."
+    out: List[Tuple[WrapEvent, str]] = []
+    for ev in list(scope.wraps) + list(scope.helper_wraps):
+        if not ev.wrapped_name:
+            continue
+        attr = _entry_attribute(scripts, scope, ev.wrapped_name, ev.order, ev.branch, me)
+        if not attr or _tested_wrapped(scope, ev, {attr, ev.wrapped_name}):
+            continue
+        stored = any(
+            b.target == attr and b.order > ev.order and branches_compatible(b.branch, ev.branch)
+            and _holds_wrap(scope, attr, b.order + 1, b.branch, ev)
+            for b in scope.binds
+        )
+        if stored:
+            out.append((ev, attr))
+    return out
+
+
+def _tested_wrapped(scope: ScopeFacts, ev: WrapEvent, names: Set[str]) -> bool:
+    """Does the wrap run only after a test of whether one of ``names`` holds
+    a wrapper (inside that ``if``, or after one that returns)?"""
+    for item in ev.branch:
+        if names & set(scope.wrap_tests.get(item.partition(":")[0], ())):
+            return True
+    return any(order < ev.order and name in names for order, name in scope.wrap_guards)
+
+
+def method_callers(scripts, scope: ScopeFacts) -> List[Tuple[ScopeFacts, str, bool]]:
+    """The calls of method ``scope`` this file shows, each as (the calling
+    scope, the instance it is called on, whether the call sits in a loop):
+    through the instance in the class's own methods (``self.setup()``:
+    ``"self"``), or on a name bound to an instance of the class (``trainer =
+    Trainer(...)``, ``trainer.fit()``: ``"trainer"``)."""
+    short = scope.name.rsplit(".", 1)[-1]
+    out: List[Tuple[ScopeFacts, str, bool]] = []
+    for key in scripts.call_nodes:
+        index, callee, _k = key
+        owner, dot, method = callee.rpartition(".")
+        if method != short or not dot:
+            continue
+        caller = scripts.scopes[index]
+        if scripts.callee_scope(caller, callee) is scope:
+            owner = "self"
+        else:
+            _where, chain = resolve_name(scripts, caller, owner, 10 ** 9, [])
+            made = chain[-1] if chain else None
+            if made is None or made.kind not in ("call", "construct") or (made.call or made.value_class).rsplit(".", 1)[-1] != scope.class_name:
+                continue
+        out.append((caller, owner, key in scripts.calls_in_loops))
+    return out
+
+
+def runs_repeatedly(scripts, scope: ScopeFacts, depth: int = 4) -> bool:
+    """May a method run more than once on one instance? Not ``__init__``;
+    yes when the file calls it in a loop, twice on one instance (twice
+    through ``self``, or twice on one name), or from a method that may run
+    more than once. A method the file never calls is called by its users,
+    as often as they like."""
+    if not scope.class_name:
+        return False
+    if scope.name.endswith(".__init__") or depth <= 0:
+        return False
+    callers = method_callers(scripts, scope)
+    if not callers:
+        return True
+    seen: Set[Tuple[int, str]] = set()
+    for caller, owner, in_loop in callers:
+        key = (-1 if owner == "self" else caller.index, owner)
+        if in_loop or key in seen:
+            return True
+        seen.add(key)
+    return any(owner == "self" and runs_repeatedly(scripts, caller, depth - 1) for caller, owner, _loop in callers)
 
 
 def visible_bindings(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> List[BindEvent]:
