@@ -178,3 +178,26 @@ def test_module_containers_and_how_they_are_registered():
     assert by_name["named"].registered_elsewhere
     assert by_name["numbers"].kind == "other"
     assert by_name["wrapped"].kind == "nn_container"
+
+
+def test_an_assignment_through_a_property_setter_is_no_plain_attribute():
+    """``self.w = v`` where the class defines ``@w.setter`` calls the setter
+    (gpytorch's mixture weights copy into a registered parameter): the class
+    facts record no attribute ``w``, so DL006 has nothing to report."""
+    import libcst as cst
+
+    from devlint.facts.classes import build_facts
+
+    src = (
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Mixture(nn.Module):\n"
+        "    def __init__(self):\n        super().__init__()\n        self.raw = nn.Parameter(torch.zeros(3))\n\n"
+        "    @property\n    def weights(self):\n        return self.raw.softmax(-1)\n\n"
+        "    @weights.setter\n    def weights(self, value):\n        self.raw.data.copy_(value)\n\n"
+        "    def init_from(self, y: torch.Tensor):\n        self.weights = y.std().expand(3)\n        self.scale = y.std()\n\n"
+        "    def forward(self, x):\n        return x * self.weights.sum()\n"
+    )
+    cls = build_facts(cst.parse_module(src)).classes["Mixture"]
+    names = {a.name for a in cls.assignments}
+    assert "weights" not in names
+    assert "scale" in names

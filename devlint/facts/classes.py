@@ -853,6 +853,16 @@ class _FactsBuilder:
                     if name not in cls.self_assigned:
                         cls.self_assigned.append(name)
                 cls.moves_inputs = assigned.moves_inputs
+        # ``self.w = v`` where the class defines ``@w.setter`` calls the
+        # setter (which stores v where it likes: a parameter, a buffer); it
+        # is no plain attribute
+        setters = {
+            d.decorator.value.value for stmt in statements(node) if isinstance(stmt, cst.FunctionDef)
+            for d in stmt.decorators
+            if isinstance(d.decorator, cst.Attribute) and d.decorator.attr.value == "setter" and isinstance(d.decorator.value, cst.Name)
+        }
+        if setters:
+            cls.assignments[:] = [r for r in cls.assignments if r.name not in setters]
         registered = self._registered_attrs.get(cls.name, set())
         for record in cls.assignments:
             if record.kind == "module_container" and record.name in registered:
