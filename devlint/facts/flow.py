@@ -41,7 +41,7 @@ factory), what it met and which tensor in scope there a fix may name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Collection, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -569,17 +569,14 @@ class DeviceFlow:
         self._store = store
         self.scripts = store is not None
         self._module_function: Optional[cst.FunctionDef] = None
-        self._flows: Dict[cst.FunctionDef, FunctionFlow] = {}
-        self._in_progress: Set[cst.FunctionDef] = set()
+        #: flows by (how they were asked for, the function, the binding):
+        #: ``function``, ``base``, ``specialised`` and ``function_as`` share
+        #: one memo and one recursion guard (see :meth:`_interpret`)
+        self._memo: Dict[tuple, FunctionFlow] = {}
+        self._in_progress: Set[tuple] = set()
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
-        self._special: Dict[tuple, FunctionFlow] = {}
         self._held: Dict[str, Set[str]] = {}
-        self._as: Dict[Tuple[cst.FunctionDef, str], FunctionFlow] = {}
-        self._as_in_progress: Set[Tuple[cst.FunctionDef, str]] = set()
-        self._base: Dict[cst.FunctionDef, FunctionFlow] = {}
-        self._base_in_progress: Set[cst.FunctionDef] = set()
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
-        self._special_in_progress: Set[tuple] = set()
         #: module-level functions and each class's methods, by name
         self.functions: Dict[str, cst.FunctionDef] = {}
         self.methods: Dict[str, Dict[str, cst.FunctionDef]] = {}
@@ -675,35 +672,31 @@ class DeviceFlow:
                 return True
         return False
 
+    def _interpret(self, key: tuple, node: cst.FunctionDef, how: Callable[[], Dict[str, Any]]) -> FunctionFlow:
+        """The flow of ``node`` interpreted with the settings ``how()``
+        gives (memoised under ``key``); a call that recurses into a flow
+        still being computed gets an empty one (nothing known yet)."""
+        flow = self._memo.get(key)
+        if flow is None:
+            if key in self._in_progress:
+                return FunctionFlow(node)
+            self._in_progress.add(key)
+            try:
+                flow = _Interpreter(self, node, **how()).run()
+            finally:
+                self._in_progress.discard(key)
+            self._memo[key] = flow
+        return flow
+
     def function(self, node: cst.FunctionDef) -> FunctionFlow:
         """The flow of ``node``, its parameters of unknown kind taken from
         what every call site in the file passes (see :meth:`parameter_hints`)."""
-        flow = self._flows.get(node)
-        if flow is None:
-            if node in self._in_progress:
-                return FunctionFlow(node)  # recursion: nothing known yet
-            self._in_progress.add(node)
-            try:
-                flow = _Interpreter(self, node, hints=self.parameter_hints(node)).run()
-            finally:
-                self._in_progress.discard(node)
-            self._flows[node] = flow
-        return flow
+        return self._interpret(("function", node), node, lambda: {"hints": self.parameter_hints(node)})
 
     def base(self, node: cst.FunctionDef) -> FunctionFlow:
         """The flow of ``node`` from its own text only (no call-site hints);
         what the hints are computed from."""
-        flow = self._base.get(node)
-        if flow is None:
-            if node in self._base_in_progress:
-                return FunctionFlow(node)
-            self._base_in_progress.add(node)
-            try:
-                flow = _Interpreter(self, node, hinted=False).run()
-            finally:
-                self._base_in_progress.discard(node)
-            self._base[node] = flow
-        return flow
+        return self._interpret(("base", node), node, lambda: {"hinted": False})
 
     def parameter_hints(self, node: cst.FunctionDef) -> Dict[str, Value]:
         """Parameters of unknown kind that every call site of the file passes
@@ -789,18 +782,10 @@ class DeviceFlow:
     def specialised(self, node: cst.FunctionDef, passed: Dict[str, Value], depth: int) -> FunctionFlow:
         """The flow of ``node`` with some parameters bound to CPU-born
         tensors a caller passes (memoised per binding)."""
-        key = (node, tuple(sorted((k, v.kind, v.device, v.born, v.scalar) for k, v in passed.items())))
-        flow = self._special.get(key)  # type: ignore[arg-type]
-        if flow is None:
-            if key in self._special_in_progress:
-                return FunctionFlow(node)
-            self._special_in_progress.add(key)
-            try:
-                flow = _Interpreter(self, node, overrides=passed, depth=depth, hints=self.parameter_hints(node)).run()
-            finally:
-                self._special_in_progress.discard(key)
-            self._special[key] = flow  # type: ignore[index]
-        return flow
+        key = ("specialised", node, tuple(sorted((k, v.kind, v.device, v.born, v.scalar) for k, v in passed.items())))
+        return self._interpret(
+            key, node, lambda: {"overrides": passed, "depth": depth, "hints": self.parameter_hints(node)}
+        )
 
     def held_meetings(self, cls_name: str) -> Set[str]:
         """Plain tensor attributes of ``cls_name`` that meet a tensor on the
@@ -840,18 +825,9 @@ class DeviceFlow:
     def function_as(self, node: cst.FunctionDef, receiver: str) -> FunctionFlow:
         """The flow of method ``node`` of a base class, run for an instance
         of its subclass ``receiver``."""
-        key = (node, receiver)
-        flow = self._as.get(key)
-        if flow is None:
-            if key in self._as_in_progress:
-                return FunctionFlow(node)
-            self._as_in_progress.add(key)
-            try:
-                flow = _Interpreter(self, node, hints=self.parameter_hints(node), receiver=receiver).run()
-            finally:
-                self._as_in_progress.discard(key)
-            self._as[key] = flow
-        return flow
+        return self._interpret(
+            ("as", node, receiver), node, lambda: {"hints": self.parameter_hints(node), "receiver": receiver}
+        )
 
     def runs_in_replica(self, fn: cst.FunctionDef) -> bool:
         """A method that runs when a module's ``forward`` runs (in a
