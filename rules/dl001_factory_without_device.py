@@ -290,13 +290,18 @@ class RNN(nn.Module):
             related = []
             if found.helper is not None:
                 # a project function of another file made it: say where
-                path, line, made_by = found.helper
+                path, line, made_by, sequence = found.helper
                 made = f" with `torch.{made_by}`" if made_by else ""
+                what = "tensors" if sequence else "a tensor"
                 message = (
-                    f"`{found.name}()` in `{found.where}` returns a tensor it creates on the CPU{made} ({path}:{line}); "
+                    f"`{found.name}()` in `{found.where}` returns {what} it creates on the CPU{made} ({path}:{line}); "
                     f"it meets {found.partner_text} through {found.how_text}, which fails when that is on a GPU"
                 )
-                related = [(path, line, f"`{found.name.rsplit('.', 1)[-1]}` creates its tensor on the CPU")]
+                related = [(path, line, f"`{found.name.rsplit('.', 1)[-1]}` creates {'them' if sequence else 'its tensor'} on the CPU")]
+                if sequence:  # a tuple or a list of tensors: no `.to()` moves it whole
+                    self.report(origin, message, no_fix_reason=f"`{found.name}()` returns a sequence of tensors; "
+                                f"give `{found.name.rsplit('.', 1)[-1]}` a `device` to create them on", related=related)
+                    continue
             if not found.anchors or not isinstance(origin, cst.Call):
                 self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created",
                             related=related)

@@ -586,3 +586,43 @@ def test_standard_input_named_in_the_project_sees_the_project(tmp_path, monkeypa
     (tmp_path / "train.py").write_text(TRAIN)
     (tmp_path / "pyproject.toml").write_text("[tool.devlint]\nproject = true\n")
     assert "DL004" in _cli_check(tmp_path, "train.py", "models.py")
+
+
+def test_a_relay_taken_as_a_module_orders_its_importer_after_what_it_relays(tmp_path, monkeypatch):
+    """``from pkg import geometry`` then ``geometry.random_angles()``, where
+    ``pkg/geometry/__init__.py`` relays ``rotations.py``: the importer runs
+    after ``rotations.py`` on a cold run, so it sees the summary; a module
+    inside the relayed package importing it orders nothing (the cycle)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pkg" / "geometry").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "geometry" / "__init__.py").write_text("from .rotations import random_angles\n")
+    (tmp_path / "pkg" / "geometry" / "rotations.py").write_text(
+        "import torch\nimport pkg.geometry\n\n\ndef random_angles(n):\n    return torch.rand(n), torch.rand(n)\n"
+    )
+    (tmp_path / "pkg" / "spin.py").write_text(
+        "import torch\nfrom pkg import geometry\n\n\nclass Spin(torch.nn.Module):\n"
+        "    def forward(self, x):\n        a, b = geometry.random_angles(x.shape[0])\n        return x * a\n"
+    )
+    files = ["pkg/__init__.py", "pkg/geometry/__init__.py", "pkg/geometry/rotations.py", "pkg/spin.py"]
+    plan = make_plan(files, ["."])
+    waves = [set(w) for w in plan.waves]
+    first = next(i for i, w in enumerate(waves) if "pkg/geometry/rotations.py" in w)
+    assert first < next(i for i, w in enumerate(waves) if "pkg/spin.py" in w)
+    out = _cli_check(tmp_path, ".")
+    assert "pkg/spin.py:7" in out and "returns tensors it creates on the CPU with `torch.rand`" in out
+
+
+def test_a_function_returning_a_sequence_of_cpu_tensors_is_summarised():
+    src = (
+        "import torch\n\n\ndef angles(n):\n    return torch.rand(n), torch.rand(n), torch.tensor(0.5)\n\n\n"
+        "def axes(sizes):\n    out = []\n    for s in sizes:\n        out.append(torch.linspace(0, 1, s))\n    return out\n\n\n"
+        "def scalars(n):\n    return torch.tensor(1.0), torch.tensor(2.0)\n\n\n"
+        "def mixed(x):\n    return torch.rand(3), x\n"
+    )
+    result = lint_source(src, "geo.py", CODES, project=ProjectContext("geo", False, ProjectIndex()), summarize=True, exports=("*",))
+    functions = result.summary["functions"]
+    assert functions["angles"] == {"returns": "cpu", "made_by": "rand", "items": [False, False, True], "elem_scalar": False, "line": 4}
+    assert functions["axes"]["returns"] == "cpu" and functions["axes"]["items"] == []
+    assert "scalars" not in functions  # 0-dim tensors mix with any device
+    assert "mixed" not in functions  # one element follows the argument

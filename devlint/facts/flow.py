@@ -470,9 +470,10 @@ class FunctionFlow:
     #: ``np.linalg.lstsq(x, y)``), which works on CPU tensors only: its inputs
     #: are on the CPU, and its own CPU tensors meet nothing on a device
     cpu_only: bool = False
-    #: origin call -> (path, line, factory) of the project function in
-    #: another file that made its tensor on the CPU (``create_grid(n)``)
-    helper_births: Dict[cst.CSTNode, Tuple[str, int, str]] = field(default_factory=dict)
+    #: origin call -> (path, line, factory, returns a sequence) of the
+    #: project function in another file that made its tensor on the CPU
+    #: (``create_grid(n)``; ``rand_angles()``, a tuple of them)
+    helper_births: Dict[cst.CSTNode, Tuple[str, int, str, bool]] = field(default_factory=dict)
     #: origin call (``x.cuda()``) -> the model it is fed to and the GPU the
     #: script chose for that model: (model, device expression, "to"/"cuda",
     #: whether the expression can be written in this function)
@@ -526,7 +527,7 @@ class OriginMeeting:
     source: str = ""
     #: for a call of a project function of another file that returns a
     #: tensor it made on the CPU: (path, line, factory) of that function
-    helper: Optional[Tuple[str, int, str]] = None
+    helper: Optional[Tuple[str, int, str, bool]] = None
 
     @property
     def partner_text(self) -> str:
@@ -2420,8 +2421,16 @@ class _Interpreter:
             if helper is not None and helper[2].get("returns") == "cpu":
                 # create_grid(n) of another module of the project: a tensor
                 # made there on the CPU, whatever it was given
-                self.result.helper_births[node] = (helper[0], helper[1], str(helper[2].get("made_by", "")))
-                return self._born(node, dotted_name(func) or q, env)
+                items, elem_scalar = helper[2].get("items"), helper[2].get("elem_scalar")
+                made_by = str(helper[2].get("made_by", ""))
+                self.result.helper_births[node] = (helper[0], helper[1], made_by, items is not None)
+                if items is None:
+                    return self._born(node, dotted_name(func) or q, env)
+                # ``alpha, beta, gamma = rand_angles()``: a sequence of them
+                born = [self._born(node, dotted_name(func) or q, env, scalar=bool(x)) for x in items]
+                if born:
+                    return Value(SEQ, items=tuple(born))
+                return Value(SEQ, elem=self._born(node, dotted_name(func) or q, env, scalar=bool(elem_scalar)), exact=False)
         if q in _SAME_DEVICE_FUNCTIONS and args and args[0][0].keyword is None:
             # einops.rearrange(x, "b c h w -> b (h w) c"): x, reshaped
             first = as_tensor(args[0][1])

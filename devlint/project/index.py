@@ -233,6 +233,13 @@ class ProjectIndex:
                         if key in record:
                             self._consult(mod)
                             out.add(f"{local}.{name}")
+                    # a package that relays its modules' functions
+                    # (``from pkg import geometry``; ``geometry.random_angles``
+                    # defined in ``pkg/geometry/rotations.py``)
+                    for name in self.aliases.get(mod, {}):
+                        found = self.function(f"{mod}.{name}", importer)
+                        if found is not None and key in found[1]:
+                            out.add(f"{local}.{name}")
         return out
 
     def imported_modules(self, module: Optional[str]) -> Dict[str, str]:

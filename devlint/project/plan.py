@@ -157,6 +157,19 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
                 continue
             deps = set()
             for d, name in named_by[path]:
+                sub = d if not name else f"{d}.{name}"
+                if sub in relays and not fp.module.startswith(sub + "."):
+                    # a relay taken as a module (``from pkg import geometry``
+                    # or ``import pkg.geometry as geometry``, then
+                    # ``geometry.random_angles``): any name it relays
+                    # may be read, so the modules they come from come first
+                    # (not for a module inside that package: ``import pkg``
+                    # there closes the cycle a relay is left out to avoid)
+                    for target in plan.aliases.get(sub, {}).values():
+                        m, _ = _defined_in(target, modules)
+                        if m and m != fp.module and m not in relays:
+                            deps.add(m)
+                    continue
                 # a name taken from a relay: the module it comes from
                 # (``from .utils import create_grid`` -> ``utils.grid``)
                 seen: Set[str] = set()

@@ -28,7 +28,7 @@ from devlint.walk import walk
 from devlint.facts.classes import AttributeFacts, ClassFacts, FileFacts, FunctionFacts
 
 #: bump when the shape or the meaning of a summary changes
-SUMMARY_VERSION = 2
+SUMMARY_VERSION = 3
 
 #: ClassFacts fields a dependent file never reads as they are (every
 #: assignment with its source text); a subclass in another file reads only
@@ -243,7 +243,10 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
 
     - ``"returns": "cpu"``: its result is a tensor it creates on the CPU
       whatever it is given (``create_grid(n)`` with ``torch.linspace`` and
-      no ``device=``), with the factory that made it (``made_by``);
+      no ``device=``), with the factory that made it (``made_by``); or a
+      sequence of such tensors (``return alpha, beta, gamma``, a list it
+      fills), with ``items`` (per element of a tuple of known length:
+      whether it is 0-dim) or ``elem_scalar`` (for one of unknown length);
     - ``"wraps"``: it returns its parameter ``wraps`` (``param``) wrapped in
       ``wrapper`` (on every path, or ``conditional``ly, where
       ``condition_params`` are the other parameters the condition reads),
@@ -258,7 +261,7 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
     - ``"loads"``: the index of its parameter that defaults to ``None`` and
       is ``torch.load``'s ``map_location`` (``loads_param``: its name).
     """
-    from devlint.facts.flow import CPU, TENSOR, Flow
+    from devlint.facts.flow import CPU, SEQ, TENSOR, Flow
     from devlint.facts.scripts import Scripts
     from devlint.scan import scan_source
 
@@ -292,6 +295,22 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
         if result is not None and r.kind == TENSOR and r.device == CPU and r.born and not r.scalar:
             made_by = sorted(result.origin_names.get(b, "") for b in r.born)
             record.update(returns="cpu", made_by=made_by[0] if made_by else "")
+        elif result is not None and r.kind == SEQ:
+            # ``return alpha, beta, gamma`` / ``return grid`` (a list it
+            # appends to): a sequence whose every element is a tensor made
+            # there on the CPU; ``items`` says, per element of a sequence of
+            # known length, whether it is 0-dim ([] for one of unknown length)
+            elems = list(r.items) if r.exact and r.items else ([r.elem] if r.elem is not None else [])
+            if elems and all(e.kind == TENSOR and e.device == CPU and e.born for e in elems) and not all(
+                e.scalar for e in elems
+            ):
+                born = set().union(*(e.born for e in elems))
+                made_by = sorted(result.origin_names.get(b, "") for b in born)
+                record.update(
+                    returns="cpu", made_by=made_by[0] if made_by else "",
+                    items=[e.scalar for e in elems] if r.exact and r.items else [],
+                    elem_scalar=bool(elems[0].scalar) if not (r.exact and r.items) else False,
+                )
         firsts = _first_parameter_params(node)
         if firsts:
             record["first_parameter"] = firsts
