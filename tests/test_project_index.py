@@ -323,11 +323,14 @@ def test_only_functions_that_return_a_cpu_tensor_whatever_they_get_are_summarise
     result = lint_source(GRID, "grid.py", CODES, project=ProjectContext("pkg.grid", False, index), summarize=True, exports=("*",))
     assert result.summary["functions"] == {
         "create_grid": {"returns": "cpu", "line": 5, "made_by": "linspace"},
+        # computed on (or placed by) what they are given
+        "like": {"follows": True, "line": 9},
+        "placed": {"follows": True, "line": 13},
         "device_of": {"first_parameter": [0], "line": 17},  # guarded_device_of: a StopIteration fallback, as DL013 reads it
     }
     only = lint_source(GRID, "grid.py", CODES, project=ProjectContext("pkg.grid", False, ProjectIndex()), summarize=True,
                        exports=("like",))
-    assert only.summary["functions"] == {}
+    assert only.summary["functions"] == {"like": {"follows": True, "line": 9}}
 
 
 def test_the_plan_knows_which_names_each_module_exports(tmp_path):
@@ -626,3 +629,24 @@ def test_a_function_returning_a_sequence_of_cpu_tensors_is_summarised():
     assert functions["axes"]["returns"] == "cpu" and functions["axes"]["items"] == []
     assert "scalars" not in functions  # 0-dim tensors mix with any device
     assert "mixed" not in functions  # one element follows the argument
+
+
+def test_a_function_computing_on_its_arguments_follows_them_across_files(tmp_path):
+    """``rotation_z(alpha)`` of another module returns a tensor on its
+    argument's device: a CPU-made argument comes back on the CPU, an input's
+    tensor stays on the inputs' device."""
+    (tmp_path / "geo.py").write_text(
+        "import torch\n\n\ndef rotation_z(alpha):\n    c, s = alpha.cos(), alpha.sin()\n"
+        "    return torch.stack([c, -s, s, c], dim=-1).view(-1, 2, 2)\n"
+    )
+    result = lint_source((tmp_path / "geo.py").read_text(), "geo.py", CODES, project=ProjectContext("geo", False, ProjectIndex()),
+                         summarize=True, exports=("*",))
+    assert result.summary["functions"] == {"rotation_z": {"follows": True, "line": 4}}
+    (tmp_path / "model.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nfrom geo import rotation_z\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        r = rotation_z(torch.rand(x.shape[0]))\n        return torch.bmm(x, r)\n\n"
+        "    def fine(self, x):\n        return torch.bmm(x, rotation_z(x[:, 0, 0]))\n"
+    )
+    found = _check(tmp_path)["model.py"].diagnostics
+    assert [(d.code, d.line) for d in found] == [("DL001", 9)]
+    assert _check(tmp_path, project=False)["model.py"].diagnostics == []

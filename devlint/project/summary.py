@@ -152,6 +152,8 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
             scan.torch_functions(call.func) & (DEVICE_FACTORIES | {"from_numpy"})
         ):
             k.add("returns")
+        elif scan.torch_functions(call.func):
+            k.add("follows")  # torch.stack([c, -s]): may compute on its arguments
         if call.func and call.func in scan.function_names:
             calls.setdefault(fn, set()).add(call.func)
     changed = True
@@ -247,6 +249,8 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
       sequence of such tensors (``return alpha, beta, gamma``, a list it
       fills), with ``items`` (per element of a tuple of known length:
       whether it is 0-dim) or ``elem_scalar`` (for one of unknown length);
+    - ``"follows"``: its result is a tensor it computes from its arguments,
+      on their device (``torch.stack([c, -s], -1)`` of its parameter);
     - ``"wraps"``: it returns its parameter ``wraps`` (``param``) wrapped in
       ``wrapper`` (on every path, or ``conditional``ly, where
       ``condition_params`` are the other parameters the condition reads),
@@ -261,7 +265,7 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
     - ``"loads"``: the index of its parameter that defaults to ``None`` and
       is ``torch.load``'s ``map_location`` (``loads_param``: its name).
     """
-    from devlint.facts.flow import CPU, SEQ, TENSOR, Flow
+    from devlint.facts.flow import CPU, LOCAL, SEQ, TENSOR, Flow
     from devlint.facts.scripts import Scripts
     from devlint.scan import scan_source
 
@@ -290,7 +294,7 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
         if kinds is not None and name not in kinds:
             continue  # nothing in it can make a record
         record: Dict[str, Any] = {}
-        result = flow.base(node) if kinds is None or "returns" in kinds[name] else None
+        result = flow.base(node) if kinds is None or kinds[name] & {"returns", "follows"} else None
         r = result.returns if result is not None else None
         if result is not None and r.kind == TENSOR and r.device == CPU and r.born and not r.scalar:
             made_by = sorted(result.origin_names.get(b, "") for b in r.born)
@@ -311,6 +315,10 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
                     items=[e.scalar for e in elems] if r.exact and r.items else [],
                     elem_scalar=bool(elems[0].scalar) if not (r.exact and r.items) else False,
                 )
+        if result is not None and "returns" not in record and r.kind == TENSOR and r.device == LOCAL and not r.born:
+            # ``rotation_z(alpha)``: a tensor it computes from its arguments,
+            # on their device (a caller's CPU tensor comes back on the CPU)
+            record["follows"] = True
         firsts = _first_parameter_params(node)
         if firsts:
             record["first_parameter"] = firsts
