@@ -85,8 +85,12 @@ only look at its shape or dtype, only read it as a value (`len()`, `str()`,
 also computed from held values and numbers, `x[:, self.midx + self.lmax]`:
 indexing accepts a CPU index tensor on any device; a limit: if one of those
 held values were a registered buffer, the arithmetic itself would mix
-devices, and that is not seen); attributes that `forward` itself assigns (a
-cache such as `self.hidden = ...`: the code manages that tensor's device);
+devices, and that is not seen); attributes that `forward` itself assigns
+before every read (a cache such as `self.hidden = ...`: the code manages
+that tensor's device), or keeps up to date item by item (`self.grids[i] =
+...`). An attribute `forward` reassigns on some paths only (a table regrown
+for long inputs, a state reset when the batch size changes) is reported:
+the paths that skip the reassignment read the tensor from `__init__`;
 0-dim tensors such as `torch.tensor(0.07)` (PyTorch lets a 0-dim CPU tensor
 mix with CUDA tensors); Python numbers.
 
@@ -405,8 +409,8 @@ class Pyramid(nn.Module):
         others = cls.assignments_of(name)
         if any(a.kind in _REGISTERED_KINDS for a in others):
             return
-        if name not in cls.forward_reads or name in cls.forward_writes:
-            return
+        if name not in cls.forward_reads or name in cls.forward_opaque_writes:
+            return  # (a plain reassignment in forward is followed by the flow: on the paths that skip it, the tensor from __init__ is read)
         if not dynamic and name not in self.context.device_flow.held_meetings(cls.name):
             return  # read, but the device flow sees it meet no tensor on the inputs' device
         if record.kind == "tensor_container":

@@ -1164,3 +1164,36 @@ def test_a_function_that_takes_a_number_first_does_not_make_it_a_tensor():
         """
     assert meetings(src.format(fn="remainder")) == []
     assert [how for *_, how in meetings(src.format(fn="fmod"))] == ["torch.fmod"]
+
+
+def test_an_attribute_reassigned_on_some_paths_holds_its_first_value_on_the_others():
+    """``self.table`` regrown in ``forward`` for long inputs only: where the
+    branch is skipped it is still the tensor ``__init__`` built; rebuilt on
+    every path before the read, it is not."""
+    src = """
+    class Regrow(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.zeros(16, 8)
+
+        def forward(self, x):
+            if x.size(1) > self.table.size(0):
+                self.table = torch.zeros(x.size(1), 8, device=x.device)
+            return x + self.table[: x.size(1)]
+
+
+    class Rebuilt(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.zeros(16, 8)
+
+        def forward(self, x):
+            if x.size(1) > 16:
+                self.table = torch.zeros(x.size(1), 8, device=x.device)
+            else:
+                self.table = torch.zeros(16, 8, device=x.device)
+            return x + self.table[: x.size(1)]
+    """
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    assert flow.held_meetings("Regrow") == {"table"}
+    assert flow.held_meetings("Rebuilt") == set()

@@ -201,3 +201,27 @@ def test_an_assignment_through_a_property_setter_is_no_plain_attribute():
     names = {a.name for a in cls.assignments}
     assert "weights" not in names
     assert "scale" in names
+
+
+def test_forward_writes_the_flow_does_not_follow_are_opaque():
+    src = textwrap.dedent("""
+    import torch
+    import torch.nn as nn
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.grids = [torch.zeros(1)]
+            self.total = torch.zeros(1)
+            self.table = torch.zeros(4)
+
+        def forward(self, x):
+            self.grids[0] = x.new_zeros(3)
+            self.total += x.sum()
+            if x.size(0) > 4:
+                self.table = x.new_zeros(x.size(0))
+            return x
+    """)
+    cls = build_facts(cst.parse_module(src)).classes["M"]
+    assert set(cls.forward_writes) == {"grids", "total", "table"}
+    assert cls.forward_opaque_writes == ["grids", "total"]

@@ -193,6 +193,9 @@ class ClassFacts:
     forward_reads: List[str] = field(default_factory=list)
     #: attributes assigned when ``forward`` runs (``self.cache = ...``)
     forward_writes: List[str] = field(default_factory=list)
+    #: ... of them, those written in a way the device flow does not follow:
+    #: into an item (``self.grids[i] = ...``) or augmented (``self.t += x``)
+    forward_opaque_writes: List[str] = field(default_factory=list)
     #: names assigned in the class body (class attributes)
     class_attributes: List[str] = field(default_factory=list)
     #: container attribute -> the device expressions its elements were placed
@@ -904,11 +907,13 @@ class _FactsBuilder:
                 out[stmt.name.value] = (cls, stmt)
         return out
 
-    def _forward_uses(self, cls: ClassFacts) -> Tuple[Set[str], Set[str]]:
-        """(attributes read, attributes written) by the code ``forward`` runs."""
+    def _forward_uses(self, cls: ClassFacts) -> Tuple[Set[str], Set[str], Set[str]]:
+        """(attributes read, attributes written, attributes written in ways
+        the device flow does not follow) by the code ``forward`` runs."""
         methods = self._effective_methods(cls, set())
         reads: Set[str] = set()
         writes: Set[str] = set()
+        opaque: Set[str] = set()
         done: Set[str] = set()
         todo = ["forward"] if "forward" in methods else []
         while todo:
@@ -922,25 +927,28 @@ class _FactsBuilder:
             walk(fn.body, uses)
             reads |= uses.reads
             writes |= uses.writes
+            opaque |= uses.opaque_writes
             facts = owner.methods.get(name)
             callees = list(facts.self_calls) if facts else []
             # properties read on self run too
             callees += [r for r in uses.loaded if r in methods and methods[r][0].methods[r].is_property]
             todo.extend(c for c in callees if c in methods and c not in done)
-        return reads, writes
+        return reads, writes, opaque
 
     def _finish_forward_uses(self) -> None:
         modules = [c for c in self.facts.classes.values() if c.is_module and c.name in self._class_nodes]
         uses = {c.name: self._forward_uses(c) for c in modules}
         for cls in modules:
-            reads, writes = set(uses[cls.name][0]), set(uses[cls.name][1])
+            reads, writes, opaque = set(uses[cls.name][0]), set(uses[cls.name][1]), set(uses[cls.name][2])
             # an attribute set up here may be read by a subclass's forward
             for other in modules:
                 if other is not cls and self._derives_from(other, cls.name, set()):
                     reads |= uses[other.name][0]
                     writes |= uses[other.name][1]
+                    opaque |= uses[other.name][2]
             cls.forward_reads = sorted(reads)
             cls.forward_writes = sorted(writes)
+            cls.forward_opaque_writes = sorted(opaque)
 
     def _derives_from(self, cls: ClassFacts, base: str, seen: Set[str]) -> bool:
         if cls.name in seen:
@@ -1920,6 +1928,9 @@ class _SelfAttributeUses(cst.CSTVisitor):
         self.reads: Set[str] = set()
         self.loaded: Set[str] = set()
         self.writes: Set[str] = set()
+        #: writes the device flow does not follow: into an item of the
+        #: attribute (``self.grid[i] = ...``), or augmented (``self.t += x``)
+        self.opaque_writes: Set[str] = set()
         self._quiet: Set[int] = set()
         self._stores: Set[int] = set()
 
@@ -1934,6 +1945,7 @@ class _SelfAttributeUses(cst.CSTVisitor):
         elif isinstance(target, cst.Subscript) and self_attribute(target.value, self.self_name) is not None:
             # self.grid[i] = ...: forward keeps that container up to date itself
             self.writes.add(self_attribute(target.value, self.self_name) or "")
+            self.opaque_writes.add(self_attribute(target.value, self.self_name) or "")
             self._stores.add(id(target.value))
         elif isinstance(target, (cst.Tuple, cst.List)):
             for e in target.elements:
@@ -1948,6 +1960,9 @@ class _SelfAttributeUses(cst.CSTVisitor):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._store(node.target)
+        name = self_attribute(node.target, self.self_name)
+        if name is not None:
+            self.opaque_writes.add(name)
 
     def visit_For(self, node: cst.For) -> None:
         self._store(node.target)

@@ -1233,6 +1233,8 @@ class _Interpreter:
                  receiver: Optional[str] = None) -> None:
         self.flows = flows
         self.hints = hints or {}
+        #: ``self.<attr>`` keys this method assigns -> the first target node
+        self._stored_attributes: Dict[str, cst.Attribute] = {}
         #: False while computing hints: callees' flows are their base flows
         self.hinted = hinted
         self.overrides = overrides or {}
@@ -1425,7 +1427,7 @@ class _Interpreter:
                 b = self._block(statements(stmt.orelse.body), else_env)
             else:
                 b = else_env
-            return _join_envs(a, b)
+            return self._join_envs(a, b)
         if isinstance(stmt, (cst.For, cst.While)):
             if isinstance(stmt, cst.For):
                 it = self._expr(stmt.iter, env)
@@ -1447,7 +1449,7 @@ class _Interpreter:
                 # continue/break end a path early but the loop goes on; a
                 # loop over the module's own pinned blocks runs at least once
                 ended = out if out is not None else body_env
-                cur = ended if block is not None else _join_envs(start, ended)
+                cur = ended if block is not None else self._join_envs(start, ended)
             after = cur if cur is not None else start
             self._loops.pop()
             if block is not None:
@@ -1462,9 +1464,9 @@ class _Interpreter:
                 henv = dict(env)
                 if h.name is not None and isinstance(h.name.name, cst.Name):
                     henv[h.name.name.value] = OTHER_VALUE
-                out = _join_envs(out, self._block(statements(h.body), henv))
+                out = self._join_envs(out, self._block(statements(h.body), henv))
             if stmt.orelse is not None and body is not None:
-                out = _join_envs(out, self._block(statements(stmt.orelse.body), dict(body)))
+                out = self._join_envs(out, self._block(statements(stmt.orelse.body), dict(body)))
             if stmt.finalbody is not None:
                 fin = self._block(statements(stmt.finalbody.body), dict(out if out is not None else env))
                 return fin if out is not None else None
@@ -1488,8 +1490,8 @@ class _Interpreter:
             out: Optional[Env] = None
             self._expr(stmt.subject, env)
             for case in stmt.cases:
-                out = _join_envs(out, self._branch(statements(case.body), env)) if out is not None else self._branch(statements(case.body), env)
-            return _join_envs(out, env)
+                out = self._join_envs(out, self._branch(statements(case.body), env)) if out is not None else self._branch(statements(case.body), env)
+            return self._join_envs(out, env)
         return env
 
     def _pinned_loop(self, stmt: cst.For) -> Optional[Tuple[str, Value, str]]:
@@ -1626,6 +1628,7 @@ class _Interpreter:
         elif isinstance(target, cst.Attribute):
             key = dotted_name(target)
             if key:
+                self._stored_attributes.setdefault(key, target)
                 env[key] = replace(v, anchor=None)
                 self._stored(key, env[key])
         elif isinstance(target, cst.StarredElement):
@@ -2190,6 +2193,20 @@ class _Interpreter:
                 self._expr(cond.test, inner)
             cur = cur.inner_for_in
         return inner
+
+    def _join_envs(self, a: Optional[Env], b: Optional[Env]) -> Optional[Env]:
+        return _join_envs(a, b, self._entry_attribute)
+
+    def _entry_attribute(self, key: str) -> Optional[Value]:
+        """What ``self.<attr>`` held when the method began, for an attribute
+        the method assigns on some path only (a tensor held since
+        ``__init__``, read where the branch that reassigns it was not taken)."""
+        node = self._stored_attributes.get(key)
+        prefix = f"{self.self_name}." if self.self_name else ""
+        if node is None or not prefix or not key.startswith(prefix) or "." in key[len(prefix):]:
+            return None
+        v = self._self_attribute(key[len(prefix):], node)
+        return v if v.kind != UNKNOWN else None
 
     def _attribute(self, node: cst.Attribute, env: Env) -> Value:
         key = dotted_name(node)
@@ -3270,7 +3287,11 @@ def _targets(node: cst.BaseExpression) -> List[cst.BaseExpression]:
     return [node]
 
 
-def _join_envs(a: Optional[Env], b: Optional[Env]) -> Optional[Env]:
+def _join_envs(a: Optional[Env], b: Optional[Env], entry: Optional[Callable[[str], Optional[Value]]] = None) -> Optional[Env]:
+    """Two paths' bindings joined. A name bound on one path only keeps that
+    binding, unless ``entry`` knows what it held before either path (the
+    attribute ``self.table`` a branch reassigns: on the other path it is
+    still what it was when the method began)."""
     if a is None:
         return b
     if b is None:
@@ -3278,6 +3299,10 @@ def _join_envs(a: Optional[Env], b: Optional[Env]) -> Optional[Env]:
     out: Env = {}
     for k in a.keys() | b.keys():
         va, vb = a.get(k), b.get(k)
+        if (va is None) != (vb is None) and entry is not None:
+            before = entry(k)
+            if before is not None:
+                va, vb = (before, vb) if va is None else (va, before)
         out[k] = join(va, vb) if va is not None and vb is not None else (va if va is not None else vb)  # type: ignore[assignment]
     # keep parameters first (anchors are chosen in insertion order)
     ordered: Env = {k: out[k] for k in a if k in out}
