@@ -83,12 +83,13 @@ class _Dispatcher(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         ctx = self.context
-        if isinstance(node, cst.ClassDef):
+        t = type(node)  # exact type tests: isinstance on libcst nodes is an ABC check
+        if t is cst.ClassDef:
             # facts exist for classes at module level (or under if/try there)
             top = not ctx.function_stack and not ctx.class_stack
             ctx.class_stack.append(ctx.facts.classes.get(node.name.value) if top else None)
             ctx._class_depths.append(len(ctx.function_stack))
-        elif isinstance(node, cst.FunctionDef):
+        elif t is cst.FunctionDef:
             ctx.function_stack.append(node)
         for rule, method in self._methods(self._visit, "visit", type(node).__name__):
             self._call(rule, method, node)
@@ -98,10 +99,11 @@ class _Dispatcher(cst.CSTVisitor):
         for rule, method in self._methods(self._leave, "leave", type(original_node).__name__):
             self._call(rule, method, original_node)
         ctx = self.context
-        if isinstance(original_node, cst.ClassDef):
+        t = type(original_node)
+        if t is cst.ClassDef:
             ctx.class_stack.pop()
             ctx._class_depths.pop()
-        elif isinstance(original_node, cst.FunctionDef):
+        elif t is cst.FunctionDef:
             ctx.function_stack.pop()
 
 

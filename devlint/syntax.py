@@ -66,14 +66,19 @@ def blocks(stmt: cst.CSTNode) -> List[Sequence[cst.CSTNode]]:
     return []
 
 
+_ATTRIBUTE, _NAME = cst.Attribute, cst.Name
+
+
 def dotted_name(node: cst.CSTNode) -> Optional[str]:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    # exact type tests: ``isinstance`` with a libcst node class goes through
+    # ``ABCMeta.__instancecheck__``, and this runs for every call the facts read
     parts: List[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
+    while type(node) is _ATTRIBUTE:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is _NAME:
+        parts.append(node.value)  # type: ignore[attr-defined]
         return ".".join(reversed(parts))
     return None
 
@@ -252,19 +257,29 @@ def _strip_placement(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, Opti
 
 def _uses_name(node: cst.CSTNode, name: str) -> bool:
     """Whether ``name`` appears as a plain name inside ``node``."""
-    found = []
+    finder = _NameFinder(name, attributes=False)
+    walk(node, finder)
+    return bool(finder.found)
 
-    class _Find(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                found.append(n)
 
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            walk(n.value, self)
-            return False
+class _NameFinder(cst.CSTVisitor):
+    """Finds the plain name ``name``; with ``attributes=False`` not below
+    an attribute's name (``x.name``), only in its value."""
 
-    walk(node, _Find())
-    return bool(found)
+    def __init__(self, name: str, attributes: bool = True) -> None:
+        self.name = name
+        self.attributes = attributes
+        self.found: List[cst.Name] = []
+
+    def visit_Name(self, n: cst.Name) -> None:
+        if n.value == self.name:
+            self.found.append(n)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        if self.attributes:
+            return True
+        walk(n.value, self)
+        return False
 
 
 def ref_of(node: cst.CSTNode, self_name: str = "self") -> Optional[str]:
@@ -285,15 +300,9 @@ def is_device_name(last: str) -> bool:
 
 
 def _mentions_name(node: cst.CSTNode, name: str) -> bool:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name:
-                found.append(n)
-
-    walk(node, V())
-    return bool(found)
+    finder = _NameFinder(name)
+    walk(node, finder)
+    return bool(finder.found)
 
 
 def placement_call(call: cst.Call) -> Optional[Tuple[cst.BaseExpression, str, Optional[cst.BaseExpression]]]:
@@ -364,22 +373,28 @@ def free_names(node: cst.CSTNode) -> Set[str]:
     """The plain names an expression reads (or a target binds): ``args`` of
     ``args.gpu``, ``local_rank`` of ``f"cuda:{local_rank}"``; not attribute
     names nor the keywords of call arguments."""
-    found: Set[str] = set()
+    finder = _FreeNames()
+    walk(node, finder)
+    return finder.found
 
-    class _Find(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
 
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            walk(n.value, self)
-            return False
+class _FreeNames(cst.CSTVisitor):
+    """:func:`free_names`' walk (one class for every call: a class made per
+    call costs its creation and the walk's per-type caches)."""
 
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            walk(n.value, self)
-            return False
+    def __init__(self) -> None:
+        self.found: Set[str] = set()
 
-    walk(node, _Find())
-    return found
+    def visit_Name(self, n: cst.Name) -> None:
+        self.found.add(n.value)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        walk(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        walk(n.value, self)
+        return False
 
 
 def _is_main_guard(test: cst.BaseExpression) -> bool:

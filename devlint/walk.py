@@ -119,6 +119,24 @@ def skips_trivia(visitor_type: type) -> bool:
         return not wants
 
 
+#: per set of skipped types: whether a child of a type is walked (a libcst
+#: node, not skipped). A dict lookup: ``isinstance(child, CSTNode)`` goes
+#: through ``ABCMeta.__instancecheck__``, the walk's largest own cost
+_WALKED: Dict[FrozenSet[type], Dict[type, bool]] = {}
+
+
+def _walked_types(skip: FrozenSet[type]) -> Dict[type, bool]:
+    table = _WALKED.get(skip)
+    if table is None:
+        table = _WALKED[skip] = {tuple: False, list: False, type(None): False, str: False}
+    return table
+
+
+def _learn(walked: Dict[type, bool], t: type, skip: FrozenSet[type]) -> bool:
+    found = walked[t] = issubclass(t, _CSTNode) and t not in skip
+    return found
+
+
 def _own_hook(visitor_type: type, name: str) -> _Hook:
     fn = getattr(visitor_type, name, None)
     if fn is None or getattr(fn, "__module__", "").startswith("libcst"):
@@ -140,13 +158,14 @@ def walk(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         if table is None:
             table = _DISPATCH[vt] = {}
         parents = visitor.parents if getattr(vt, "TRACKS_PARENTS", False) else None  # type: ignore[attr-defined]
-        _fast_walk(node, visitor, table, skip, vt, parents)
+        _fast_walk(node, visitor, table, skip, vt, parents, _walked_types(skip))
     else:
-        _walk(node, visitor, hooks, skip)
+        _walk(node, visitor, hooks, skip, _walked_types(skip))
 
 
 def _fast_walk(node: cst.CSTNode, visitor: cst.CSTVisitor, table: Dict[type, Tuple[_Hook, _Hook]],
-               skip: FrozenSet[type], vt: type, parents: Optional[List[cst.CSTNode]] = None) -> None:
+               skip: FrozenSet[type], vt: type, parents: Optional[List[cst.CSTNode]],
+               walked: Dict[type, bool]) -> None:
     t = type(node)
     pair = table.get(t)
     if pair is None:
@@ -163,20 +182,28 @@ def _fast_walk(node: cst.CSTNode, visitor: cst.CSTVisitor, table: Dict[type, Tup
         else:
             for name in order:
                 child = getattr(node, name)
-                if isinstance(child, _CSTNode):
-                    if type(child) not in skip:
-                        _fast_walk(child, visitor, table, skip, vt, parents)
-                elif type(child) is tuple or type(child) is list:
+                ct = type(child)
+                w = walked.get(ct)
+                if w is None:
+                    w = _learn(walked, ct, skip)
+                if w:
+                    _fast_walk(child, visitor, table, skip, vt, parents, walked)
+                elif ct is tuple or ct is list:
                     for item in child:
-                        if isinstance(item, _CSTNode) and type(item) not in skip:
-                            _fast_walk(item, visitor, table, skip, vt, parents)
+                        it = type(item)
+                        w = walked.get(it)
+                        if w is None:
+                            w = _learn(walked, it, skip)
+                        if w:
+                            _fast_walk(item, visitor, table, skip, vt, parents, walked)
     if leave is not None:
         leave(visitor, node)
     if pushed:
         parents.pop()  # type: ignore[union-attr]
 
 
-def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool, skip: FrozenSet[type]) -> None:
+def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool, skip: FrozenSet[type],
+          walked: Dict[type, bool]) -> None:
     if not visitor.on_visit(node):
         visitor.on_leave(node)
         return
@@ -189,13 +216,20 @@ def _walk(node: cst.CSTNode, visitor: cst.CSTVisitor, hooks: bool, skip: FrozenS
         if hooks:
             visitor.on_visit_attribute(node, name)
         child = getattr(node, name)
-        if isinstance(child, _CSTNode):
-            if type(child) not in skip:
-                _walk(child, visitor, hooks, skip)
-        elif type(child) is tuple or type(child) is list:
+        ct = type(child)
+        w = walked.get(ct)
+        if w is None:
+            w = _learn(walked, ct, skip)
+        if w:
+            _walk(child, visitor, hooks, skip, walked)
+        elif ct is tuple or ct is list:
             for item in child:
-                if isinstance(item, _CSTNode) and type(item) not in skip:
-                    _walk(item, visitor, hooks, skip)
+                it = type(item)
+                w = walked.get(it)
+                if w is None:
+                    w = _learn(walked, it, skip)
+                if w:
+                    _walk(item, visitor, hooks, skip, walked)
         if hooks:
             visitor.on_leave_attribute(node, name)
     visitor.on_leave(node)

@@ -1082,17 +1082,20 @@ class _GlooFinder(cst.CSTVisitor):
 
 
 def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
-    found: List[cst.Call] = []
+    finder = _Calls()
+    walk(node, finder)
+    return finder.found
 
-    class _Calls(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            found.append(n)
 
-        def visit_Lambda(self, n: cst.Lambda) -> bool:
-            return False
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: List[cst.Call] = []
 
-    walk(node, _Calls())
-    return found
+    def visit_Call(self, n: cst.Call) -> None:
+        self.found.append(n)
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
 
 
 class _BodyFacts(cst.CSTVisitor):

@@ -1103,35 +1103,41 @@ def path_refs(node: cst.BaseExpression, imported: Collection[str] = ()) -> Set[s
     ``args.out_dir``; not the functions it calls, ``os.path.join``, nor
     the ``imported`` modules it reads) and its path-like strings
     (``"ckpt/model.pt"``, ``"best.pt"``)."""
-    out: Set[str] = set()
+    finder = _PathRefs(imported)
+    walk(node, finder)
+    return finder.out
 
-    class _Find(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> bool:
-            for a in n.args:
-                walk(a.value, self)
-            if isinstance(n.func, cst.Attribute):  # Path(p).joinpath(...): the receiver names it
-                walk(n.func.value, self)
+
+class _PathRefs(cst.CSTVisitor):
+    """:func:`path_refs`' walk."""
+
+    def __init__(self, imported: Collection[str]) -> None:
+        self.imported = imported
+        self.out: Set[str] = set()
+
+    def visit_Call(self, n: cst.Call) -> bool:
+        for a in n.args:
+            walk(a.value, self)
+        if isinstance(n.func, cst.Attribute):  # Path(p).joinpath(...): the receiver names it
+            walk(n.func.value, self)
+        return False
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        d = dotted_name(n)
+        if d is not None:
+            if d.split(".")[0] not in self.imported:
+                self.out.add(d)
             return False
+        return True
 
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            d = dotted_name(n)
-            if d is not None:
-                if d.split(".")[0] not in imported:
-                    out.add(d)
-                return False
-            return True
+    def visit_Name(self, n: cst.Name) -> None:
+        if n.value not in ("self", "None", "True", "False") and n.value not in self.imported:
+            self.out.add(n.value)
 
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value not in ("self", "None", "True", "False") and n.value not in imported:
-                out.add(n.value)
-
-        def visit_SimpleString(self, n: cst.SimpleString) -> None:
-            v = string_value(n)
-            if v and (("/" in v) or ("." in v and not v.startswith("."))) and " " not in v and "{" not in v:
-                out.add(f"'{v}")
-
-    walk(node, _Find())
-    return out
+    def visit_SimpleString(self, n: cst.SimpleString) -> None:
+        v = string_value(n)
+        if v and (("/" in v) or ("." in v and not v.startswith("."))) and " " not in v and "{" not in v:
+            self.out.add(f"'{v}")
 
 
 def _same_file(ref: str, written: str) -> bool:
