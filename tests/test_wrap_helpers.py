@@ -380,3 +380,39 @@ class Trainer:
         ([], ["self.model"]),  # an attribute: what it held when the method began
         ([], []),
     ]
+
+
+def test_which_parameters_a_function_returns_unwrapped():
+    module = libcst.parse_module(textwrap.dedent(HEAD + """
+def attr(m):
+    return m.module
+
+def through_getattr(m):
+    return getattr(m, "module", m)
+
+def conditional(m):
+    return m.module if isinstance(m, nn.DataParallel) else m
+
+def tested_then_rebound(m):
+    if hasattr(m, "module"):
+        m = m.module
+    return m
+
+def looks_inside_returns_it(m, device):
+    inner = m.module if isinstance(m, nn.DataParallel) else m
+    inner.to(device)
+    return m
+
+def second(x, m):
+    return m.module.cuda()
+
+def moved(m):
+    return m.cuda().eval()
+"""))
+    scripts = collect_script_facts(module, build_facts(module))
+    got = {s.name: s.unwraps_params for s in scripts.scopes[1:] if not s.class_name}
+    assert got == {
+        "attr": [0], "through_getattr": [0], "conditional": [0], "tested_then_rebound": [0],
+        # it tests whether its argument is wrapped, but returns the argument: a wrapper stays one
+        "looks_inside_returns_it": [], "second": [1], "moved": [],
+    }

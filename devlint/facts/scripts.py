@@ -193,6 +193,11 @@ class ScopeFacts:
     #: the function tests whether a parameter is wrapped or reads its
     #: ``.module`` (``unwrap(model)``): what it returns need not be its argument
     tests_param_wrapped: bool = False
+    #: the parameters (indices) the function may return unwrapped: it
+    #: returns their ``.module`` (``return m.module``, ``getattr(m, "module",
+    #: m)``, ``m.module if isinstance(m, nn.DataParallel) else m``, or a name
+    #: bound to it on a path that reaches the ``return``)
+    unwraps_params: List[int] = field(default_factory=list)
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -522,11 +527,50 @@ class _ScriptCollector(cst.CSTVisitor):
         self._note_return(inner, self._branch())
 
     def _note_return(self, value: cst.BaseExpression, branch: List[str]) -> None:
+        for p in self._unwrapped_params(self.scope, value, self.order + 1, branch):
+            if p not in self.scope.unwraps_params:
+                self.scope.unwraps_params.append(p)
         inner, _ = strip_placements(value)
         wrap_index = self.wrap_index_of.get(id(inner), -1)
         name = dotted_name(inner) if wrap_index < 0 else ""
         if wrap_index >= 0 or name:
             self.returns.append((self.scope.index, name or "", self.order, branch, wrap_index))
+
+    def _unwrapped_params(self, scope: ScopeFacts, value: cst.BaseExpression, order: int, branch: Sequence[str]) -> List[int]:
+        """The parameters whose ``.module`` ``value`` (returned at ``order``)
+        may be: ``m.module``, ``getattr(m, "module", m)``, either arm of a
+        conditional expression, or a name a reaching binding set to one of
+        those (through aliases and moves)."""
+        inner, _ = strip_receiver_calls(value)
+        if isinstance(inner, cst.IfExp):
+            return self._unwrapped_params(scope, inner.body, order, branch) + self._unwrapped_params(scope, inner.orelse, order, branch)
+        source: Optional[cst.BaseExpression] = None
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "module":
+            source = inner.value
+        elif isinstance(inner, cst.Call) and dotted_name(inner.func) == "getattr" and len(inner.args) >= 2 \
+                and string_value(inner.args[1].value) == "module":
+            source = inner.args[0].value
+        if source is not None:
+            name = dotted_name(strip_receiver_calls(source)[0])
+            p = _param_of(scope, name, order, branch) if name else -1
+            return [p] if p >= 0 else []
+        name = dotted_name(inner)
+        if name is None:
+            return []
+        out: List[int] = []
+        todo = [(name, order, list(branch))]
+        for _ in range(16):
+            if not todo:
+                break
+            n, o, br = todo.pop()
+            for b in reaching_bindings(scope, n, o, br)[0]:
+                if b.kind == "unwrap" and b.source:
+                    p = _param_of(scope, b.source, b.order, b.branch)
+                    if p >= 0 and p not in out:
+                        out.append(p)
+                elif b.kind in ("alias", "place") and b.source:
+                    todo.append((b.source, b.order, b.branch))
+        return out
 
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
         return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
@@ -1162,6 +1206,16 @@ def held_wrappers(
     return wrappers, entries
 
 
+def _param_of(scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> int:
+    """The index of the parameter ``name`` holds at ``order`` (through
+    aliases and moves), else -1."""
+    chain = binding_chain(scope, name, order, branch)
+    last = chain[-1] if chain else None
+    if last is None or last.kind != "param" or last.target not in scope.params:
+        return -1
+    return scope.params.index(last.target)
+
+
 def _helper_wrap_bound(scope: ScopeFacts, b: BindEvent) -> Optional[WrapEvent]:
     """The call of a wrap helper whose result ``b`` binds (``model =
     maybe_parallel(model)``), else None."""
@@ -1195,14 +1249,19 @@ def _entry_attribute(scripts, scope: ScopeFacts, name: str, order: int, branch: 
 def _passes_through(scripts, scope: ScopeFacts, b: BindEvent) -> bool:
     """``model = f(model)`` / ``model, opt = f(model=model, ...)``: a call
     given the value it rebinds, which may return it (``amp.initialize``,
-    ``convert_sync_batchnorm``, a helper that moves and returns its model);
-    not one that unwraps it (a function of the file that tests whether its
-    parameter is wrapped or reads its ``.module``, or one named for
-    unwrapping)."""
-    if b.kind not in ("call", "other") or not b.call or b.target not in b.args or "unwrap" in b.call.lower():
+    ``convert_sync_batchnorm``, a helper that moves and returns its model,
+    any callee devlint cannot see); not one that returns a parameter's
+    ``.module`` (:attr:`ScopeFacts.unwraps_params`: a function of the file,
+    or through the project index one of another file, ``"unwraps"``)."""
+    if b.kind not in ("call", "other") or not b.call or b.target not in b.args:
         return False
     callee = scripts.callee_scope(scope, b.call)
-    return callee is None or not callee.tests_param_wrapped
+    if callee is not None:
+        return not callee.unwraps_params
+    found = scripts.facts.project_function(scripts.facts.qualify_dotted(b.call) or "")
+    if found is not None and found[2].get("unwraps"):
+        return False
+    return True
 
 
 def _holds_wrap(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], made: WrapEvent, depth: int = 8) -> bool:
