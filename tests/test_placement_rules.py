@@ -500,3 +500,24 @@ def test_dl009_script_class_is_the_one_that_reaches_the_read():
     """
     # the second read may see an A or a B: no one class to name
     assert _codes(src, ["DL009"]) == [(11, "DL009")]
+
+
+def test_dl001_names_a_factory_held_in_an_attribute_as_written():
+    src = _src("""
+    import torch
+    import torch.nn as nn
+    class C(nn.Module):
+        def __init__(self, n=8, window_fn=torch.hann_window):
+            super().__init__()
+            self.n = n
+            self.window_fn = window_fn
+            self.w = nn.Parameter(torch.ones(1))
+        def forward(self, x):
+            return x * self.window_fn(self.n) + torch.zeros(self.n) * self.w
+    """)
+    found = lint_source(src, "t.py", codes=["DL001"]).diagnostics
+    assert [d.message.split(" in ")[0] for d in found] == [
+        "`self.window_fn(...)` (`torch.hann_window` by default)", "`torch.zeros`",
+    ]
+    # the callable may take no ``device=``: the fix moves what it returns
+    assert [d.fix.description for d in found] == ["move it to `x.device`", "create it on `x.device`"]
