@@ -71,7 +71,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from devlint.facts.classes import module_class_of
-from devlint.facts.scripts import Scripts, held_class, held_wrappers
+from devlint.facts.scripts import Scripts, held_class, held_wrappers, init_wrapper
 from devlint.rule import Invalid, Rule, Valid
 from devlint.scan import calls_a_wrapper
 from devlint.syntax import dotted_name, loop_over_attribute, string_value
@@ -387,22 +387,7 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         me = self.context.self_name
         if cls is None or not me or not name.startswith(me + ".") or "." in name[len(me) + 1:]:
             return False
-        attr = name[len(me) + 1:]
-        found = False
-        for scope in self.scripts.scopes:
-            if scope.class_name != cls.name or not scope.params:
-                continue
-            target = f"{scope.params[0]}.{attr}"
-            for b in scope.binds:
-                if b.target != target:
-                    continue
-                if not scope.name.endswith(".__init__"):
-                    return False
-                if b.kind == "wrap" and canonical_wrapper(scope.wraps[b.wrap_index].wrapper) == DATA_PARALLEL:
-                    found = True
-                elif not (b.kind == "place" and b.source == target):
-                    return False
-        return found
+        return canonical_wrapper(init_wrapper(self.scripts, cls.name, name[len(me) + 1:])) == DATA_PARALLEL
 
     def _wrap_tests(self, fn: Optional[cst.CSTNode]) -> Set[str]:
         """The names ``fn`` (or the module) tests for a wrapper."""

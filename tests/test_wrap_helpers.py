@@ -416,3 +416,24 @@ def moved(m):
         # it tests whether its argument is wrapped, but returns the argument: a wrapper stays one
         "looks_inside_returns_it": [], "second": [1], "moved": [],
     }
+
+
+def test_the_wrapper_an_attribute_holds_after_init():
+    from devlint.facts.scripts import init_wrapper
+
+    module = libcst.parse_module(textwrap.dedent(HEAD + """
+class Trainer:
+    def __init__(self, model):
+        self.model = nn.DataParallel(model)
+        self.model.cuda()
+        self.kept = model
+        self.other = nn.DataParallel(model)
+        self.ddp = nn.parallel.DistributedDataParallel(model)
+
+    def step(self):
+        self.other = self.other.module
+"""))
+    scripts = collect_script_facts(module, build_facts(module))
+    got = {a: init_wrapper(scripts, "Trainer", a) for a in ("model", "kept", "other", "ddp")}
+    assert got == {"model": "torch.nn.DataParallel", "kept": "", "other": "",
+                   "ddp": "torch.nn.parallel.DistributedDataParallel"}

@@ -1216,6 +1216,28 @@ def _param_of(scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -
     return scope.params.index(last.target)
 
 
+def init_wrapper(scripts, class_name: str, attr: str) -> str:
+    """The wrapper an attribute of the instance holds in every method but
+    ``__init__``: ``__init__`` binds it to that wrapper (``self.model =
+    nn.DataParallel(model)``, possibly moved in place after), binds it to
+    nothing else, and no other method of the class binds it; else ""."""
+    found: Set[str] = set()
+    for scope in scripts.scopes:
+        if scope.class_name != class_name or not scope.params:
+            continue
+        target = f"{scope.params[0]}.{attr}"
+        for b in scope.binds:
+            if b.target != target:
+                continue
+            if not scope.name.endswith(".__init__"):
+                return ""
+            if b.kind == "wrap":
+                found.add(scope.wraps[b.wrap_index].wrapper)
+            elif not (b.kind == "place" and b.source == target):
+                return ""
+    return found.pop() if len(found) == 1 else ""
+
+
 def _helper_wrap_bound(scope: ScopeFacts, b: BindEvent) -> Optional[WrapEvent]:
     """The call of a wrap helper whose result ``b`` binds (``model =
     maybe_parallel(model)``), else None."""
