@@ -159,6 +159,9 @@ class ScanSummary:
         #: project (the index knows them; this walk cannot see inside), each
         #: of which may be a module class
         self.project_names: Set[str] = set()
+        #: module-level functions whose body reads some ``.module`` (a bound
+        #: on the ones that return a parameter unwrapped)
+        self.module_readers: Set[str] = set()
         #: (project run) the names of imported project functions that return
         #: their argument wrapped in DataParallel/DDP
         self.wrap_helpers: Set[str] = set()
@@ -772,6 +775,8 @@ class _Scanner:
                         s.self_reads.setdefault((cls, method), set()).add(node.attr)  # type: ignore[arg-type]
                 if node.attr == "device":
                     s.device_reads.append((cls, method) + _owner_shape(node.value))
+                elif node.attr == "module" and cls is None and top is not None:
+                    s.module_readers.add(top)
             elif t is Constant:
                 value = node.value
                 if type(value) is str and len(value) <= 64:

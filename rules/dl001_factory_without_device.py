@@ -115,7 +115,7 @@ import libcst as cst
 
 from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import with_keyword_arg
+from devlint.syntax import code_of, with_keyword_arg
 from devlint.torch_api import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS
 
 
@@ -272,19 +272,20 @@ class RNN(nn.Module):
     def leave_Module(self, original_node: cst.Module) -> None:
         for found in self.context.device_flow.origin_meetings((CPU,), set()):
             origin, meeting = found.origin, found.meeting
+            shown = self._shown(found.name, found.where, origin)
             if meeting.how == "output":
                 message = (
-                    f"`torch.{found.name}` in `{found.where}` creates its tensor on the CPU and `forward` returns it: "
+                    f"{shown} in `{found.where}` creates its tensor on the CPU and `forward` returns it: "
                     f"a model on a GPU hands its caller a CPU tensor (and DataParallel cannot gather it)"
                 )
             elif meeting.how == "collective":
                 message = (
-                    f"`torch.{found.name}` in `{found.where}` creates its tensor on the CPU and a collective sends it: "
+                    f"{shown} in `{found.where}` creates its tensor on the CPU and a collective sends it: "
                     f"NCCL, the backend of multi-GPU training, takes CUDA tensors only"
                 )
             else:
                 message = (
-                    f"`torch.{found.name}` in `{found.where}` creates its tensor on the CPU; it meets "
+                    f"{shown} in `{found.where}` creates its tensor on the CPU; it meets "
                     f"{found.partner_text} through {found.how_text}, which fails when that is on a GPU"
                 )
             related = []
@@ -311,8 +312,21 @@ class RNN(nn.Module):
                 new = _add_device(origin, anchor)
             else:  # torch.from_numpy(a), torch.FloatTensor(xs), a helper: no device argument
                 new = cst.Call(func=cst.Attribute(value=origin, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(anchor))])
-            description = f"move it to `{anchor}`" if found.helper is not None else f"create it on `{anchor}`"
+            moved = isinstance(new.func, cst.Attribute) and new.func.value is origin
+            description = f"move it to `{anchor}`" if moved else f"create it on `{anchor}`"
             self.report(origin, message, fix=self.replace(origin, new, description), related=related)
+
+    def _shown(self, name: str, where: str, origin: cst.CSTNode) -> str:
+        """How a message names the call that made the tensor: ``torch.<name>``
+        as PyTorch spells it, or the call as written when it calls an
+        attribute set from an argument whose default is the factory
+        (``self.window_fn(...)``, ``torch.hann_window`` by default)."""
+        func = origin.func if isinstance(origin, cst.Call) else None
+        if isinstance(func, cst.Attribute) and "." in where:
+            attr = self.facts.class_attribute(where.split(".", 1)[0], func.attr.value)
+            if attr is not None and attr.factory == name:
+                return f"`{code_of(func)}(...)` (`torch.{name}` by default)"
+        return f"`torch.{name}`"
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

@@ -24,7 +24,8 @@ another one:
   (unless `__init__` wraps the attribute too: then the first call nests
   already). The value may pass through a call given it on the way
   (`self.model, opt = prepare(self.model)`: it may return it), not through
-  one that unwraps it. Not when the method tests whether the model is
+  one that returns its `.module` (a function of the file or of the project:
+  `getattr(m, "module", m)`). Not when the method tests whether the model is
   wrapped already before wrapping it, or rebinds the attribute to a fresh
   model first.
 

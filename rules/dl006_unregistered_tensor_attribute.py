@@ -197,10 +197,10 @@ class Init(nn.Module):
 class Cache(nn.Module):
     def __init__(self):
         super().__init__()
-        self.hidden = torch.zeros(1, 4)
+        self.hidden = None
 
     def forward(self, x):
-        if self.hidden.shape[0] != x.shape[0]:
+        if self.hidden is None or self.hidden.shape[0] != x.shape[0]:
             self.hidden = x.new_zeros(x.shape[0], 4)
         self.hidden = self.hidden + x
         return self.hidden

@@ -8,9 +8,10 @@ attribute or property: `self.device` in a module that never sets it,
 `model` was built from such a class in the same function or script.
 
 Also `model.device` where `model` may hold an `nn.DataParallel` wrapper:
-bound to one on some path of the function or script (`if
-torch.cuda.device_count() > 1: model = nn.DataParallel(model)`), or
-`self.model` that `__init__` wraps and no other method rebinds. The wrapper
+bound to one on some path that reaches the read (`if
+torch.cuda.device_count() > 1: model = nn.DataParallel(model)`), directly,
+through an alias or a helper that wraps its argument, or `self.model` that
+`__init__` wraps and no other method rebinds. The wrapper
 has no `device` even when the model inside has one (a pretrained model's
 `device` property), so the read fails exactly on a multi-GPU machine.
 
@@ -70,14 +71,11 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from devlint.facts.classes import module_class_of
-from devlint.facts.scripts import Scripts
+from devlint.facts.scripts import Scripts, held_class, held_wrappers, init_wrapper
 from devlint.rule import Invalid, Rule, Valid
+from devlint.scan import calls_a_wrapper
 from devlint.syntax import dotted_name, loop_over_attribute, string_value
 from devlint.torch_api import DATA_PARALLEL
-
-# methods that return the module itself, so ``Net().to(dev).eval()`` is a Net
-_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "eval", "train", "float", "half", "double", "bfloat16", "requires_grad_"})
-
 
 class ModuleDeviceAttribute(Rule):
     code = "DL009"
@@ -263,7 +261,10 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
     def candidate(cls, scan) -> bool:
         # `.device` read on: a name bound to a call of a class of this file or
         # of torch.nn (a module built in that scope); in a method, `self`, a loop variable, or `self.x` /
-        # `self.x[i]` where x is assigned a call or a container somewhere
+        # `self.x[i]` where x is assigned a call or a container somewhere;
+        # or a name (`model`, `self.model`) that may hold a wrapper the file makes
+        if calls_a_wrapper(scan) and any(root is not None and shape in ("name", "attr") for _k, _m, root, shape, _a in scan.device_reads):
+            return True
         for klass, method, root, shape, attr in scan.device_reads:
             if root is None:
                 continue
@@ -291,11 +292,7 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         super().__init__(context)
         # loop variable -> container attribute it iterates, innermost last
         self._loops: List[Tuple[cst.For, str, str]] = []
-        # per scope (function node id, 0 for the module): name -> module class or None (rebound)
-        self._instances: Dict[int, Dict[str, Optional[str]]] = {}
         self._targets: Set[int] = set()
-        # per scope: name -> whether it may hold a DataParallel wrapper (None: rebound since)
-        self._wrapped: Dict[int, Dict[str, Optional[bool]]] = {}
         self._tested: Dict[int, Set[str]] = {}
 
     # -- bookkeeping -------------------------------------------------------
@@ -311,52 +308,15 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         if self._loops and self._loops[-1][0] is original_node:
             self._loops.pop()
 
-    def _scope(self) -> Dict[str, Optional[str]]:
-        fn = self.context.current_function
-        return self._instances.setdefault(id(fn) if fn is not None else 0, {})
-
     def visit_Assign(self, node: cst.Assign) -> None:
         for t in node.targets:
             self._targets.add(id(t.target))
-        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-            name = node.targets[0].target.value
-            scope = self._scope()
-            cls = self._constructed_class(node.value)
-            scope[name] = cls if name not in scope or scope[name] == cls else None
-            self._note_wrap(name, node.value)
 
-    def _note_wrap(self, name: str, value: cst.BaseExpression) -> None:
-        """``name = nn.DataParallel(...)`` (on any path) marks ``name``;
-        binding it to anything but itself moved (``m = m.cuda()``) clears it."""
-        fn = self.context.current_function
-        wrapped = self._wrapped.setdefault(id(fn) if fn is not None else 0, {})
-        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _RETURNS_SELF:
-            value = value.func.value
-        if isinstance(value, cst.Call) and self.facts.is_wrapper(value.func) == DATA_PARALLEL:
-            wrapped[name] = True
-        elif not (isinstance(value, cst.Name) and value.value == name) and name in wrapped:
-            wrapped[name] = None
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._targets.add(id(node.target))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._targets.add(id(node.target))
-
-    def _constructed_class(self, value: cst.BaseExpression) -> Optional[str]:
-        while (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value in _RETURNS_SELF
-        ):
-            value = value.func.value
-        if isinstance(value, cst.Name):
-            return self._scope().get(value.value)  # model = model.to(device)
-        if not isinstance(value, cst.Call):
-            return None
-        cls = self.facts.class_of_call(value.func)
-        if cls is None or not self.facts.is_module_class(cls):
-            return None
-        return cls
 
     # -- the check ---------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -365,7 +325,7 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         owner = node.value
         if self._dataparallel_read(node, owner):
             return
-        class_name = self._class_of(owner)
+        class_name = self._class_of(node, owner)
         if class_name is None or self.facts.has_device_attribute(class_name):
             return
         ctx = self.context
@@ -394,16 +354,19 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
 
     def _dataparallel_read(self, node: cst.Attribute, owner: cst.BaseExpression) -> bool:
         """``model.device`` where ``model`` may hold an ``nn.DataParallel``
-        (wrapped on some path of this scope, or ``self.model`` that
-        ``__init__`` wraps and no other method rebinds), unless the scope
-        tests whether it is wrapped (``isinstance``/``hasattr``)."""
+        (a wrapper that may reach the read, :func:`held_wrappers`, or
+        ``self.model`` that ``__init__`` wraps and no other method rebinds,
+        holding what it held when the method began), unless the scope tests
+        whether it is wrapped (``isinstance``/``hasattr``)."""
         name = dotted_name(owner)
-        if name is None:
+        at = self.scripts.position(node)
+        if name is None or at is None:
             return False
-        fn = self.context.current_function
-        key = id(fn) if fn is not None else 0
-        wrapped = self._wrapped.get(key, {}).get(name) is not None or self._wrapped_attribute(name)
-        if not wrapped or name in self._wrap_tests(fn):
+        wrappers, entries = held_wrappers(self.scripts, at[0], name, at[1], at[2])
+        wrapped = any(canonical_wrapper(w) == DATA_PARALLEL for w in wrappers) or any(
+            self._wrapped_attribute(e) for e in entries
+        )
+        if not wrapped or name in self._wrap_tests(self.context.current_function):
             return False
         expr = f"{name}.device"
         message = (
@@ -424,22 +387,7 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         me = self.context.self_name
         if cls is None or not me or not name.startswith(me + ".") or "." in name[len(me) + 1:]:
             return False
-        attr = name[len(me) + 1:]
-        found = False
-        for scope in self.scripts.scopes:
-            if scope.class_name != cls.name or not scope.params:
-                continue
-            target = f"{scope.params[0]}.{attr}"
-            for b in scope.binds:
-                if b.target != target:
-                    continue
-                if not scope.name.endswith(".__init__"):
-                    return False
-                if b.kind == "wrap" and canonical_wrapper(scope.wraps[b.wrap_index].wrapper) == DATA_PARALLEL:
-                    found = True
-                elif not (b.kind == "place" and b.source == target):
-                    return False
-        return found
+        return canonical_wrapper(init_wrapper(self.scripts, cls.name, name[len(me) + 1:])) == DATA_PARALLEL
 
     def _wrap_tests(self, fn: Optional[cst.CSTNode]) -> Set[str]:
         """The names ``fn`` (or the module) tests for a wrapper."""
@@ -459,7 +407,7 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
             self._tested[key] = names
         return self._tested[key]
 
-    def _class_of(self, owner: cst.BaseExpression) -> Optional[str]:
+    def _class_of(self, node: cst.Attribute, owner: cst.BaseExpression) -> Optional[str]:
         ctx = self.context
         cls = ctx.current_class
         if cls is not None and cls.is_module and ctx.current_method is not None:
@@ -470,7 +418,9 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
             if isinstance(owner, cst.Name) and (owner.value == ctx.self_name or owner.value in loop_vars):
                 return None
         if isinstance(owner, cst.Name) and cls is None:
-            return self._scope().get(owner.value)
+            at = self.scripts.position(node)
+            if at is not None:
+                return held_class(at[0], owner.value, at[1], at[2]) or None
         return None
 
 

@@ -434,3 +434,90 @@ def test_cuda_index_devices_are_named_as_cuda_devices_in_messages():
     messages = {d.code: d.message for d in lint_source(_src(src), "t.py").diagnostics}
     assert "is on `cuda:0` but `self.decoder` is on `cuda:1`" in messages["DL008"]
     assert "`decoder` on `cuda:1`" in messages["DL004"] and "`encoder` on `cuda:0`" in messages["DL004"]
+
+
+def test_dl009_wrapper_read_asks_what_reaches_the_read():
+    head = """
+    import torch
+    from torch import nn
+    class Enc(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+        @property
+        def device(self):
+            return self.fc.weight.device
+    def spread(m):
+        if torch.cuda.device_count() > 1:
+            m = nn.DataParallel(m)
+        return m
+    """
+    # unwrapped on one path only: the other path still reads the wrapper's device
+    one_path = head + """
+    def main(flag):
+        enc = nn.DataParallel(Enc().cuda())
+        if flag:
+            enc = enc.module
+        return enc.device
+    """
+    assert [c for _, c in _codes(one_path, ["DL009"])] == ["DL009"]
+    # unwrapped on every path, or a read before the wrap: nothing
+    before = head + """
+    def main():
+        enc = Enc().cuda()
+        d = enc.device
+        enc = nn.DataParallel(enc)
+        enc = enc.module
+        return enc.device, d
+    """
+    assert _codes(before, ["DL009"]) == []
+    # through an alias and a wrap helper of the file
+    helper = head + """
+    def main():
+        enc = spread(Enc().cuda())
+        same = enc
+        return same.device
+    """
+    assert [c for _, c in _codes(helper, ["DL009"])] == ["DL009"]
+
+
+def test_dl009_script_class_is_the_one_that_reaches_the_read():
+    src = """
+    import torch.nn as nn
+    class A(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(2, 2)
+    class B(A):
+        pass
+    def main(flag):
+        model = A()
+        model = B().eval()
+        x = model.device
+        if flag:
+            model = A()
+        return model.device
+    """
+    # the second read may see an A or a B: no one class to name
+    assert _codes(src, ["DL009"]) == [(11, "DL009")]
+
+
+def test_dl001_names_a_factory_held_in_an_attribute_as_written():
+    src = _src("""
+    import torch
+    import torch.nn as nn
+    class C(nn.Module):
+        def __init__(self, n=8, window_fn=torch.hann_window):
+            super().__init__()
+            self.n = n
+            self.window_fn = window_fn
+            self.w = nn.Parameter(torch.ones(1))
+        def forward(self, x):
+            return x * self.window_fn(self.n) + torch.zeros(self.n) * self.w
+    """)
+    found = lint_source(src, "t.py", codes=["DL001"]).diagnostics
+    assert [d.message.split(" in ")[0] for d in found] == [
+        "`self.window_fn(...)` (`torch.hann_window` by default)", "`torch.zeros`",
+    ]
+    # the callable may take no ``device=``: the fix moves what it returns
+    assert [d.fix.description for d in found] == ["move it to `x.device`", "create it on `x.device`"]

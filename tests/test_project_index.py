@@ -650,3 +650,25 @@ def test_a_function_computing_on_its_arguments_follows_them_across_files(tmp_pat
     found = _check(tmp_path)["model.py"].diagnostics
     assert [(d.code, d.line) for d in found] == [("DL001", 9)]
     assert _check(tmp_path, project=False)["model.py"].diagnostics == []
+
+
+def test_a_project_function_that_returns_its_argument_unwrapped_is_summarised(tmp_path):
+    """``model = bare(model)`` with ``bare`` in another file returning
+    ``getattr(m, "module", m)``: what comes back is no wrapper, so wrapping
+    it again in a method that runs often wraps once each time."""
+    (tmp_path / "parallel.py").write_text(
+        'def bare(model):\n    return getattr(model, "module", model)\n\n\ndef same(model):\n    return model\n\n\n'
+        'def inner(model):\n    return model.module\n'
+    )
+    trainer = (
+        "import torch\nfrom torch import nn\n\nfrom parallel import bare\n\n\nclass Trainer:\n"
+        "    def __init__(self, model):\n        self.model = model.cuda()\n\n"
+        "    def stage(self):\n        self.model = bare(self.model)\n        self.model = nn.DataParallel(self.model)\n"
+    )
+    (tmp_path / "train.py").write_text(trainer)
+    summary = lint_source((tmp_path / "parallel.py").read_text(), "parallel.py", CODES,
+                          project=ProjectContext("parallel", False, ProjectIndex()), summarize=True, exports=("*",))
+    assert summary.summary["functions"] == {"bare": {"unwraps": [0], "line": 1}, "inner": {"unwraps": [0], "line": 9}}
+    assert _check(tmp_path)["train.py"].diagnostics == []
+    # alone, ``bare`` is a callee devlint cannot see: it may return the wrapper
+    assert [d.code for d in _check(tmp_path, project=False)["train.py"].diagnostics] == ["DL003"]

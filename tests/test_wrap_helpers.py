@@ -298,3 +298,142 @@ def test_a_subclass_of_dataparallel_is_a_wrapper():
             model = nn.DataParallel(model)
     """)
     assert [c for c, _ in found] == ["DL003"], found
+
+
+def _reads(src: str):
+    """``name.device`` read -> (scripts, scope, name, order, branch), in order."""
+    module = libcst.parse_module(textwrap.dedent(src))
+    scripts = collect_script_facts(module, build_facts(module))
+    out = []
+    for node, _ in sorted(scripts.read_at.items(), key=lambda kv: (kv[1][0], kv[1][1])):
+        if node.attr.value == "device":
+            scope, order, branch = scripts.position(node)
+            out.append((scripts, scope, libcst.Module(body=[]).code_for_node(node.value), order, branch))
+    return out
+
+
+def test_held_class_follows_reaching_bindings_through_moves_and_aliases():
+    from devlint.facts.scripts import held_class
+
+    reads = _reads(HEAD + """
+class Head(nn.Module):
+    pass
+
+def main(flag):
+    model = Backbone().to("cuda").eval()
+    a = model.device
+    net = model.half()
+    b = net.device
+    if flag:
+        model = Head()
+    c = model.device
+    model = Head()
+    d = model.device
+    e = flag.device
+""")
+    got = [held_class(scope, name, order, branch) for _s, scope, name, order, branch in reads]
+    # a class on every path, through ``.to(...).eval()`` and an alias; two
+    # classes that may reach (``c``) name none; a parameter holds no known class
+    assert got == ["Backbone", "Backbone", "", "Head", ""]
+
+
+def test_held_wrappers_through_aliases_helpers_and_calls_that_pass_through():
+    from devlint.facts.scripts import held_wrappers
+
+    reads = _reads(HEAD + CONDITIONAL + """
+def unwrap(m):
+    return m.module if hasattr(m, "module") else m
+
+def main(flag):
+    model = nn.DataParallel(Backbone()).eval()
+    a = model.device
+    if flag:
+        model = model.module
+    b = model.device
+    model = model.module
+    c = model.device
+    other = spread(Backbone())
+    d = other.device
+    same = other
+    same = amp.initialize(same)
+    e = same.device
+    inner = unwrap(same)
+    f = inner.device
+    g = flag.device
+
+class Trainer:
+    def step(self):
+        h = self.model.device
+        self.model = self.model.module
+        i = self.model.device
+""")
+    got = [held_wrappers(s, scope, name, order, branch) for s, scope, name, order, branch in reads]
+    dp = ["torch.nn.DataParallel"]
+    assert got == [
+        (dp, []),  # a wrap, ``.eval()`` chained
+        (dp, []),  # unwrapped on one path only: may still be the wrapper
+        ([], []),  # unwrapped on every path
+        (dp, []),  # a wrap helper's result
+        (dp, []),  # an alias, then a library call given it, which may return it
+        ([], []),  # a helper of the file that tests for a wrapper and unwraps it
+        ([], []),  # a parameter: not known to be a wrapper
+        ([], ["self.model"]),  # an attribute: what it held when the method began
+        ([], []),
+    ]
+
+
+def test_which_parameters_a_function_returns_unwrapped():
+    module = libcst.parse_module(textwrap.dedent(HEAD + """
+def attr(m):
+    return m.module
+
+def through_getattr(m):
+    return getattr(m, "module", m)
+
+def conditional(m):
+    return m.module if isinstance(m, nn.DataParallel) else m
+
+def tested_then_rebound(m):
+    if hasattr(m, "module"):
+        m = m.module
+    return m
+
+def looks_inside_returns_it(m, device):
+    inner = m.module if isinstance(m, nn.DataParallel) else m
+    inner.to(device)
+    return m
+
+def second(x, m):
+    return m.module.cuda()
+
+def moved(m):
+    return m.cuda().eval()
+"""))
+    scripts = collect_script_facts(module, build_facts(module))
+    got = {s.name: s.unwraps_params for s in scripts.scopes[1:] if not s.class_name}
+    assert got == {
+        "attr": [0], "through_getattr": [0], "conditional": [0], "tested_then_rebound": [0],
+        # it tests whether its argument is wrapped, but returns the argument: a wrapper stays one
+        "looks_inside_returns_it": [], "second": [1], "moved": [],
+    }
+
+
+def test_the_wrapper_an_attribute_holds_after_init():
+    from devlint.facts.scripts import init_wrapper
+
+    module = libcst.parse_module(textwrap.dedent(HEAD + """
+class Trainer:
+    def __init__(self, model):
+        self.model = nn.DataParallel(model)
+        self.model.cuda()
+        self.kept = model
+        self.other = nn.DataParallel(model)
+        self.ddp = nn.parallel.DistributedDataParallel(model)
+
+    def step(self):
+        self.other = self.other.module
+"""))
+    scripts = collect_script_facts(module, build_facts(module))
+    got = {a: init_wrapper(scripts, "Trainer", a) for a in ("model", "kept", "other", "ddp")}
+    assert got == {"model": "torch.nn.DataParallel", "kept": "", "other": "",
+                   "ddp": "torch.nn.parallel.DistributedDataParallel"}

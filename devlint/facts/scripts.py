@@ -34,7 +34,7 @@ from devlint.syntax import (
     string_value,
     strip_placements,
 )
-from devlint.torch_api import WRAPPERS, _SPREADING_DEVICE_MAPS, canonical
+from devlint.torch_api import _KEEPS_PLACEMENT, WRAPPERS, _SPREADING_DEVICE_MAPS, canonical
 from devlint.walk import walk
 
 
@@ -193,6 +193,11 @@ class ScopeFacts:
     #: the function tests whether a parameter is wrapped or reads its
     #: ``.module`` (``unwrap(model)``): what it returns need not be its argument
     tests_param_wrapped: bool = False
+    #: the parameters (indices) the function may return unwrapped: it
+    #: returns their ``.module`` (``return m.module``, ``getattr(m, "module",
+    #: m)``, ``m.module if isinstance(m, nn.DataParallel) else m``, or a name
+    #: bound to it on a path that reaches the ``return``)
+    unwraps_params: List[int] = field(default_factory=list)
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -449,7 +454,7 @@ class _ScriptCollector(cst.CSTVisitor):
     def _mark_value(self, value: cst.BaseExpression, target: str) -> None:
         node = value
         self.assign_target[id(node)] = target
-        while isinstance(node, cst.Call) and placement_call(node) is not None:
+        while isinstance(node, cst.Call) and (placement_call(node) is not None or _returns_receiver(node)):
             node = node.func.value  # type: ignore[attr-defined]
             self.assign_target[id(node)] = target
 
@@ -522,17 +527,56 @@ class _ScriptCollector(cst.CSTVisitor):
         self._note_return(inner, self._branch())
 
     def _note_return(self, value: cst.BaseExpression, branch: List[str]) -> None:
+        for p in self._unwrapped_params(self.scope, value, self.order + 1, branch):
+            if p not in self.scope.unwraps_params:
+                self.scope.unwraps_params.append(p)
         inner, _ = strip_placements(value)
         wrap_index = self.wrap_index_of.get(id(inner), -1)
         name = dotted_name(inner) if wrap_index < 0 else ""
         if wrap_index >= 0 or name:
             self.returns.append((self.scope.index, name or "", self.order, branch, wrap_index))
 
+    def _unwrapped_params(self, scope: ScopeFacts, value: cst.BaseExpression, order: int, branch: Sequence[str]) -> List[int]:
+        """The parameters whose ``.module`` ``value`` (returned at ``order``)
+        may be: ``m.module``, ``getattr(m, "module", m)``, either arm of a
+        conditional expression, or a name a reaching binding set to one of
+        those (through aliases and moves)."""
+        inner, _ = strip_receiver_calls(value)
+        if isinstance(inner, cst.IfExp):
+            return self._unwrapped_params(scope, inner.body, order, branch) + self._unwrapped_params(scope, inner.orelse, order, branch)
+        source: Optional[cst.BaseExpression] = None
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "module":
+            source = inner.value
+        elif isinstance(inner, cst.Call) and dotted_name(inner.func) == "getattr" and len(inner.args) >= 2 \
+                and string_value(inner.args[1].value) == "module":
+            source = inner.args[0].value
+        if source is not None:
+            name = dotted_name(strip_receiver_calls(source)[0])
+            p = _param_of(scope, name, order, branch) if name else -1
+            return [p] if p >= 0 else []
+        name = dotted_name(inner)
+        if name is None:
+            return []
+        out: List[int] = []
+        todo = [(name, order, list(branch))]
+        for _ in range(16):
+            if not todo:
+                break
+            n, o, br = todo.pop()
+            for b in reaching_bindings(scope, n, o, br)[0]:
+                if b.kind == "unwrap" and b.source:
+                    p = _param_of(scope, b.source, b.order, b.branch)
+                    if p >= 0 and p not in out:
+                        out.append(p)
+                elif b.kind in ("alias", "place") and b.source:
+                    todo.append((b.source, b.order, b.branch))
+        return out
+
     def _bind(self, target: str, kind: str, **kw) -> BindEvent:
         return BindEvent(order=self._next(), target=target, kind=kind, branch=self._branch(), in_loop=self.loops > 0, **kw)
 
     def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
-        inner, placed = strip_placements(value)
+        inner, placed = strip_receiver_calls(value)
         rank = self._rank_value(value)
         if rank is None and "." not in target and "rank" in target.lower() and not is_number_literal(value):
             rank = 0 if "local" in target.lower() else 1
@@ -775,7 +819,10 @@ class _ScriptCollector(cst.CSTVisitor):
                           bool(r.get("places")), str(r.get("device_ids", "")))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "module" and len(self.stack) > 1 and dotted_name(node.value) in self.scope.params:
+        owner = dotted_name(node.value)
+        if owner is not None:
+            self.out.read_at[node] = (self.scope.index, self.order + 1, tuple(self._branch()))
+        if node.attr.value == "module" and len(self.stack) > 1 and owner in self.scope.params:
             self.guarded.add(self.scope.index)
         # ``args.local_rank`` read in the scope: usable as the rank
         if node.attr.value in _RANK_ATTRS and dotted_name(node.value) is not None:
@@ -870,6 +917,38 @@ class _ScriptCollector(cst.CSTVisitor):
                     self.out.inner_wrappers.setdefault(cls.name, {}).setdefault(t[len(me):], ev.wrapper)
 
 
+def _returns_receiver(call: cst.Call) -> bool:
+    """``m.eval()``, ``m.train(False)``, ``m.half()``, ``m.requires_grad_(False)``:
+    ``nn.Module`` methods that return the module itself (on a tensor, a
+    dtype cast returns a tensor on the same device)."""
+    return (
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value in _KEEPS_PLACEMENT
+        and not any(a.star for a in call.args)
+    )
+
+
+def strip_receiver_calls(node: cst.BaseExpression) -> Tuple[cst.BaseExpression, str]:
+    """Like :func:`strip_placements`, also through the methods that return
+    their receiver (:func:`_returns_receiver`): ``Net().to(dev).eval()`` ->
+    (``Net()``, ``dev``)."""
+    device = ""
+    first = True
+    while isinstance(node, cst.Call):
+        p = placement_call(node)
+        if p is not None:
+            owner, method, dev = p
+            if first:
+                device = code_of(dev) if dev is not None else ("cuda" if method == "cuda" else "")
+                first = False
+            node = owner
+        elif _returns_receiver(node):
+            node = node.func.value  # type: ignore[attr-defined]
+        else:
+            break
+    return node, device
+
+
 def callee_name(scope: "ScopeFacts", call: str, defined: Container[str]) -> str:
     """The scope name of the function a call in ``scope`` runs: a method
     through the instance (``self.wrap(...)`` in ``Trainer.fit``:
@@ -962,6 +1041,19 @@ class ScriptFacts:
     call_nodes: Dict[Tuple[int, str, int], cst.Call] = field(default_factory=dict, repr=False)
     #: the keys of ``call_nodes`` whose call sits in a loop body
     calls_in_loops: Set[Tuple[int, str, int]] = field(default_factory=set, repr=False)
+    #: each attribute read on a dotted name (``model.device``) -> (scope
+    #: index, the order an event after it would have, its branch): where to
+    #: ask what the name holds (:meth:`position`)
+    read_at: Dict[cst.Attribute, Tuple[int, int, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
+
+    def position(self, node: cst.Attribute) -> Optional[Tuple[ScopeFacts, int, List[str]]]:
+        """The scope an attribute read on a dotted name sits in, the order and
+        the branch to ask :func:`reaching_bindings` with there, else None."""
+        found = self.read_at.get(node)
+        if found is None:
+            return None
+        index, order, branch = found
+        return self.scopes[index], order, list(branch)
 
     def scope_named(self, name: str) -> Optional[ScopeFacts]:
         for scope in self.scopes:
@@ -1052,6 +1144,112 @@ def reaching_bindings(scope: ScopeFacts, name: str, order: int, branch: Sequence
     return found, True
 
 
+def held_class(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], depth: int = 8) -> str:
+    """The ``nn.Module`` class ``name`` holds at ``order`` on every path that
+    reaches it: each binding that may reach it builds that class (``model =
+    Net().to(dev).eval()``) or aliases or places a name that holds it; ""
+    when one binds anything else, or none does. The value a name held when
+    the scope began is none: a name bound in a function is local to all of
+    it (unbound before its first binding), and at module level it is unbound."""
+    if depth <= 0:
+        return ""
+    found = ""
+    for b in reaching_bindings(scope, name, order, branch)[0]:
+        if b.kind == "construct":
+            cls = b.value_class
+        elif b.kind in ("alias", "place") and b.source:
+            cls = held_class(scope, b.source, b.order, b.branch, depth - 1)
+        else:
+            return ""
+        if not cls or (found and cls != found):
+            return ""
+        found = cls
+    return found
+
+
+def held_wrappers(
+    scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str], depth: int = 8
+) -> Tuple[List[str], List[str]]:
+    """The wrappers (DataParallel/DDP qualified names) ``name`` may hold at
+    ``order`` on some path: a wrap bound to it (``model = nn.DataParallel(m)``,
+    ``.eval()`` chained or not), a call of a wrap helper (``model =
+    maybe_parallel(model)``), through aliases, placements and calls that may
+    return the value they are given (:func:`_passes_through`); not through an
+    unwrap (``model = model.module``) or any other binding. Also the names
+    whose value at the scope's start may reach ``order`` that way (the
+    caller knows what an attribute holds across methods)."""
+    wrappers: List[str] = []
+    entries: List[str] = []
+    if depth <= 0:
+        return wrappers, entries
+    binds, entry = reaching_bindings(scope, name, order, branch)
+    if entry:
+        entries.append(name)
+    for b in binds:
+        found: Tuple[List[str], List[str]] = ([], [])
+        if b.kind == "wrap":
+            found = ([scope.wraps[b.wrap_index].wrapper], [])
+        elif b.kind in ("alias", "place") and b.source:
+            found = held_wrappers(scripts, scope, b.source, b.order, b.branch, depth - 1)
+        elif b.kind in ("call", "other") and b.call:
+            helper = _helper_wrap_bound(scope, b)
+            if helper is not None:
+                found = ([helper.wrapper], [])
+            elif _passes_through(scripts, scope, b):
+                found = held_wrappers(scripts, scope, b.target, b.order, b.branch, depth - 1)
+        for w in found[0]:
+            if w not in wrappers:
+                wrappers.append(w)
+        for e in found[1]:
+            if e not in entries:
+                entries.append(e)
+    return wrappers, entries
+
+
+def _param_of(scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> int:
+    """The index of the parameter ``name`` holds at ``order`` (through
+    aliases and moves), else -1."""
+    chain = binding_chain(scope, name, order, branch)
+    last = chain[-1] if chain else None
+    if last is None or last.kind != "param" or last.target not in scope.params:
+        return -1
+    return scope.params.index(last.target)
+
+
+def init_wrapper(scripts, class_name: str, attr: str) -> str:
+    """The wrapper an attribute of the instance holds in every method but
+    ``__init__``: ``__init__`` binds it to that wrapper (``self.model =
+    nn.DataParallel(model)``, possibly moved in place after), binds it to
+    nothing else, and no other method of the class binds it; else ""."""
+    found: Set[str] = set()
+    for scope in scripts.scopes:
+        if scope.class_name != class_name or not scope.params:
+            continue
+        target = f"{scope.params[0]}.{attr}"
+        for b in scope.binds:
+            if b.target != target:
+                continue
+            if not scope.name.endswith(".__init__"):
+                return ""
+            if b.kind == "wrap":
+                found.add(scope.wraps[b.wrap_index].wrapper)
+            elif not (b.kind == "place" and b.source == target):
+                return ""
+    return found.pop() if len(found) == 1 else ""
+
+
+def _helper_wrap_bound(scope: ScopeFacts, b: BindEvent) -> Optional[WrapEvent]:
+    """The call of a wrap helper whose result ``b`` binds (``model =
+    maybe_parallel(model)``), else None."""
+    best: Optional[WrapEvent] = None
+    for ev in scope.helper_wraps:
+        if ev.helper == b.call and ev.target == b.target and ev.order < b.order and (best is None or ev.order > best.order):
+            best = ev
+    if best is None or any(x.target == b.target and best.order < x.order < b.order for x in scope.binds):
+        return None
+    return best
+
+
 def _entry_attribute(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str], me: str, depth: int = 8) -> str:
     """The attribute of the instance (``self.model``) whose value at the
     method's start ``name`` may hold at ``order``, through aliases and
@@ -1073,14 +1271,19 @@ def _entry_attribute(scripts, scope: ScopeFacts, name: str, order: int, branch: 
 def _passes_through(scripts, scope: ScopeFacts, b: BindEvent) -> bool:
     """``model = f(model)`` / ``model, opt = f(model=model, ...)``: a call
     given the value it rebinds, which may return it (``amp.initialize``,
-    ``convert_sync_batchnorm``, a helper that moves and returns its model);
-    not one that unwraps it (a function of the file that tests whether its
-    parameter is wrapped or reads its ``.module``, or one named for
-    unwrapping)."""
-    if b.kind not in ("call", "other") or not b.call or b.target not in b.args or "unwrap" in b.call.lower():
+    ``convert_sync_batchnorm``, a helper that moves and returns its model,
+    any callee devlint cannot see); not one that returns a parameter's
+    ``.module`` (:attr:`ScopeFacts.unwraps_params`: a function of the file,
+    or through the project index one of another file, ``"unwraps"``)."""
+    if b.kind not in ("call", "other") or not b.call or b.target not in b.args:
         return False
     callee = scripts.callee_scope(scope, b.call)
-    return callee is None or not callee.tests_param_wrapped
+    if callee is not None:
+        return not callee.unwraps_params
+    found = scripts.facts.project_function(scripts.facts.qualify_dotted(b.call) or "")
+    if found is not None and found[2].get("unwraps"):
+        return False
+    return True
 
 
 def _holds_wrap(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], made: WrapEvent, depth: int = 8) -> bool:

@@ -129,7 +129,8 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
     called without ``device=`` in it, or in a function of the file it calls),
     "wraps" (a wrapper), "first_parameter" (``.parameters()``), "loader"
     (a ``DataLoader`` built in it, or in a function of the file it calls),
-    "loads" (``torch.load(..., map_location=...)``)."""
+    "loads" (``torch.load(..., map_location=...)``), "unwraps" (a ``.module``
+    read or a ``getattr`` call)."""
     from devlint.torch_api import DATA_LOADERS, DEVICE_FACTORIES, TORCH_LOADS, WRAPPERS
 
     everything = "*" in exports
@@ -154,8 +155,12 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
             k.add("returns")
         elif scan.torch_functions(call.func):
             k.add("follows")  # torch.stack([c, -s]): may compute on its arguments
+        if call.func == "getattr":
+            k.add("unwraps")
         if call.func and call.func in scan.function_names:
             calls.setdefault(fn, set()).add(call.func)
+    for fn in scan.module_readers:
+        kinds.setdefault(fn, set()).add("unwraps")
     changed = True
     while changed:  # a function calling one of the file's CPU-making (loader-making) functions may return its result
         changed = False
@@ -263,7 +268,10 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
       out on the CPU (``cpu``) or may already be on a device (``device``: a
       ``collate_fn`` or dataset that places them);
     - ``"loads"``: the index of its parameter that defaults to ``None`` and
-      is ``torch.load``'s ``map_location`` (``loads_param``: its name).
+      is ``torch.load``'s ``map_location`` (``loads_param``: its name);
+    - ``"unwraps"``: the indices of the parameters whose ``.module`` it may
+      return (``ScopeFacts.unwraps_params``): ``model = unwrap(model)`` does
+      not hold the wrapper it was given.
     """
     from devlint.facts.flow import CPU, LOCAL, SEQ, TENSOR, Flow
     from devlint.facts.scripts import Scripts
@@ -282,6 +290,7 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
         loaders = store[Training].scopes
     wraps = kinds is None or any("wraps" in k for k in kinds.values())
     helpers = store[Scripts].wrap_helpers if wraps else {}
+    scripts = store[Scripts] if kinds is None or any("unwraps" in k for k in kinds.values()) else None
     lines: Dict[str, int] = {}
     for m in _DEF_LINE.finditer(text):
         lines.setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
@@ -337,6 +346,9 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
             record.update(wraps=helper.param, param=helper.param_name, wrapper=helper.wrapper,
                           conditional=helper.conditional, condition_params=[list(c) for c in helper.condition_params],
                           places=helper.places, device_ids=helper.device_ids)
+        scope = scripts.scope_named(name) if scripts is not None else None
+        if scope is not None and scope.unwraps_params:
+            record["unwraps"] = list(scope.unwraps_params)
         if record:
             out[name] = dict(record, line=lines.get(name, 0))
     return dict(sorted(out.items()))
