@@ -207,6 +207,13 @@ _SAME_DEVICE_METHODS = frozenset(
 
 
 #: qualified names of torch's data loader class
+#: library calls that return the model inside a DataParallel/DDP (or other)
+#: wrapper they are given, by the name they are called with: accelerate's
+#: ``Accelerator.unwrap_model`` and transformers' ``unwrap_model`` (as
+#: ``accelerator.unwrap_model(model)``, ``unwrap_model(model)``). What they
+#: return is no wrapper, so wrapping it again is no nested wrap.
+UNWRAPPING_CALLS = frozenset({"unwrap_model"})
+
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
 
 

@@ -359,6 +359,8 @@ def main(flag):
     e = same.device
     inner = unwrap(same)
     f = inner.device
+    bare = accelerator.unwrap_model(same)
+    k = bare.device
     g = flag.device
 
 class Trainer:
@@ -376,6 +378,7 @@ class Trainer:
         (dp, []),  # a wrap helper's result
         (dp, []),  # an alias, then a library call given it, which may return it
         ([], []),  # a helper of the file that tests for a wrapper and unwraps it
+        ([], []),  # a library's unwrapping call (torch_api.UNWRAPPING_CALLS)
         ([], []),  # a parameter: not known to be a wrapper
         ([], ["self.model"]),  # an attribute: what it held when the method began
         ([], []),

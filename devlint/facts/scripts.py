@@ -34,7 +34,7 @@ from devlint.syntax import (
     string_value,
     strip_placements,
 )
-from devlint.torch_api import _KEEPS_PLACEMENT, WRAPPERS, _SPREADING_DEVICE_MAPS, canonical
+from devlint.torch_api import _KEEPS_PLACEMENT, UNWRAPPING_CALLS, WRAPPERS, _SPREADING_DEVICE_MAPS, canonical
 from devlint.walk import walk
 
 
@@ -1272,7 +1272,8 @@ def _passes_through(scripts, scope: ScopeFacts, b: BindEvent) -> bool:
     """``model = f(model)`` / ``model, opt = f(model=model, ...)``: a call
     given the value it rebinds, which may return it (``amp.initialize``,
     ``convert_sync_batchnorm``, a helper that moves and returns its model,
-    any callee devlint cannot see); not one that returns a parameter's
+    any other callee devlint cannot see); not a library's unwrapping call
+    (``accelerator.unwrap_model(model)``, ``UNWRAPPING_CALLS``), nor one that returns a parameter's
     ``.module`` (:attr:`ScopeFacts.unwraps_params`: a function of the file,
     or through the project index one of another file, ``"unwraps"``)."""
     if b.kind not in ("call", "other") or not b.call or b.target not in b.args:
@@ -1283,7 +1284,8 @@ def _passes_through(scripts, scope: ScopeFacts, b: BindEvent) -> bool:
     found = scripts.facts.project_function(scripts.facts.qualify_dotted(b.call) or "")
     if found is not None and found[2].get("unwraps"):
         return False
-    return True
+    # a library's unwrapping call (the vocabulary of torch_api)
+    return b.call.rsplit(".", 1)[-1] not in UNWRAPPING_CALLS
 
 
 def _holds_wrap(scope: ScopeFacts, name: str, order: int, branch: Sequence[str], made: WrapEvent, depth: int = 8) -> bool:
