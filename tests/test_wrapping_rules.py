@@ -377,3 +377,29 @@ def test_dl004_device_map_that_splits_the_model(device_map, split):
         return DDP(model, device_ids=[local_rank])
     """
     assert findings(src) == ([(10, "DL004")] if split else [])
+
+
+@pytest.mark.parametrize("call, reported", [
+    ("self.accelerator.unwrap_model(self.model)", False),  # a library's unwrapping call: no wrapper comes back
+    ("self.accelerator.prepare(self.model)", True),  # a library call given the model may return it as it is
+])
+def test_a_library_unwrapping_call_passes_no_wrapper_on(call, reported):
+    src = textwrap.dedent(f"""
+    from torch import nn
+
+
+    class Trainer:
+        def __init__(self, model, accelerator):
+            self.model = model.cuda()
+            self.accelerator = accelerator
+
+        def stage(self):
+            self.model = {call}
+            self.model = nn.DataParallel(self.model)
+
+        def fit(self, stages):
+            for _ in range(stages):
+                self.stage()
+    """)
+    found = [d.code for d in lint_source(src, "train.py", codes=["DL003"]).diagnostics]
+    assert found == (["DL003"] if reported else [])
