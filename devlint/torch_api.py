@@ -193,6 +193,24 @@ def _is_torch_module_name(q: str) -> bool:
     ) and not q.startswith("torch.nn.init.")
 
 
+#: the complex dtypes (``torch.cfloat``): a tensor of one is cast to a real
+#: dtype, dropping the imaginary part, by ``module.to(torch.bfloat16)`` (a
+#: dtype given to ``Module.to``; ``.half()`` leaves it) when it is a buffer
+COMPLEX_DTYPES = frozenset({"complex32", "complex64", "complex128", "chalf", "cfloat", "cdouble"})
+#: torch functions that make a complex tensor from real ones
+COMPLEX_MAKERS = frozenset({"polar", "complex", "view_as_complex"})
+#: ``torch.fft`` functions whose result is real (the others are complex, or,
+#: for the shifts, of their input's dtype)
+FFT_REAL_RESULTS = frozenset({"irfft", "irfft2", "irfftn", "hfft", "hfft2", "hfftn", "fftfreq", "rfftfreq"})
+FFT_SAME_DTYPE = frozenset({"fftshift", "ifftshift"})
+#: functions and methods whose result is complex when their (first) tensor is
+COMPLEX_PRESERVING = frozenset(
+    {"exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "neg", "reciprocal", "clone", "detach", "conj",
+     "conj_physical", "resolve_conj", "pow", "square", "contiguous", "reshape", "view", "flip", "roll",
+     "transpose", "permute", "unsqueeze", "squeeze", "t", "repeat", "expand", "cumprod", "prod", "mul", "div",
+     "add", "sub", "matmul", "outer", "requires_grad_"}
+)
+
 _DTYPE_NAMES = frozenset(
     {"float", "float16", "float32", "float64", "bfloat16", "half", "double", "long", "int", "int8", "int16",
      "int32", "int64", "uint8", "bool", "complex64", "complex128", "cfloat", "cdouble", "short"}

@@ -77,6 +77,15 @@ After a wrap helper: the placement moves onto the helper's argument,
 for DataParallel with the default `device_ids` there is no fix (the
 `device_ids` to change are in the helper).
 
+DataParallel with `device_ids` known only at run time (`device_ids=gpus`
+from a flag) and a model placed on a GPU the code names (`.cuda()`, the
+current device, cuda:0): unsafe. The model is placed on the ids' first
+device inside the wrapper call, `nn.DataParallel(Net().cuda(gpus[0]),
+device_ids=gpus)`, and the placement after the wrap is dropped; the ids may
+be None (every GPU) or empty at run time, where `gpus[0]` fails. No fix when
+the ids are computed in the call (`device_ids=list(range(args.first, n))`)
+or re-bound between the wrap and the placement.
+
 DataParallel with a literal `device_ids`: safe. The model is placed on
 `device_ids[0]`, the one device `DataParallel.forward` accepts.
 
@@ -443,6 +452,9 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
 
     # -- DataParallel ----------------------------------------------------------
     def _dp(self, node, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, wrap_node: cst.Call, separate: bool) -> None:
+        if wrap.device_ids and wrap.device_ids != "?" and _first_device_id(wrap.device_ids) is None:
+            self._dp_runtime_ids(node, scope, event, wrap, wrap_node, separate)
+            return
         devices = self._dp_devices(scope, event, wrap)
         if devices is None:
             return
@@ -462,6 +474,37 @@ model = nn.DataParallel(nn.Linear(4, 4).to("cuda:1"), device_ids=list(range(1, t
                 return
             ids = cst.parse_expression(f"list(range({target}, {torch_name}()))")
             fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, None, FixSafety.UNSAFE, ids)
+        self.report(node, message, fix=fix, no_fix_reason=reason)
+
+    def _dp_runtime_ids(self, node, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent, wrap_node: cst.Call, separate: bool) -> None:
+        """``DataParallel(Net(), device_ids=gpus).cuda()``: ``device_ids``
+        comes from the run (a flag, a config), the placement goes to a GPU
+        the code names (``.cuda()``: the current one, cuda:0). Unless the ids
+        start there, every ``forward`` raises."""
+        if event.method == "cuda" and not event.device and (scope.sets_cuda_device or self.scripts.scopes[0].sets_cuda_device):
+            return  # .cuda() after set_device(): the current device is not known
+        target = cuda_index(event.device, event.method, self._literal_devices(scope, event))
+        if target is None:
+            return
+        first = _first_id_expression(wrap.device_ids)
+        shown = first or f"{wrap.device_ids}[0]"
+        why = (
+            f"DataParallel.forward requires every parameter on device_ids[0] (`{shown}`, known only at run time) "
+            f"but this moves them to cuda:{target}"
+        )
+        message = self.message.format(wrapper="DataParallel", why=why)
+        if first is None:
+            self.report(node, message, no_fix_reason="`device_ids` is computed in the call: place the model on its first id before wrapping")
+            return
+        for name in sorted(free_names(cst.parse_expression(wrap.device_ids))):
+            if scope.binds_between(name, wrap.order, event.order):
+                self.report(node, message, no_fix_reason=f"`{name}` changes between the wrap and the placement")
+                return
+        rest = [a for a in node.args if a.keyword is not None and a.keyword.value != "device"]
+        new_place = (event.method, [cst.Arg(cst.parse_expression(first))] + rest)
+        # unsafe: the ids may be None (every GPU) or empty at run time, and
+        # the model now goes to the ids' first GPU, not to cuda:{target}
+        fix, reason = self._move_into(node, scope, event, wrap, wrap_node, separate, new_place, FixSafety.UNSAFE)
         self.report(node, message, fix=fix, no_fix_reason=reason)
 
     def _dp_devices(self, scope: ScopeFacts, event: PlaceEvent, wrap: WrapEvent) -> Optional[Tuple[int, int]]:
@@ -591,6 +634,24 @@ def _first_device_id(code: str) -> Optional[int]:
             return 0
         start = node.args[0].value
         return int(start.value) if isinstance(start, cst.Integer) else None
+    return None
+
+
+def _first_id_expression(code: str) -> Optional[str]:
+    """The code of ``device_ids[0]`` for ids known only at run time: the
+    first element of a list display (``[args.gpu, 1]``), or ``ids[0]`` for a
+    name, attribute or subscript (``gpus``, ``args.gpu_ids``); None for a
+    call or anything else the fix would have to evaluate twice."""
+    try:
+        node = cst.parse_expression(code)
+    except Exception:
+        return None
+    if isinstance(node, (cst.List, cst.Tuple)):
+        if not node.elements or not isinstance(node.elements[0], cst.Element):
+            return None
+        return code_of(node.elements[0].value)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+        return f"{code}[0]"
     return None
 
 

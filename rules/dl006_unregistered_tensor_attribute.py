@@ -99,7 +99,14 @@ Safe: the assignment becomes `self.register_buffer("x", <same expression>,
 persistent=False)`. Unsafe when the value is the method's own argument
 (`self.offsets = offsets`): a caller may pass an `nn.Parameter` (a tied
 weight), which the assignment registers, and a buffer would take it out of
-`parameters()` and the optimiser. Reading `self.x` gives the same tensor, the `state_dict`
+`parameters()` and the optimiser. Unsafe too when the tensor holds complex
+numbers (`torch.polar(...)`, `dtype=torch.cfloat`, a `torch.fft` result,
+`torch.exp(1j * w)`, the attribute facts say which): as a buffer,
+`model.to(torch.bfloat16)` (any dtype given to `Module.to`) casts it to a
+real dtype and drops the imaginary part ("Casting complex values to real
+discards the imaginary part"; `.half()` casts only floating tensors), where
+the plain attribute kept it; moving it where it is
+read (`self.x.to(y.device)`) keeps it complex. Reading `self.x` gives the same tensor, the `state_dict`
 keys do not change, and the tensor now follows the module. (It also follows
 dtype casts such as `model.half()`, as the module's own tensors do.) No fix
 when the attribute is also assigned something that is not a tensor, exists
@@ -443,6 +450,18 @@ class Pyramid(nn.Module):
             self.report(target, message, no_fix_reason=why)
             return
         call = _register_buffer(self.context.self_name, name, value)
+        description = "register it as a non-persistent buffer" if dynamic else f"register `self.{name}` as a non-persistent buffer"
+        # a tensor the caller hands in may be an nn.Parameter (a tied
+        # weight), which the assignment registers: a buffer would take it
+        # out of ``parameters()``, so that fix needs a look
+        safety = FixSafety.UNSAFE if record.argument else FixSafety.SAFE
+        if record.complex:
+            # a complex buffer follows the module's dtype casts to a real dtype
+            safety = FixSafety.UNSAFE
+            description += (
+                " (it holds complex numbers: `model.to(torch.bfloat16)` would cast the buffer "
+                "to a real dtype and drop the imaginary part)"
+            )
         if dynamic:
             # setattr(self, f"scale_{i}", t) -> self.register_buffer(f"scale_{i}", t, persistent=False)
             assert isinstance(stmt, cst.Call)
@@ -451,20 +470,16 @@ class Pyramid(nn.Module):
             self.report(
                 target,
                 message,
-                fix=self.replace(stmt, call.with_changes(args=args), "register it as a non-persistent buffer"),
+                fix=self.replace(stmt, call.with_changes(args=args), description, safety=safety),
             )
             return
-        # a tensor the caller hands in may be an nn.Parameter (a tied
-        # weight), which the assignment registers: a buffer would take it
-        # out of ``parameters()``, so that fix needs a look
-        safety = FixSafety.UNSAFE if record.argument else FixSafety.SAFE
         self.report(
             target,
             message,
             fix=self.replace(
                 stmt,
                 cst.Expr(value=call, semicolon=stmt.semicolon),
-                f"register `self.{name}` as a non-persistent buffer",
+                description,
                 safety=safety,
             ),
         )

@@ -88,18 +88,24 @@ only a device the script has bound before the load counts. An index the
 function tests against None (`if args.gpu is not None`) names no device
 (`f"cuda:{None}"`), and a literal GPU the model moves to only under a
 condition (`if use_cuda: model.to("cuda")`) is not where every run can load:
-neither is offered.
+neither is offered. Nor is a name that is not bound on every path to the
+load (the scope facts): one bound only after it or on one arm of a condition
+names no device chosen yet, and the fix loads onto the CPU. One deleted
+before it (`del device`) names a device the code chose and dropped: the
+unsafe fix then loads onto the CPU only when the loaded object feeds
+`load_state_dict` somewhere (which copies it onto the model's device; other
+uses see CPU tensors), and there is no fix otherwise, with that reason.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Set, Tuple
+from typing import Dict, List, Optional, Set, Tuple
 
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
+from devlint.facts.scripts import Scripts
 from devlint.facts.training import (
-    MODULE_SCOPE,
     ScopeStack,
     Training,
     device_candidates,
@@ -115,7 +121,7 @@ from devlint.torch_api import TORCH_LOADS
 
 class LoadWithoutMapLocation(Rule):
     code = "DL010"
-    requires = (Training,)
+    requires = (Training, Scripts)
     name = "load-without-map-location"
     brief = "`torch.load` without `map_location`: tensors come back on the device that saved them"
     message = "`torch.load` without `map_location` puts every tensor back on the device that saved it"
@@ -240,8 +246,6 @@ def embeddings(path, device):
         self._bound_to: Dict[int, str] = {}
         # torch.load calls whose result is moved at once (torch.load(p).to(device))
         self._moved_at_once: Set[int] = set()
-        # names the module level has bound so far (a device defined before a load)
-        self._module_bound: Set[str] = set()
 
     def visit_Module(self, node: cst.Module) -> None:
         # module-level functions that pass a parameter defaulting to None as
@@ -266,9 +270,6 @@ def embeddings(path, device):
         self.scopes.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if self.scopes.name == MODULE_SCOPE:
-            for t in node.targets:
-                self._module_bound.update(free_names(t.target))
         value = node.value
         while isinstance(value, cst.Subscript):
             value = value.value
@@ -335,19 +336,40 @@ def embeddings(path, device):
             fix = self.replace(node, _with_map_location(node, '"cpu"'), 'add `map_location="cpu"` (the object is moved to its device at once)')
             self.report(node, fix=fix)
             return
-        candidates = device_candidates(self.training, self.scopes.name)
-        if self.scopes.name == MODULE_SCOPE:
-            # at module level, only a device the script has defined before the load
-            candidates = [c for c in candidates if free_names(cst.parse_expression(c)) <= self._module_bound]
-        target = candidates[0] if candidates else '"cpu"'
+        target, gone = self._device_target(node)
+        why = "changes where the loaded tensors live"
+        if target is None and gone and name is not None and scope is not None and name in scope.fed_to_state_dict:
+            # what load_state_dict takes is copied onto the model's device either way
+            target = '"cpu"'
+            why = f"{gone}; `load_state_dict` copies the state onto the model's device, other uses get CPU tensors"
+        if target is None:
+            self.report(node, no_fix_reason=gone)
+            return
         fix = self.replace(
             node,
             _with_map_location(node, target),
-            f"add `map_location={target}` (changes where the loaded tensors live)",
+            f"add `map_location={target}` ({why})",
             FixSafety.UNSAFE,
         )
         self.report(node, fix=fix)
 
+    def _device_target(self, node: cst.Call) -> Tuple[Optional[str], str]:
+        """The device the unsafe fix loads onto: the first of the scope's
+        device candidates whose names are all bound where ``node`` runs (the
+        scope facts), else ``"cpu"``, as when the scope targets no device: a
+        name bound only after the load or under a condition names no device
+        chosen yet. None, with the reason, when a candidate's name was
+        deleted before the load (``del device``): the code chose a device and
+        the fix cannot name it."""
+        deleted: List[str] = []
+        for cand in device_candidates(self.training, self.scopes.name):
+            why = {n: self.scripts.unbound_at(node, n) for n in free_names(cst.parse_expression(cand))}
+            if not any(why.values()):
+                return cand, ""
+            deleted += [f"`{n}` is deleted there" for n in sorted(why) if why[n] == "deleted" and f"`{n}` is deleted there" not in deleted]
+        if deleted:
+            return None, f"the device this code targets has no name at the load ({'; '.join(deleted)})"
+        return '"cpu"', ""
 
     def _helper_call(self, node: cst.Call, name: str) -> None:
         """``load_checkpoint(path)`` where ``load_checkpoint`` (this file, or
@@ -375,10 +397,10 @@ def embeddings(path, device):
             f"{shown} passes its `{param}`, None unless given, to `torch.load`: called without it, "
             "every tensor goes back on the device that saved it"
         )
-        candidates = device_candidates(self.training, self.scopes.name)
-        if self.scopes.name == MODULE_SCOPE:
-            candidates = [c for c in candidates if free_names(cst.parse_expression(c)) <= self._module_bound]
-        target = candidates[0] if candidates else '"cpu"'
+        target, gone = self._device_target(node)
+        if target is None:
+            self.report(node, message, no_fix_reason=gone, related=related)
+            return
         new = node.with_changes(args=with_keyword_arg(node.args, param, cst.parse_expression(target), len(positional_args(node))))
         fix = self.replace(node, new, f"pass `{param}={target}` (changes where the loaded tensors live)", FixSafety.UNSAFE)
         self.report(node, message, fix=fix, related=related)

@@ -225,3 +225,34 @@ def test_forward_writes_the_flow_does_not_follow_are_opaque():
     cls = build_facts(cst.parse_module(src)).classes["M"]
     assert set(cls.forward_writes) == {"grids", "total", "table"}
     assert cls.forward_opaque_writes == ["grids", "total"]
+def test_complex_tensor_attributes():
+    facts = _facts(
+        """
+        import math
+        import torch
+        import torch.nn as nn
+
+        class Spectral(nn.Module):
+            def __init__(self, n, w):
+                super().__init__()
+                k = torch.arange(n, dtype=torch.float32)
+                tw = torch.polar(torch.ones(n), -2 * math.pi * k / n)
+                self.twiddle = tw
+                self.conj = self.twiddle.conj()
+                self.cf = torch.zeros(n, dtype=torch.cfloat)
+                self.c128 = torch.randn(n, dtype=torch.complex128)
+                self.vc = torch.view_as_complex(torch.randn(n, 2))
+                self.spec = torch.fft.rfft(torch.randn(n))
+                self.back = torch.fft.irfft(torch.randn(n))
+                self.freqs = torch.fft.fftfreq(n)
+                self.moved = torch.randn(n).to(torch.complex64)
+                self.phase = torch.exp(1j * torch.arange(n))
+                self.real = torch.arange(n).float()
+                self.mag = torch.polar(torch.ones(n), k).abs()
+                self.cast = tw.to(torch.float32)
+                self.window = torch.hann_window(n)
+        """
+    )
+    attrs = facts.classes["Spectral"].attributes
+    complex_ = {name for name, a in attrs.items() if a.complex}
+    assert complex_ == {"twiddle", "conj", "cf", "c128", "vc", "spec", "moved", "phase"}

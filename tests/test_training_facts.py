@@ -115,3 +115,30 @@ def test_a_temporary_file_is_the_process_own():
     scope = facts.scopes["check"]
     assert facts.distributed and len(scope.round_trips) == 3
     assert _loads(facts, "check", "private_round_trips") == ['d + "/m.pt"', "tmp.name"]
+
+
+def test_a_loaded_object_fed_to_load_state_dict_among_other_uses():
+    facts = _training(
+        """
+        import torch
+
+        def export(model, path, opt):
+            state = torch.load(path)
+            model.load_state_dict(state["model"])
+            return state
+
+        def resume(model, path):
+            ckpt = torch.load(path)
+            model.load_state_dict(ckpt)
+
+        def assign(model, path):
+            sd = torch.load(path)
+            model.load_state_dict(sd, assign=True)
+            other = torch.load(path)
+            print(other)
+        """
+    )
+    export, resume, assign = (facts.scopes[n] for n in ("export", "resume", "assign"))
+    assert export.fed_to_state_dict == {"state"} and export.loaded == {"state": False}
+    assert resume.fed_to_state_dict == {"ckpt"} and resume.loaded == {"ckpt": True}
+    assert assign.fed_to_state_dict == set()

@@ -440,3 +440,88 @@ class Trainer:
     got = {a: init_wrapper(scripts, "Trainer", a) for a in ("model", "kept", "other", "ddp")}
     assert got == {"model": "torch.nn.DataParallel", "kept": "", "other": "",
                    "ddp": "torch.nn.parallel.DistributedDataParallel"}
+# -- whether a name is bound where a call runs (ScriptFacts.unbound_at) ------
+
+def _unbound(src: str, name: str, callee: str = "use"):
+    module = libcst.parse_module(textwrap.dedent(src))
+    facts = collect_script_facts(module, build_facts(module))
+    calls = [n for n in facts.call_points if isinstance(n.func, libcst.Name) and n.func.value == callee]
+    return [facts.unbound_at(c, name) for c in calls]
+
+
+def test_a_deleted_name_is_unbound_until_bound_again():
+    src = """
+    def f(x):
+        device = x.device
+        use(device)
+        del device
+        use()
+        device = x.device
+        use(device)
+    """
+    assert _unbound(src, "device") == ["", "deleted", ""]
+
+
+def test_a_name_bound_later_or_on_one_arm_is_unbound_and_both_arms_bind_it():
+    src = """
+    def f(x, flag):
+        use()
+        if flag:
+            device = "cuda"
+        use()
+        if flag:
+            dev = "cuda"
+        elif x:
+            dev = "cpu"
+        else:
+            dev = "meta"
+        use()
+        device = "cpu"
+    """
+    assert _unbound(src, "device") == ["unbound", "unbound", "unbound"]
+    assert _unbound(src, "dev") == ["unbound", "unbound", ""]
+
+
+def test_a_del_later_in_a_loop_reaches_the_top_of_the_loop():
+    src = """
+    def f(items):
+        device = "cuda"
+        for item in items:
+            use()
+            del device
+    """
+    assert _unbound(src, "device") == ["deleted"]
+
+
+def test_free_names_are_read_in_the_enclosing_scopes():
+    src = """
+    import torch
+    device = torch.device("cuda")
+    gone = 1
+    del gone
+
+    def f():
+        def inner():
+            use()
+        local_rank = 0
+        use()
+        inner()
+
+    class Trainer:
+        def fit(self):
+            use()
+    """
+    assert _unbound(src, "device") == ["", "", ""]
+    assert _unbound(src, "local_rank") == ["", "", "unbound"]
+    assert _unbound(src, "gone") == ["deleted", "deleted", "deleted"]
+    assert _unbound(src, "torch") == ["", "", ""]
+    assert _unbound(src, "missing") == ["unbound", "unbound", "unbound"]
+
+
+def test_module_level_names_count_from_where_they_are_bound():
+    src = """
+    use()
+    from config import device
+    use()
+    """
+    assert _unbound(src, "device") == ["unbound", ""]

@@ -403,3 +403,32 @@ def test_a_library_unwrapping_call_passes_no_wrapper_on(call, reported):
     """)
     found = [d.code for d in lint_source(src, "train.py", codes=["DL003"]).diagnostics]
     assert found == (["DL003"] if reported else [])
+# -- DataParallel with device_ids known only at run time ---------------------
+
+RUNTIME_IDS = """
+import torch
+import torch.nn as nn
+
+def build(gpus, args):
+    a = nn.DataParallel(nn.Linear(4, 4), device_ids=gpus).cuda()
+    b = nn.DataParallel(nn.Linear(4, 4), device_ids=[args.gpu, 1]).to("cuda:1")
+    c = nn.DataParallel(nn.Linear(4, 4), device_ids=list(range(args.first, 4))).cuda()
+    d = nn.DataParallel(nn.Linear(4, 4), device_ids=gpus)
+    gpus = gpus[1:]
+    d.cuda()
+    e = nn.DataParallel(nn.Linear(4, 4).cuda(gpus[0]), device_ids=gpus)
+    f = nn.DataParallel(nn.Linear(4, 4), device_ids=gpus).to(args.device)
+    return a, b, c, d, e, f
+"""
+
+
+def test_dataparallel_ids_known_at_run_time_placed_on_a_named_gpu():
+    result = lint_source(RUNTIME_IDS, "script.py", codes=["DL005"])
+    got = [(d.line, d.fix.safety.value if d.fix else None, d.no_fix_reason) for d in result.diagnostics]
+    assert [line for line, _, _ in got] == [6, 7, 8, 11]
+    assert got[0][1] == got[1][1] == "unsafe"
+    assert "computed in the call" in got[2][2] and "`gpus` changes" in got[3][2]
+    out = fixed(RUNTIME_IDS)
+    assert "a = nn.DataParallel(nn.Linear(4, 4).cuda(gpus[0]), device_ids=gpus)\n" in out
+    assert 'b = nn.DataParallel(nn.Linear(4, 4).to(args.gpu), device_ids=[args.gpu, 1])\n' in out
+    assert fixed(RUNTIME_IDS, unsafe=False) == RUNTIME_IDS.lstrip("\n")

@@ -41,7 +41,12 @@ from devlint.syntax import (
     string_value,
 )
 from devlint.torch_api import (
+    COMPLEX_DTYPES,
+    COMPLEX_MAKERS,
+    COMPLEX_PRESERVING,
     DISTRIBUTED_DATA_PARALLEL,
+    FFT_REAL_RESULTS,
+    FFT_SAME_DTYPE,
     KNOWN_MODULE_BASES,
     MODULE_CONTAINERS,
     STATELESS_MODULES,
@@ -148,6 +153,11 @@ class AttributeFacts:
     #: (``window_fn=torch.hann_window`` stored as ``self.window_fn``): calling
     #: it without ``device=`` creates a tensor on the CPU, as the factory does
     factory: str = ""
+    #: for tensors: holds complex numbers (``torch.polar(...)``,
+    #: ``dtype=torch.cfloat``, a ``torch.fft`` result, ``torch.exp(1j * w)``):
+    #: as a buffer, ``module.to(torch.bfloat16)`` casts it to a real dtype and
+    #: drops the imaginary part (``.half()`` casts only floating tensors)
+    complex: bool = False
 
 
 @dataclass
@@ -1182,6 +1192,8 @@ class _FactsBuilder:
             q = self.facts.qualify(node.func)
             if q in _LEGACY_TENSOR_CONSTRUCTORS:
                 return True
+            if q is not None and q.startswith("torch.fft.") and q.count(".") == 2:
+                return True  # every torch.fft function returns one tensor (fftfreq as a factory)
             name = self.facts.torch_function(node.func)
             if name is not None and (name in TENSOR_FACTORIES or name in ("from_numpy", "stack", "cat", "load")):
                 return name != "load"
@@ -1246,6 +1258,68 @@ class _FactsBuilder:
         if isinstance(node, cst.UnaryOperation):
             return self.is_scalar_tensor(node.expression, scalar_names)
         return False
+
+    def is_complex_tensor(self, node: cst.BaseExpression, complex_names: Iterable[str] = (), depth: int = 8) -> bool:
+        """A tensor of complex numbers: made with a complex ``dtype=`` (or
+        moved to one: ``.to(torch.complex64)``, ``.cfloat()``), by
+        ``torch.polar``/``complex``/``view_as_complex``, a ``torch.fft``
+        function with a complex result, ``stft(..., return_complex=True)``,
+        arithmetic with an imaginary literal (``1j * w``), and what keeps a
+        complex tensor complex (``torch.exp``, ``.conj()``, a reshape, a
+        product with another tensor). ``complex_names``: local names (and
+        ``self.x``) known to hold one."""
+        if depth <= 0:
+            return False
+        again = lambda n: self.is_complex_tensor(n, complex_names, depth - 1)  # noqa: E731
+        if isinstance(node, cst.Imaginary):
+            return True
+        if isinstance(node, (cst.Name, cst.Attribute)) and dotted_name(node) in complex_names:
+            return True
+        if isinstance(node, cst.Subscript):
+            return again(node.value)
+        if isinstance(node, cst.BinaryOperation):
+            return again(node.left) or again(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return again(node.expression)
+        if not isinstance(node, cst.Call):
+            return False
+        dtype = keyword_arg(node, "dtype")
+        if dtype is not None and self._complex_dtype(dtype.value):
+            return True
+        rc = keyword_arg(node, "return_complex")
+        if rc is not None and isinstance(rc.value, cst.Name) and rc.value.value == "True":
+            return True
+        q = self.facts.qualify(node.func) or ""
+        args = positional_args(node)
+        if q.startswith("torch.fft."):
+            last = q.rsplit(".", 1)[-1]
+            if last in FFT_SAME_DTYPE:
+                return bool(args) and again(args[0].value)
+            return last not in FFT_REAL_RESULTS
+        name = self.facts.torch_function(node.func)
+        if name in COMPLEX_MAKERS:
+            return True
+        if name in COMPLEX_PRESERVING:
+            return any(again(a.value) for a in args)
+        if name is None and isinstance(node.func, cst.Attribute):
+            attr = node.func.attr.value
+            if attr in ("cfloat", "cdouble", "chalf"):
+                return True
+            if attr in ("to", "type") and any(self._complex_dtype(a.value) for a in node.args):
+                return True
+            if attr in ("to", "cuda", "cpu") or attr in COMPLEX_PRESERVING:
+                if attr in ("to", "type") and any(self._real_dtype(a.value) for a in node.args):
+                    return False
+                return again(node.func.value) or (attr in ("mul", "div", "add", "sub", "matmul") and any(again(a.value) for a in args))
+        return False
+
+    def _complex_dtype(self, node: cst.BaseExpression) -> bool:
+        q = self.facts.qualify(node) or ""
+        return q.startswith("torch.") and q[len("torch."):] in COMPLEX_DTYPES
+
+    def _real_dtype(self, node: cst.BaseExpression) -> bool:
+        q = self.facts.qualify(node) or ""
+        return q.startswith("torch.") and q[len("torch."):] in _DTYPE_NAMES and q[len("torch."):] not in COMPLEX_DTYPES
 
     def _element_class(self, node: cst.BaseExpression) -> str:
         elements: List[cst.BaseExpression] = []
@@ -1558,6 +1632,8 @@ class _AttributeCollector(cst.CSTVisitor):
         self.factory_params: Dict[str, str] = {}
         # parameters annotated as tensors, while they hold what the caller passed
         self.argument_tensors: Set[str] = set()
+        # local names (and ``self.x``) holding complex tensors
+        self.complex_names: Set[str] = set()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         return False
@@ -1615,6 +1691,7 @@ class _AttributeCollector(cst.CSTVisitor):
         if kind == "tensor":
             record.scalar = self.b.is_scalar_tensor(value, self.scalar_names)
             record.argument = _strip_none_choice(value) in self.argument_tensors
+            record.complex = self.b.is_complex_tensor(value, self.complex_names)
         if kind == "module_container":
             record.stateless_elements = self.b.stateless_elements(value)
         record.sequence = _is_sequence_value(value) or (
@@ -1639,6 +1716,10 @@ class _AttributeCollector(cst.CSTVisitor):
             self.local_tensors.add(f"{self.self_name}.{name}")
         else:
             self.local_tensors.discard(f"{self.self_name}.{name}")
+        if record.complex:
+            self.complex_names.add(f"{self.self_name}.{name}")
+        else:
+            self.complex_names.discard(f"{self.self_name}.{name}")
         if name in self.cls.attributes and self.method != "__init__" and self.cls.attributes[name].method == "__init__":
             return  # __init__ says what the attribute is
         self.cls.attributes[name] = record
@@ -1648,6 +1729,9 @@ class _AttributeCollector(cst.CSTVisitor):
         self.local_tensors.discard(name)
         self.argument_tensors.discard(name)
         self.scalar_names.discard(name)
+        self.complex_names.discard(name)
+        if self.b.is_complex_tensor(value, self.complex_names):
+            self.complex_names.add(name)
         self.local_modules.pop(name, None)
         self.local_lists.pop(name, None)
         if _is_python_number(value, self.scalar_names):

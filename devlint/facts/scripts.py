@@ -130,7 +130,8 @@ class BindEvent:
     kind: ``param``, ``wrap`` (to a wrapper call, ``wrap_index``), ``place``
     (to ``source.to(...)``), ``unwrap`` (``source.module``), ``construct``
     (an nn.Module constructor, ``value_class``), ``call`` (another call,
-    ``call``), ``alias`` (``= source``), ``other``.
+    ``call``), ``alias`` (``= source``), ``delete`` (``del name``: unbound
+    from here), ``import``, ``def`` (a ``def``/``class`` statement), ``other``.
     """
 
     order: int
@@ -198,6 +199,11 @@ class ScopeFacts:
     #: m)``, ``m.module if isinstance(m, nn.DataParallel) else m``, or a name
     #: bound to it on a path that reaches the ``return``)
     unwraps_params: List[int] = field(default_factory=list)
+    #: names the scope declares ``global`` or ``nonlocal`` (bound elsewhere)
+    declared: List[str] = field(default_factory=list)
+    #: branch points that are loop bodies (a ``del`` later in one reaches
+    #: its top again)
+    loop_points: List[str] = field(default_factory=list)
 
     def last_binding(self, name: str, before: int, branch: Sequence[str]) -> Optional[BindEvent]:
         """The latest binding of ``name`` before order ``before`` on a path
@@ -298,6 +304,7 @@ class _ScriptCollector(cst.CSTVisitor):
         self._close()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scope.binds.append(self._bind(node.name.value, "def"))
         self.names.append(node.name.value)
         self.class_names.append(node.name.value)
 
@@ -308,6 +315,8 @@ class _ScriptCollector(cst.CSTVisitor):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         # a method: the def sits directly in a class body
         class_name = self.class_names[-1] if self.class_names and self.class_names[-1] is not None else ""
+        if not class_name:
+            self.scope.binds.append(self._bind(node.name.value, "def"))
         self.names.append(node.name.value)
         params = [p.name.value for p in list(node.params.posonly_params) + list(node.params.params) + list(node.params.kwonly_params)]
         scope = self._open(node, ".".join(self.names), class_name, params)
@@ -396,6 +405,7 @@ class _ScriptCollector(cst.CSTVisitor):
     def _loop_body(self, node: Union[cst.For, cst.While]) -> None:
         self.try_ids.append(self._point())
         self.branch.append(f"{self.try_ids[-1]}:0")
+        self.scope.loop_points.append(self.branch[-1])
         self.loops += 1
 
     def _loop_body_end(self) -> None:
@@ -483,6 +493,41 @@ class _ScriptCollector(cst.CSTVisitor):
         target = dotted_name(node.target)
         if target is not None:
             self.scope.binds.append(self._bind(target, "other"))
+
+    def visit_Del(self, node: cst.Del) -> None:
+        for name in target_names(node.target):
+            self.scope.binds.append(self._bind(name, "delete"))
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            while isinstance(bound, cst.Attribute):
+                bound = bound.value
+            if isinstance(bound, cst.Name):
+                self.scope.binds.append(self._bind(bound.value, "import"))
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            self.out.star_import = True
+            return
+        for alias in node.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            if isinstance(bound, cst.Name):
+                self.scope.binds.append(self._bind(bound.value, "import"))
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None and isinstance(node.name.name, cst.Name):
+            self.scope.binds.append(self._bind(node.name.name.value, "other"))
+
+    def leave_NamedExpr(self, node: cst.NamedExpr) -> None:
+        if isinstance(node.target, cst.Name):
+            self.scope.binds.append(self._bind(node.target.value, "other"))
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.scope.declared.extend(n.name.value for n in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self.scope.declared.extend(n.name.value for n in node.names)
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
@@ -607,6 +652,8 @@ class _ScriptCollector(cst.CSTVisitor):
 
     # -- calls -------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        # where the call runs: after every event so far (``unbound_at``)
+        self.out.call_points[node] = (self.scope.index, self.order + 1, tuple(self._branch()))
         p = placement_call(node)
         if p is not None and isinstance(p[0], cst.Call):
             dev = p[2]
@@ -1054,6 +1101,39 @@ class ScriptFacts:
             return None
         index, order, branch = found
         return self.scopes[index], order, list(branch)
+    #: each call -> (scope index, its order among the scope's events, its branch)
+    call_points: Dict[cst.Call, Tuple[int, int, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
+    #: the module does ``from x import *`` (any name may be bound by it)
+    star_import: bool = False
+
+    def unbound_at(self, node: cst.Call, name: str) -> str:
+        """Why the plain ``name`` may be unbound where the call ``node``
+        runs: ``"deleted"`` (a ``del name`` reaches the call, also through a
+        loop's back edge), ``"unbound"`` (some path reaches it before any
+        binding: bound later, or only under a condition), else "" (bound on
+        every path, or not known: a call the walk did not see). A name the
+        function never binds is looked up in the enclosing functions, then
+        the module, where any binding counts (the function runs after the
+        module's code) unless the module deletes it."""
+        point = self.call_points.get(node)
+        if point is None:
+            return ""
+        index, order, branch = point
+        scope = self.scopes[index]
+        while True:
+            if name not in scope.declared and any(b.target == name for b in scope.binds):
+                if scope.index == index:
+                    return _unbound_in(scope, name, order, branch)
+                # an enclosing function or the module: its code ran before this one
+                return "deleted" if any(b.target == name and b.kind == "delete" for b in scope.binds) else ""
+            if scope.index == 0:
+                return "" if self.star_import else "unbound"
+            outer = scope.name.rpartition(".")[0]
+            found = None
+            while outer and found is None:
+                found = self.scope_named(outer)  # ``Class.method``: a class body encloses no function
+                outer = outer.rpartition(".")[0]
+            scope = found or self.scopes[0]
 
     def scope_named(self, name: str) -> Optional[ScopeFacts]:
         for scope in self.scopes:
@@ -1248,6 +1328,36 @@ def _helper_wrap_bound(scope: ScopeFacts, b: BindEvent) -> Optional[WrapEvent]:
     if best is None or any(x.target == b.target and best.order < x.order < b.order for x in scope.binds):
         return None
     return best
+def _covered(binds: Sequence[BindEvent], branch: Sequence[str], depth: int = 6) -> bool:
+    """Does every path to a point on ``branch`` pass one of ``binds``: one
+    on every such path, or both arms of an ``if``/``try`` binding."""
+    if any(always_before(b.branch, branch) for b in binds):
+        return True
+    if depth <= 0:
+        return False
+    points = {item.partition(":")[0] for b in binds for item in b.branch} - {item.partition(":")[0] for item in branch}
+    for point in points:
+        if all(
+            _covered([b for b in binds if branches_compatible(b.branch, [f"{point}:{arm}"])], list(branch) + [f"{point}:{arm}"], depth - 1)
+            for arm in ("0", "1")
+        ):
+            return True
+    return False
+
+
+def _unbound_in(scope: ScopeFacts, name: str, order: int, branch: Sequence[str]) -> str:
+    """``ScriptFacts.unbound_at`` for a name ``scope`` binds itself."""
+    binds, _ = reaching_bindings(scope, name, order, branch)
+    if any(b.kind == "delete" for b in binds):
+        return "deleted"
+    for b in scope.binds:
+        # ``del name`` later in a loop body around the call: the next round reaches the call deleted
+        if b.target == name and b.kind == "delete" and b.order >= order and any(
+            p in b.branch and p in branch for p in scope.loop_points
+        ):
+            return "deleted"
+    before = [b for b in scope.binds if b.target == name and b.order < order and b.kind != "delete" and branches_compatible(b.branch, branch)]
+    return "" if _covered(before, branch) else "unbound"
 
 
 def _entry_attribute(scripts, scope: ScopeFacts, name: str, order: int, branch: Sequence[str], me: str, depth: int = 8) -> str:

@@ -143,6 +143,9 @@ class ScriptScope:
     #: names bound to ``torch.load(...)``: True when every use feeds
     #: ``load_state_dict`` (which copies onto the parameters' devices)
     loaded: Dict[str, bool] = field(default_factory=dict)
+    #: names bound to ``torch.load(...)`` one of whose uses (not necessarily
+    #: every one) is a ``load_state_dict`` argument
+    fed_to_state_dict: Set[str] = field(default_factory=set)
     #: names bound to ``torch.load(...)`` whose every use restores a random
     #: number generator (``torch.set_rng_state(state["cpu"])``): RNG states
     #: are CPU byte tensors wherever they were saved
@@ -1064,6 +1067,8 @@ class _TrainingCollector(cst.CSTVisitor):
             return
         if sf.loaded[node.value]:
             sf.loaded[node.value] = _feeds_load_state_dict(node, self.parents)
+        if _is_state_dict_argument(node, self.parents):
+            sf.fed_to_state_dict.add(node.value)
         rng = self.rng_candidates.get(sf.name, {})
         if rng.get(node.value):
             rng[node.value] = _restores_rng(node, self.parents)
@@ -1358,20 +1363,32 @@ def _feeds_load_state_dict(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
         return False
     parent = parents[i]
     if isinstance(parent, cst.Arg) and i >= 1 and isinstance(parents[i - 1], cst.Call):
-        call = parents[i - 1]
-        if (
-            isinstance(call.func, cst.Attribute)  # type: ignore[attr-defined]
-            and call.func.attr.value == "load_state_dict"  # type: ignore[attr-defined]
-            and (parent.keyword is None or parent.keyword.value == "state_dict")
-            and not parent.star
-        ):
-            assign = keyword_arg(call, "assign")  # type: ignore[arg-type]
-            return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
-        return False
+        return _is_state_dict_argument(name, parents)
     if isinstance(parent, cst.Assign) and node is not name and parent.value is node:
         # ckpt = ckpt["state_dict"]
         return all(isinstance(t.target, cst.Name) and t.target.value == name.value for t in parent.targets)
     return _rekeys(name, parents)
+
+
+def _is_state_dict_argument(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
+    """This occurrence of a loaded object's name (possibly subscripted:
+    ``ckpt["model"]``) is the state argument of a ``load_state_dict`` that
+    copies it onto the parameters' devices (not ``assign=True``)."""
+    verdict, i, _ = _checkpoint_use(name, parents)
+    if verdict is not None or i < 1:
+        return False
+    parent, call = parents[i], parents[i - 1]
+    if not (isinstance(parent, cst.Arg) and isinstance(call, cst.Call)):
+        return False
+    if not (
+        isinstance(call.func, cst.Attribute)
+        and call.func.attr.value == "load_state_dict"
+        and (parent.keyword is None or parent.keyword.value == "state_dict")
+        and not parent.star
+    ):
+        return False
+    assign = keyword_arg(call, "assign")
+    return assign is None or (isinstance(assign.value, cst.Name) and assign.value.value == "False")
 
 
 def _rekeys(name: cst.Name, parents: List[cst.CSTNode]) -> bool:
