@@ -672,3 +672,22 @@ def test_a_project_function_that_returns_its_argument_unwrapped_is_summarised(tm
     assert _check(tmp_path)["train.py"].diagnostics == []
     # alone, ``bare`` is a callee devlint cannot see: it may return the wrapper
     assert [d.code for d in _check(tmp_path, project=False)["train.py"].diagnostics] == ["DL003"]
+
+
+def test_a_following_function_given_a_device_is_read_as_any_unknown_call(tmp_path):
+    """``_gaussian(n, dtype, device)`` of another module places its tensor by
+    the device it is given: the summary's ``follows`` (which follows tensor
+    arguments) says nothing there, and the kernel built on the other branch
+    with ``torch.ones`` still meets the inputs (as file by file)."""
+    (tmp_path / "helper.py").write_text(
+        "import torch\n\n\ndef gaussian(n, dtype, device):\n"
+        "    x = torch.arange(n, dtype=dtype, device=device)\n    return torch.exp(-x ** 2)\n"
+    )
+    (tmp_path / "ssim.py").write_text(
+        "import torch\nimport torch.nn.functional as F\n\nfrom helper import gaussian\n\n\n"
+        "def ssim(preds, smooth):\n    if smooth:\n        kernel = gaussian(5, preds.dtype, preds.device)\n"
+        "    else:\n        kernel = torch.ones(5) / 5\n    return F.conv1d(preds, kernel.view(1, 1, -1))\n"
+    )
+    alone = [(d.code, d.line) for d in _check(tmp_path, project=False)["ssim.py"].diagnostics]
+    assert alone == [("DL001", 11)]
+    assert [(d.code, d.line) for d in _check(tmp_path)["ssim.py"].diagnostics] == alone

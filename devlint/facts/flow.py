@@ -2442,13 +2442,15 @@ class _Interpreter:
                 # a function of another module computing on its arguments:
                 # on the CPU when every tensor given is a CPU-born one, on
                 # the inputs' device when every one is there
+                # (given a device, or tensors from both sides: what the
+                # rest of this method makes of an unknown call)
                 given = [v for _, v in args if v.kind == TENSOR or follows(v)]
-                if given and all(v.pinned and v.device == CPU for v in given):
+                placed = any(v.kind == DEVICE for _, v in args)
+                if given and not placed and all(v.pinned and v.device == CPU for v in given):
                     born = frozenset().union(*(v.born for v in given))
                     return Value(TENSOR, CPU, born, scalar=all(v.scalar for v in given))
-                if given and all(v.device == LOCAL and not v.guessed for v in given):
+                if given and not placed and all(v.device == LOCAL and not v.guessed for v in given):
                     return _tensor(LOCAL)
-                return UNKNOWN_VALUE
             if helper is not None and helper[2].get("returns") == "cpu":
                 # create_grid(n) of another module of the project: a tensor
                 # made there on the CPU, whatever it was given
