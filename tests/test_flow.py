@@ -1197,3 +1197,23 @@ def test_an_attribute_reassigned_on_some_paths_holds_its_first_value_on_the_othe
     flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
     assert flow.held_meetings("Regrow") == {"table"}
     assert flow.held_meetings("Rebuilt") == set()
+
+
+def test_an_attribute_pinned_on_one_path_keeps_that_birth():
+    """``self.masks`` set on the current GPU on the first step only: the
+    branch's own placement is kept (DL002's bug), not lost in a join with
+    the empty tensor ``__init__`` left there."""
+    src = """
+    class Gyro(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.masks = torch.empty(0, 0)
+            self.step = 0
+
+        def forward(self, x):
+            if self.step == 0:
+                self.masks = torch.rand(4, x.shape[1]).to("cuda")
+            return x * self.masks[0]
+    """
+    got = meetings(src)
+    assert [(fn, how) for fn, _, _, how in got] == [("forward", "operator")]

@@ -3304,7 +3304,10 @@ def _join_envs(a: Optional[Env], b: Optional[Env], entry: Optional[Callable[[str
     out: Env = {}
     for k in a.keys() | b.keys():
         va, vb = a.get(k), b.get(k)
-        if (va is None) != (vb is None) and entry is not None:
+        if (va is None) != (vb is None) and entry is not None and not (va or vb).pinned:  # type: ignore[union-attr]
+            # (a value the branch pinned to a device itself is kept: it is
+            # what that path puts there, and the join of two pinned
+            # tensors would keep neither birth)
             before = entry(k)
             if before is not None:
                 va, vb = (before, vb) if va is None else (va, before)
