@@ -42,6 +42,13 @@ Also flagged: `device_ids=[rank]` where `rank` is the global rank
 one machine only; on the second node rank 8 names a GPU that is not there.
 The fix (unsafe) uses the local rank in scope, when there is one.
 
+Also flagged: `device_ids=[gpu]` where `gpu` is a physical GPU id looked up
+in `CUDA_VISIBLE_DEVICES` (`int(os.environ["CUDA_VISIBLE_DEVICES"].split(",")[local_rank])`).
+Inside the process CUDA numbers the visible GPUs from 0: with
+`CUDA_VISIBLE_DEVICES=2,3` they are `cuda:0` and `cuda:1`, and
+`device_ids=[3]` raises `invalid device ordinal`. The fix (unsafe) uses the
+local rank.
+
 In a project run, also a call of a wrap helper of another module that
 builds DDP with `device_ids=[0]` (a helper written for one GPU), from a
 script that has a rank: the helper's own file has no rank in reach and so no
@@ -68,7 +75,7 @@ from typing import List, Optional, Tuple
 import libcst as cst
 
 from devlint.diagnostic import Fix, FixSafety
-from devlint.facts.scripts import ScopeFacts, WrapEvent
+from devlint.facts.scripts import ScopeFacts, WrapEvent, visible_devices_value
 from devlint.rule import Invalid, ScriptRule, Valid
 from devlint.syntax import keyword_arg, positional_args
 from devlint.torch_api import DISTRIBUTED_DATA_PARALLEL
@@ -256,7 +263,8 @@ if __name__ == "__main__":
             return
         literals = self._literal_args(node)
         if not literals:
-            self._global_rank(node, scope)
+            if not self._physical_id(node, scope):
+                self._global_rank(node, scope)
             return
         rank = self._rank(scope)
         if rank is None:
@@ -277,6 +285,40 @@ if __name__ == "__main__":
             else:
                 replacements.append((value, rank_node))
         self.report(node, message, fix=Fix(replacements, FixSafety.UNSAFE, f"use `{rank}`"))
+
+    def _physical_id(self, node: cst.Call, scope: ScopeFacts) -> bool:
+        """``device_ids=[gpu]`` where ``gpu`` is a physical GPU id read from
+        ``CUDA_VISIBLE_DEVICES`` (``int(visible.split(",")[local_rank])``):
+        inside the process CUDA numbers the visible GPUs from 0, so with
+        ``CUDA_VISIBLE_DEVICES=2,3`` the id 3 is ``invalid device ordinal``
+        and the id 2 is the other process's GPU."""
+        args = positional_args(node)
+        ids = keyword_arg(node, "device_ids") or (args[1] if len(args) > 1 else None)
+        if ids is None or not isinstance(ids.value, (cst.List, cst.Tuple)) or len(ids.value.elements) != 1:
+            return False
+        element = ids.value.elements[0].value
+        module = self.scripts.scopes[0]
+        name = element.value if isinstance(element, cst.Name) else None
+        physical = visible_devices_value(element, scope) == "id" or (
+            name is not None and name not in scope.params and not scope.binds_between(name, -1, 10 ** 9)
+            and visible_devices_value(element, module) == "id"
+        )
+        if not physical:
+            return False
+        code = cst.Module(body=[]).code_for_node(element)
+        local = next(iter(scope.local_ranks), None) or next(
+            (n for n in module.local_ranks if n.split(".")[0] not in scope.params), None
+        )
+        message = (
+            f"DistributedDataParallel gets `{code}`, a physical GPU id read from `CUDA_VISIBLE_DEVICES`: inside the "
+            "process CUDA numbers the visible GPUs from 0, so this names another process's GPU or none; use the local rank"
+        )
+        if local is None:
+            self.report(node, message, no_fix_reason='no local rank is in scope: read `int(os.environ["LOCAL_RANK"])`')
+        else:
+            self.report(node, message, fix=Fix([(element, cst.parse_expression(local))], FixSafety.UNSAFE,
+                                               f"use the local rank `{local}`"))
+        return True
 
     def _global_rank(self, node: cst.Call, scope: ScopeFacts) -> None:
         """``device_ids=[rank]`` where ``rank`` is the global rank

@@ -432,3 +432,32 @@ def test_dataparallel_ids_known_at_run_time_placed_on_a_named_gpu():
     assert "a = nn.DataParallel(nn.Linear(4, 4).cuda(gpus[0]), device_ids=gpus)\n" in out
     assert 'b = nn.DataParallel(nn.Linear(4, 4).to(args.gpu), device_ids=[args.gpu, 1])\n' in out
     assert fixed(RUNTIME_IDS, unsafe=False) == RUNTIME_IDS.lstrip("\n")
+
+
+def test_physical_gpu_ids_from_visible_devices():
+    """What a name holds of CUDA_VISIBLE_DEVICES: the string or its split
+    list, or one element of it (a physical GPU id, not a device index);
+    its length is neither."""
+    src = textwrap.dedent(
+        """
+        import os
+
+        VISIBLE = os.getenv("CUDA_VISIBLE_DEVICES", "").split(",")
+
+        def main(local_rank):
+            raw = os.environ["CUDA_VISIBLE_DEVICES"]
+            ids = raw.strip().split(",")
+            gpu = int(ids[local_rank])
+            first = VISIBLE[0]
+            some = ids[1:]
+            n = len(ids)
+            label = "gpu" + ids[0]
+        """
+    )
+    module = libcst.parse_module(src)
+    facts = collect_script_facts(module, build_facts(module))
+    main = facts.scope_named("main")
+    assert main.visible_lists == ["raw", "ids", "some"]
+    assert main.physical_ids == ["gpu"]
+    assert facts.scopes[0].visible_lists == ["VISIBLE"]
+    assert facts.scopes[0].physical_ids == []

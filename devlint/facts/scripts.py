@@ -173,6 +173,13 @@ class ScopeFacts:
     #: names bound to a local rank (``int(os.environ["LOCAL_RANK"])``,
     #: ``args.local_rank``, ``mp.spawn``'s process index)
     local_ranks: List[str] = field(default_factory=list)
+    #: names bound to a physical GPU id read from ``CUDA_VISIBLE_DEVICES``
+    #: (``int(os.environ["CUDA_VISIBLE_DEVICES"].split(",")[local_rank])``):
+    #: inside the process CUDA numbers the visible GPUs from 0, so this is
+    #: not a device index
+    physical_ids: List[str] = field(default_factory=list)
+    #: names bound to the ``CUDA_VISIBLE_DEVICES`` string or its split list
+    visible_lists: List[str] = field(default_factory=list)
     #: the function returns a wrapper around this parameter (index), else -1
     wraps_param: int = -1
     #: wrapper the function returns around its parameter
@@ -243,6 +250,30 @@ def always_before(first: Sequence[str], then: Sequence[str]) -> bool:
 
 
 _RANK_ATTRS = ("local_rank", "LOCAL_RANK")
+
+
+def visible_devices_value(value: cst.BaseExpression, scope: "ScopeFacts") -> Optional[str]:
+    """What an expression holds of ``CUDA_VISIBLE_DEVICES``: ``"id"``
+    for one physical GPU id taken from it (an element: ``...split(",")[i]``,
+    ``int(gpus[i])`` of a name holding the list), ``"list"`` for the string
+    or its split list, None when it does not come from it."""
+    inner = value
+    while isinstance(inner, cst.Call) and dotted_name(inner.func) in ("int", "str") and len(inner.args) == 1:
+        inner = inner.args[0].value
+    if isinstance(inner, cst.Subscript) and _env_read(inner) is None:
+        if visible_devices_value(inner.value, scope) == "list":
+            slice_ = inner.slice[0].slice if len(inner.slice) == 1 else None
+            return "id" if isinstance(slice_, cst.Index) else "list"
+        return None
+    if _env_read(inner) == "CUDA_VISIBLE_DEVICES":
+        return "list"
+    if isinstance(inner, cst.Name):
+        if inner.value in scope.physical_ids:
+            return "id"
+        return "list" if inner.value in scope.visible_lists else None
+    if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in ("split", "strip"):
+        return visible_devices_value(inner.func.value, scope)
+    return None
 
 
 class _ScriptCollector(cst.CSTVisitor):
@@ -622,6 +653,11 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def _bind_value(self, target: str, value: cst.BaseExpression) -> BindEvent:
         inner, placed = strip_receiver_calls(value)
+        visible = visible_devices_value(value, self.scope)
+        if visible is not None and "." not in target:
+            names = self.scope.physical_ids if visible == "id" else self.scope.visible_lists
+            if target not in names:
+                names.append(target)
         rank = self._rank_value(value)
         if rank is None and "." not in target and "rank" in target.lower() and not is_number_literal(value):
             rank = 0 if "local" in target.lower() else 1

@@ -137,6 +137,10 @@ class Environment:
             if self.plan.real_data_parallel:  # real DataParallel sets the current device per replica
                 return torch.device("cuda", torch.cuda.current_device())
             return self.target(self.current)
+        if dev.index >= self.plan.count:
+            # what CUDA says of an index past device_count() (a physical GPU
+            # id used inside a process that sees fewer GPUs)
+            raise RuntimeError(f"CUDA error: invalid device ordinal (cuda:{dev.index} with {self.plan.count} visible devices)")
         return self.target(dev.index)
 
     # -- tensors -------------------------------------------------------------
