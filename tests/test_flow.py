@@ -334,6 +334,31 @@ def test_anchors_follow_rebinding():
     assert by_line == {4: ["x", "y"], 6: ["y"]}  # once x is rebound to a number it names no device
 
 
+def test_anchors_skip_parameters_tested_against_other_types():
+    """A parameter tested with isinstance against another type than a tensor
+    (a PIL image, a list) may hold that: no fix reads its ``.device``; one
+    tested against torch.Tensor only stays an anchor."""
+    flow, module, line = _flow(
+        "import torch\n"
+        "from PIL import Image\n"
+        "def f(img, x, y):\n"
+        "    a = torch.zeros(img.size(0) + x.size(0) + y.size(0))\n"
+        "    if isinstance(img, Image.Image):\n"
+        "        return img\n"
+        "    if not isinstance(x, torch.Tensor):\n"
+        "        raise TypeError(x)\n"
+        "    if isinstance(y, (list, torch.Tensor)):\n"
+        "        pass\n"
+        "    return img + a + x + y\n"
+    )
+    fn = flow.all_functions()[0]
+    result = flow.function(fn)
+    by_line = {line[o]: names for o, names in result.anchors.items()}
+    assert by_line == {4: ["x"]}
+    [body] = [flow.body_facts(fn)]
+    assert body.maybe_other == {"img", "y"}
+
+
 def test_may_meet_bounds_the_meetings():
     """The cheap bound is never False where the analysis finds a meeting."""
     src = """

@@ -311,8 +311,8 @@ def test_dl001_fixtures_carry_cases():
     assert fixable
     # bugs the simulated path cannot show (docs/harness.md): autograd's seed
     # gradients fail only where autograd runs, and the simulation runs without it;
-    # a fixture that needs NumPy, which is no dependency of devlint or its tests
-    cannot_run = {"bad_gradient_penalty_grad_outputs.py", "bad_numpy_born_in_forward.py"}
+    # fixtures that need NumPy or PIL, which are no dependencies of devlint or its tests
+    cannot_run = {"bad_gradient_penalty_grad_outputs.py", "bad_numpy_born_in_forward.py", "bad_pil_or_tensor_input.py"}
     assert cannot_run <= fixable
     assert fixable - cannot_run <= {p.name for p in WITH_CASES if p.parent.name == "DL001"}
 

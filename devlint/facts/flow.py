@@ -156,6 +156,10 @@ class Value:
     #: a Python number on some path (``1 if first else scale(h)``): no fix
     #: may read its ``.device`` either
     maybe_number: bool = False
+    #: something else than a tensor on some path: a parameter the function
+    #: tests with ``isinstance`` against another type (a PIL image, a list,
+    #: a NumPy array): no fix may read its ``.device``
+    maybe_other: bool = False
     #: a loss module built in a method (``loss_fct = CrossEntropyLoss()``):
     #: its inputs meet when it is called
     loss: bool = False
@@ -1098,6 +1102,10 @@ class _Calls(cst.CSTVisitor):
         return False
 
 
+#: what ``isinstance(x, T)`` tests a tensor with
+_TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
 class _BodyFacts(cst.CSTVisitor):
     """One walk of a function body: whether it creates or places a tensor
     (a CPU-born or GPU-placed source), the names it calls, and the names it
@@ -1130,6 +1138,10 @@ class _BodyFacts(cst.CSTVisitor):
         self.places = False
         #: the names it passes as ``collate_fn=``
         self.collate_fns: Set[str] = set()
+        #: names it tests with ``isinstance`` against a type that is not a
+        #: tensor (``isinstance(img, Image.Image)``, ``(list, tuple)``): they
+        #: may hold something else than a tensor
+        self.maybe_other: Set[str] = set()
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None and node.keyword.value == "device":
@@ -1202,6 +1214,11 @@ class _BodyFacts(cst.CSTVisitor):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("to", "cuda"):
             self.places = True
+        if isinstance(func, cst.Name) and func.value == "isinstance" and len(node.args) == 2 and isinstance(node.args[0].value, cst.Name):
+            types = node.args[1].value
+            elements = [e.value for e in types.elements] if isinstance(types, (cst.Tuple, cst.List)) else [types]
+            if any(self.facts.qualify(t) not in _TENSOR_TYPES for t in elements):
+                self.maybe_other.add(node.args[0].value.value)
         if isinstance(func, cst.Name):
             self.called.add(func.value)
             self.called_names.add(func.value)
@@ -1357,6 +1374,9 @@ class _Interpreter:
             for k, v in self.hints.items() if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU)
         )
         env.update((k, v) for k, v in self.overrides.items() if k in env or "." in k)
+        for k in self.flows.body_facts(self.node).maybe_other:
+            if k in env and env[k].kind == TENSOR:
+                env[k] = replace(env[k], maybe_other=True)
         local_inputs = any(v.kind == TENSOR and v.device == LOCAL for v in env.values())
         try:
             self._block(statements(self.node.body), env)
@@ -1748,7 +1768,7 @@ class _Interpreter:
         first: Optional[Tuple[cst.CSTNode, str, bool]] = None
         dispatched = self.stages is not None and self.stages.dispatched
         # an operand that may be None or a number on some path names no device a fix can read
-        unsure = {id(node) for node, v in operands if v.maybe_none or v.maybe_number}
+        unsure = {id(node) for node, v in operands if v.maybe_none or v.maybe_number or v.maybe_other}
         for node, v in operands:
             if v.kind != TENSOR and not (loss and v.kind == UNKNOWN and v.device == LOCAL):
                 continue
@@ -2572,7 +2592,8 @@ class _Interpreter:
         # may be None or is only guessed to be a tensor): parameters first
         held = [
             n for n, v in env.items()
-            if v.kind == TENSOR and v.device == LOCAL and not v.guessed and not v.maybe_none and not v.maybe_number and "." not in n
+            if v.kind == TENSOR and v.device == LOCAL and not v.guessed and not v.maybe_none and not v.maybe_number
+            and not v.maybe_other and "." not in n
         ]
         # nor a name whose data the call converts (``torch.tensor(float(nu))``: a number there)
         converted = _names_in(node.args) if name in ("tensor", "as_tensor") or name[:1].isupper() else set()
