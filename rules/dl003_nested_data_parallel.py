@@ -13,6 +13,13 @@ another one:
   `model = DP(model)` with no re-binding in between, a function that wraps
   its argument called on a model it already wrapped, or `self.model` wrapped
   again in a method (`resume()`) when `__init__` always wraps it;
+* a loop whose every round wraps what the last round left in the name
+  (`for stage in stages: model = DP(model)`, or `model =
+  train_stage(model, ...)` with a function that wraps its argument and
+  returns the wrapper): from the second round on it wraps the wrapper. Not
+  a wrap under a condition inside the round (`if i == 0:`), nor one that
+  tests whether the model is wrapped first, nor one of a model the round
+  builds afresh;
 * a method that wraps what an attribute of the instance held when it began
   and stores the wrapper back in that attribute (`self.model =
   DP(self.model)` in `fit()`; `model = self.model_wrapped`, `model =
@@ -32,7 +39,9 @@ another one:
 A subclass of `DataParallel`/`DistributedDataParallel` (of this file or of
 the project: `class AttrDataParallel(nn.DataParallel)` forwarding attribute
 reads) is a wrapper like its base. A function of this file (a method, or a
-function defined inside the calling one) that returns its argument wrapped counts as a wrap of that argument
+function defined inside the calling one) that returns its argument wrapped
+(directly, or as another such function returned it: `model =
+setup(model)`, then `return model`) counts as a wrap of that argument
 wherever it is called: inside a model
 (`self.backbone = maybe_parallel(Backbone())`), around a model, or twice on
 one path. That holds when it wraps under a condition too
@@ -115,6 +124,7 @@ from devlint.facts.scripts import (
     always_before,
     binding_chain,
     contained_classes,
+    rewraps_in_loop,
     rewraps_own_attribute,
     runs_repeatedly,
     wrapped_origin,
@@ -270,6 +280,7 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         self._inner_in_scripts()
         self._double_wraps()
         self._rewraps_on_each_call()
+        self._rewraps_in_loops()
 
     def _emit(self, node: cst.CSTNode, message: str, replacements: Optional[List[Tuple[cst.CSTNode, object]]], description: str, no_fix: str = "",
               related: Sequence[Tuple[str, int, str]] = ()) -> None:
@@ -451,6 +462,23 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
                 self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper) if ev.helper else (
                     f"wrap only what is not wrapped yet (`isinstance({ev.wrapped_name}, {_short(ev.wrapper)})`), "
                     f"or keep the unwrapped model in its own attribute"
+                ), related=related)
+
+    # -- a loop that wraps what the last round stored ---------------------------
+    def _rewraps_in_loops(self) -> None:
+        for scope in self.scripts.scopes:
+            for ev in rewraps_in_loop(scope):
+                node = self._helper_node(scope, ev) if ev.helper else self.wrap_nodes.get((scope.index, ev.index))
+                if node is None:
+                    continue
+                shown, related = self.helper_shown(ev.helper) if ev.helper else ("", [])
+                through = f" (through {shown})" if shown else ""
+                message = (
+                    f"`{ev.wrapped_name}` is wrapped in {_short(ev.wrapper)}{through} in a loop that keeps the wrapper "
+                    f"in `{ev.wrapped_name}`: every round after the first wraps the wrapper again"
+                )
+                self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper) if ev.helper else (
+                    f"wrap once before the loop, or keep the unwrapped model in its own name"
                 ), related=related)
 
     def _wrapped_in_init(self, scope: ScopeFacts, attr: str, ev: WrapEvent) -> bool:

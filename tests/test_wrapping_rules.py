@@ -461,3 +461,48 @@ def test_physical_gpu_ids_from_visible_devices():
     assert main.physical_ids == ["gpu"]
     assert facts.scopes[0].visible_lists == ["VISIBLE"]
     assert facts.scopes[0].physical_ids == []
+
+
+def test_rewraps_in_loop_and_relayed_wrap_helpers():
+    """A loop round that wraps what the last round stored, directly or
+    through a function that returns a wrap helper's result on its argument;
+    not a wrap under a condition of the round, nor one of a fresh model."""
+    from devlint.facts.scripts import rewraps_in_loop
+
+    src = textwrap.dedent(
+        """
+        import torch.nn as nn
+
+        def setup(model):
+            return nn.DataParallel(model).cuda()
+
+        def stage(model, data):
+            model = setup(model)
+            return model
+
+        def loop_direct(model, rounds):
+            for r in rounds:
+                model = nn.DataParallel(model)
+
+        def loop_relayed(model, rounds):
+            for r in rounds:
+                model = stage(model, r)
+
+        def loop_first_round(model, rounds):
+            for i in rounds:
+                if i == 0:
+                    model = nn.DataParallel(model)
+
+        def loop_fresh(build, rounds):
+            for r in rounds:
+                model = build(r)
+                model = setup(model)
+        """
+    )
+    module = libcst.parse_module(src)
+    facts = collect_script_facts(module, build_facts(module))
+    assert set(facts.wrap_helpers) == {"setup", "stage"}
+    assert facts.wrap_helpers["stage"].param == 0 and facts.wrap_helpers["stage"].wrapper == "torch.nn.DataParallel"
+    found = {name: [ev.helper or ev.wrapper for ev in rewraps_in_loop(facts.scope_named(name))]
+             for name in ("loop_direct", "loop_relayed", "loop_first_round", "loop_fresh")}
+    assert found == {"loop_direct": ["torch.nn.DataParallel"], "loop_relayed": ["stage"], "loop_first_round": [], "loop_fresh": []}

@@ -855,7 +855,50 @@ class _ScriptCollector(cst.CSTVisitor):
                 helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond, places, ids)
         if not helpers and self.facts.index is None:
             return
+        done: Set[int] = set()
+        self._helper_calls(done)
+        # a function that returns what a wrap helper made of its argument
+        # (``model = setup(model)``, ..., ``return model``) wraps it too
+        for _round in range(3):
+            if not self._relayed_helpers():
+                break
+            self._helper_calls(done)
+
+    def _relayed_helpers(self) -> bool:
+        """Add to ``wrap_helpers`` the functions that return a wrap helper's
+        result on their parameter; True when one was added."""
+        helpers = self.out.wrap_helpers
+        added = False
+        for si, name, order, branch, wrap_index in self.returns:
+            scope = self.scopes[si]
+            if wrap_index >= 0 or si in self.guarded or not scope.params or scope.name in helpers:
+                continue
+            b = scope.last_binding(name, order + 1, branch)
+            for _ in range(8):
+                if b is None or b.kind not in ("alias", "place") or not b.source:
+                    break
+                b = scope.last_binding(b.source, b.order, b.branch)
+            if b is None or b.kind != "call":
+                continue
+            ev = next((h for h in reversed(scope.helper_wraps)
+                       if h.target == b.target and h.helper == b.call and h.order < b.order), None)
+            if ev is None:
+                continue
+            param, places = self._param_wrapped(scope, ev)
+            if param < 0:
+                continue
+            helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, ev.helper_conditional or bool(branch),
+                                             [], places or ev.helper_places, ev.device_ids)
+            added = True
+        return added
+
+    def _helper_calls(self, done: Set[int]) -> None:
+        """Record the calls of wrap helpers as wrap events of their scopes
+        (``ScopeFacts.helper_wraps``), each call once."""
+        helpers = self.out.wrap_helpers
         for si, callee, _k, node, ev in self.maybe_helper_calls:
+            if id(node) in done:
+                continue
             scope = self.scopes[si]
             shift = 1 if "." in callee else 0  # ``self.wrap(m)``: ``self`` is the first parameter
             helper = helpers.get(callee_name(scope, callee, helpers))
@@ -868,6 +911,7 @@ class _ScriptCollector(cst.CSTVisitor):
             arg = args[index] if 0 <= index < len(args) else keyword_arg(node, helper.param_name)
             if arg is None:
                 continue
+            done.add(id(node))
             switches = [
                 args[i - shift] if 0 <= i - shift < len(args) else keyword_arg(node, p)
                 for i, p in helper.condition_params
@@ -1453,6 +1497,36 @@ def _holds_wrap(scope: ScopeFacts, name: str, order: int, branch: Sequence[str],
             if _holds_wrap(scope, b.source, b.order, b.branch, made, depth - 1):
                 return True
     return False
+
+
+def rewraps_in_loop(scope: ScopeFacts) -> List[WrapEvent]:
+    """The wraps in a loop body that wrap what a name held when the round
+    began and leave the wrapper in that name for the next round (``for stage
+    in stages: model = DP(model)``, or ``model = setup(model)`` with a wrap
+    helper): every round after the first wraps the wrapper. Only a wrap that
+    runs on every round (not under an ``if`` inside the loop, which may hold
+    on the first round only), and not where the round tests whether the
+    name holds a wrapper already."""
+    out: List[WrapEvent] = []
+    for ev in list(scope.wraps) + list(scope.helper_wraps):
+        name = ev.wrapped_name
+        if not name or not ev.in_loop or _tested_wrapped(scope, ev, {name}):
+            continue
+        loops = [p for p in ev.branch if p in scope.loop_points]
+        if not loops or ev.branch[-1] != loops[-1]:
+            continue  # conditional inside the round
+        loop = loops[-1]
+        # at the wrap, the name holds what the round began with: nothing in
+        # this round bound it before (placements of itself keep the value)
+        binds, _entry = reaching_bindings(scope, name, ev.order, ev.branch)
+        if any(loop in b.branch for b in binds):
+            continue
+        in_round = [b.order for b in scope.binds if loop in b.branch]
+        end = max(in_round + [ev.order]) + 1
+        round_branch = ev.branch[: ev.branch.index(loop) + 1]
+        if _holds_wrap(scope, name, end, round_branch, ev):
+            out.append(ev)
+    return out
 
 
 def rewraps_own_attribute(scripts, scope: ScopeFacts) -> List[Tuple[WrapEvent, str]]:
