@@ -292,11 +292,9 @@ if __name__ == "__main__":
         inside the process CUDA numbers the visible GPUs from 0, so with
         ``CUDA_VISIBLE_DEVICES=2,3`` the id 3 is ``invalid device ordinal``
         and the id 2 is the other process's GPU."""
-        args = positional_args(node)
-        ids = keyword_arg(node, "device_ids") or (args[1] if len(args) > 1 else None)
-        if ids is None or not isinstance(ids.value, (cst.List, cst.Tuple)) or len(ids.value.elements) != 1:
+        element = _single_device_id(node)
+        if element is None:
             return False
-        element = ids.value.elements[0].value
         module = self.scripts.scopes[0]
         name = element.value if isinstance(element, cst.Name) else None
         physical = visible_devices_value(element, scope) == "id" or (
@@ -306,18 +304,10 @@ if __name__ == "__main__":
         if not physical:
             return False
         code = cst.Module(body=[]).code_for_node(element)
-        local = next(iter(scope.local_ranks), None) or next(
-            (n for n in module.local_ranks if n.split(".")[0] not in scope.params), None
-        )
-        message = (
+        self._use_local_rank(node, element, scope, (
             f"DistributedDataParallel gets `{code}`, a physical GPU id read from `CUDA_VISIBLE_DEVICES`: inside the "
             "process CUDA numbers the visible GPUs from 0, so this names another process's GPU or none; use the local rank"
-        )
-        if local is None:
-            self.report(node, message, no_fix_reason='no local rank is in scope: read `int(os.environ["LOCAL_RANK"])`')
-        else:
-            self.report(node, message, fix=Fix([(element, cst.parse_expression(local))], FixSafety.UNSAFE,
-                                               f"use the local rank `{local}`"))
+        ))
         return True
 
     def _global_rank(self, node: cst.Call, scope: ScopeFacts) -> None:
@@ -325,11 +315,9 @@ if __name__ == "__main__":
         (``dist.get_rank()``, ``int(os.environ["RANK"])``): a GPU index only
         on the first machine; on the next one rank 8 names a GPU that is not
         there (``CUDA error: invalid device ordinal``)."""
-        args = positional_args(node)
-        ids = keyword_arg(node, "device_ids") or (args[1] if len(args) > 1 else None)
-        if ids is None or not isinstance(ids.value, (cst.List, cst.Tuple)) or len(ids.value.elements) != 1:
+        element = _single_device_id(node)
+        if element is None:
             return
-        element = ids.value.elements[0].value
         module = self.scripts.scopes[0]
         code = cst.Module(body=[]).code_for_node(element)
         if isinstance(element, cst.Call):
@@ -341,12 +329,17 @@ if __name__ == "__main__":
             code in module.global_ranks and code not in scope.params and not scope.binds_between(code, -1, 10 ** 9)
         ):
             return
-        local = next(iter(scope.local_ranks), None) or next(
-            (n for n in module.local_ranks if n.split(".")[0] not in scope.params), None
-        )
-        message = (
+        self._use_local_rank(node, element, scope, (
             f"DistributedDataParallel gets the global rank `{code}` as a GPU index: on a second machine it names "
             "a GPU that does not exist there; use the local rank"
+        ))
+
+    def _use_local_rank(self, node: cst.Call, element: cst.BaseExpression, scope: ScopeFacts, message: str) -> None:
+        """Report ``node`` with an unsafe fix putting the local rank in scope
+        in place of ``element``; no fix when there is none."""
+        module = self.scripts.scopes[0]
+        local = next(iter(scope.local_ranks), None) or next(
+            (n for n in module.local_ranks if n.split(".")[0] not in scope.params), None
         )
         if local is None:
             self.report(node, message, no_fix_reason='no local rank is in scope: read `int(os.environ["LOCAL_RANK"])`')
@@ -375,6 +368,16 @@ if __name__ == "__main__":
             if name.split(".")[0] not in scope.params:
                 return name
         return None
+
+
+def _single_device_id(node: cst.Call) -> Optional[cst.BaseExpression]:
+    """The one element of ``device_ids=[...]`` (keyword or second
+    positional argument), None unless it has exactly one."""
+    args = positional_args(node)
+    ids = keyword_arg(node, "device_ids") or (args[1] if len(args) > 1 else None)
+    if ids is None or not isinstance(ids.value, (cst.List, cst.Tuple)) or len(ids.value.elements) != 1:
+        return None
+    return ids.value.elements[0].value
 
 
 def _single_literal(code: str) -> Optional[int]:
