@@ -264,8 +264,19 @@ CTC_LOSSES = frozenset({
 })
 
 
-#: the qualified names of ``torch.load``
-TORCH_LOADS = frozenset({"torch.load", "torch.serialization.load"})
+#: the calls that unpickle tensors with ``torch.load``, and the position of
+#: their ``map_location`` parameter: ``torch.load(f, map_location=None)``, and
+#: ``torch.hub.load_state_dict_from_url(url, model_dir=None,
+#: map_location=None, ...)`` (``torch.utils.model_zoo.load_url`` is the same
+#: function), which downloads a checkpoint and passes ``map_location`` on to
+#: ``torch.load``: without it, the tensors go back on the device that saved them
+MAP_LOCATION_INDEX = {
+    "torch.load": 1,
+    "torch.serialization.load": 1,
+    "torch.hub.load_state_dict_from_url": 2,
+    "torch.utils.model_zoo.load_url": 2,
+}
+TORCH_LOADS = frozenset(MAP_LOCATION_INDEX)
 
 
 _RNG_SETTERS = frozenset({"set_rng_state", "set_rng_state_all"})

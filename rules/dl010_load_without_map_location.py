@@ -2,7 +2,11 @@
 
 ## What it does
 Flags `torch.load(f)` called without `map_location` (resolved through the
-imports: `import torch as T; T.load(f)`, `from torch import load`).
+imports: `import torch as T; T.load(f)`, `from torch import load`), and
+`torch.hub.load_state_dict_from_url(url)` (`torch.utils.model_zoo.load_url`)
+without it: that function downloads a checkpoint and passes its own
+`map_location` (the third positional parameter, after `model_dir`) to
+`torch.load`.
 
 ## Why is this bad?
 `torch.load` puts every tensor back on the device it was saved from. Under
@@ -111,6 +115,7 @@ from devlint.facts.training import (
     device_candidates,
     is_memory_buffer,
     is_torch_load,
+    map_location_arg,
     map_location_parameter,
     placement_of,
 )
@@ -230,7 +235,7 @@ def embeddings(path, device):
         # or a function of the file (or of another module) whose map_location
         # parameter defaults to None
         return any(
-            (("map_location" not in call.keywords and call.n_args < 2) or call.cls is None)
+            (("map_location" not in call.keywords and call.n_args < 3) or call.cls is None)
             and scan.refers_to(call.func, TORCH_LOADS)
             for call in scan.calls
         ) or bool(scan.load_helpers and any(call.func in scan.load_helpers for call in scan.calls))
@@ -307,10 +312,10 @@ def embeddings(path, device):
             if isinstance(func, cst.Name):
                 self._helper_call(node, func.value)
             return
-        if keyword_arg(node, "map_location") is not None or any(a.star for a in node.args):
+        if map_location_arg(self.facts, node) is not None or any(a.star for a in node.args):
             return
         args = positional_args(node)
-        if len(args) >= 2 or id(node) in self._no_tensors:
+        if id(node) in self._no_tensors:
             return
         scope = self.training.scopes.get(self.scopes.name)
         file_arg = args[0].value if args else (keyword_arg(node, "f").value if keyword_arg(node, "f") else None)
@@ -322,6 +327,13 @@ def embeddings(path, device):
             is_memory_buffer(self.facts, file_arg, scope) or (scope is not None and code_of(file_arg) in scope.buffers)
         ):
             return  # bytes handed over in memory (pickling, RPC, archives): their devices are meant
+        message = self.message
+        if self.facts.qualify(func) not in ("torch.load", "torch.serialization.load"):
+            # load_state_dict_from_url(url): downloads, then torch.load(f, map_location=map_location)
+            message = (
+                f"`{code_of(func)}` without `map_location` loads with `torch.load`, which puts every tensor "
+                "back on the device that saved it"
+            )
         safe = id(node) in self._feeds_state_dict
         name = self._bound_to.get(id(node))
         if name is not None and scope is not None and name in scope.rng_states:
@@ -330,11 +342,11 @@ def embeddings(path, device):
             safe = scope.loaded.get(name, False)
         if safe:
             fix = self.replace(node, _with_map_location(node, '"cpu"'), 'add `map_location="cpu"` (the object only feeds `load_state_dict`)')
-            self.report(node, fix=fix)
+            self.report(node, message, fix=fix)
             return
         if id(node) in self._moved_at_once:
             fix = self.replace(node, _with_map_location(node, '"cpu"'), 'add `map_location="cpu"` (the object is moved to its device at once)')
-            self.report(node, fix=fix)
+            self.report(node, message, fix=fix)
             return
         target, gone = self._device_target(node)
         why = "changes where the loaded tensors live"
@@ -343,7 +355,7 @@ def embeddings(path, device):
             target = '"cpu"'
             why = f"{gone}; `load_state_dict` copies the state onto the model's device, other uses get CPU tensors"
         if target is None:
-            self.report(node, no_fix_reason=gone)
+            self.report(node, message, no_fix_reason=gone)
             return
         fix = self.replace(
             node,
@@ -351,7 +363,7 @@ def embeddings(path, device):
             f"add `map_location={target}` ({why})",
             FixSafety.UNSAFE,
         )
-        self.report(node, fix=fix)
+        self.report(node, message, fix=fix)
 
     def _device_target(self, node: cst.Call) -> Tuple[Optional[str], str]:
         """The device the unsafe fix loads onto: the first of the scope's

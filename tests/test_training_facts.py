@@ -142,3 +142,43 @@ def test_a_loaded_object_fed_to_load_state_dict_among_other_uses():
     assert export.fed_to_state_dict == {"state"} and export.loaded == {"state": False}
     assert resume.fed_to_state_dict == {"ckpt"} and resume.loaded == {"ckpt": True}
     assert assign.fed_to_state_dict == set()
+
+
+def test_load_state_dict_from_url_loads_with_torch_load():
+    # torch.hub.load_state_dict_from_url(url, model_dir=None, map_location=None, ...)
+    # passes map_location on to torch.load; model_zoo.load_url is the same function
+    from devlint.facts.training import is_torch_load, map_location_arg
+
+    module = cst.parse_module(textwrap.dedent(
+        """
+        import torch
+        import torch.utils.model_zoo as zoo
+        from torch.hub import load_state_dict_from_url as fetch
+
+        a = fetch(url)
+        b = zoo.load_url(url, cache)
+        c = zoo.load_url(url, cache, "cpu")
+        d = torch.hub.load_state_dict_from_url(url, map_location=dev)
+        e = torch.load(path, "cpu")
+        f = torch.hub.load(repo, "entry")
+        """
+    ))
+    store = FactStore(module, [Classes, Training])
+    facts = store[Classes]
+    calls = {s.body[0].targets[0].target.value: s.body[0].value for s in module.body[3:]}
+    code = cst.Module([]).code_for_node
+    assert [n for n, c in calls.items() if is_torch_load(facts, c.func)] == ["a", "b", "c", "d", "e"]
+    located = {n: map_location_arg(facts, c) for n, c in calls.items() if n != "f"}
+    assert located["a"] is None and located["b"] is None  # the second argument of load_url is model_dir
+    assert code(located["c"]) == '"cpu"' and code(located["d"]) == "dev" and code(located["e"]) == '"cpu"'
+    # what the file loaded from a URL feeds load_state_dict like a torch.load
+    training = _training(
+        """
+        import torch
+
+        def restore(model, url):
+            state = torch.hub.load_state_dict_from_url(url)
+            model.load_state_dict(state)
+        """
+    )
+    assert training.scopes["restore"].loaded == {"state": True}

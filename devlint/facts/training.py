@@ -35,6 +35,7 @@ from devlint.torch_api import (
     DATA_LOADERS,
     DATA_PARALLEL,
     ITER_WRAPPERS,
+    MAP_LOCATION_INDEX,
     TORCH_LOADS,
     _CPU_COLLATORS,
     _KEEPS_PLACEMENT,
@@ -272,9 +273,7 @@ def _load_device(facts: FileFacts, value: cst.BaseExpression) -> Optional[str]:
     names one other than the CPU (not a dict, a function or ``**kwargs``)."""
     if not (isinstance(value, cst.Call) and is_torch_load(facts, value.func)):
         return None
-    args = positional_args(value)
-    loc = keyword_arg(value, "map_location")
-    node = loc.value if loc is not None else (args[1].value if len(args) > 1 else None)
+    node = map_location_arg(facts, value)
     if node is None or _is_cpu_device(facts, node):
         return None
     if isinstance(node, (cst.SimpleString, cst.FormattedString)) or dotted_name(node) is not None:
@@ -1324,8 +1323,22 @@ def map_location_parameter(facts: FileFacts, fn: cst.FunctionDef) -> Optional[Tu
 
 
 def is_torch_load(facts: FileFacts, func: cst.CSTNode) -> bool:
+    """``torch.load``, or a call that loads with it and passes its
+    ``map_location`` on (``torch.hub.load_state_dict_from_url``)."""
     q = facts.qualify(func)
     return q in TORCH_LOADS
+
+
+def map_location_arg(facts: FileFacts, call: cst.Call) -> Optional[cst.BaseExpression]:
+    """The ``map_location`` a load call is given, by keyword or at its
+    position (the second argument of ``torch.load``, the third of
+    ``load_state_dict_from_url``); None when it is left out."""
+    loc = keyword_arg(call, "map_location")
+    if loc is not None:
+        return loc.value
+    index = MAP_LOCATION_INDEX.get(facts.qualify(call.func) or "", 1)
+    args = positional_args(call)
+    return args[index].value if len(args) > index else None
 
 
 def _checkpoint_use(name: cst.Name, parents: List[cst.CSTNode]) -> Tuple[Optional[bool], int, cst.CSTNode]:
