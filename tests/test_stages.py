@@ -251,9 +251,16 @@ def test_what_meets_the_output_after_the_blocks_is_handed_over():
 def test_moved_labels_and_a_helper_s_parameters_are_not_handovers():
     # moved to the logits: nothing to hand over
     assert handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2")) == []
-    # in a helper the parameters need not be the model's inputs, nor the
-    # logits it is given the head's: nothing there is on a stage
-    assert handovers(SPLIT.format(labels="labels", scale="self.scale"), method="_scaled") == []
+    # a helper that forward alone calls sees what forward hands it: the
+    # logits on the last device meet the model's own parameter (first)
+    found = handovers(SPLIT.format(labels="labels", scale="self.scale"), method="_scaled")
+    assert [(f[1], f[3], f[4]) for f in found] == [("self.scale", "the first device", "`logits`")]
+    # ... but called from elsewhere with something else, its parameters
+    # need not be the head's logits: nothing there is on a stage
+    other = SPLIT.format(labels="labels", scale="self.scale") + (
+        "\n    def score(self, feats, labels):\n        return self._scaled(feats, labels)\n"
+    )
+    assert handovers(other, method="_scaled") == []
     # the model's own parameter meets the logits in forward itself
     found = handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2").replace(
         "logits = self.head(self.drop(self.stack(ids)))", "logits = self.head(self.drop(self.stack(ids))) * self.scale"))
@@ -264,3 +271,78 @@ def test_a_pinned_module_is_not_read_as_split():
     facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(PIPELINE.format(handed="h"))))
     assert not facts.classes["Pipeline"].dispatched
     assert not Stages(facts, facts.classes["Pipeline"], "self").dispatched
+
+
+# -- what a device_map's stages reach: helpers, constructors, wrappers ----------
+
+HELPER = """
+class Layer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+class Base(nn.Module):
+    _no_split_modules = ["Layer"]
+
+
+class Tower(Base):
+    def __init__(self, n):
+        super().__init__()
+        self.layers = nn.ModuleList([Layer() for _ in range(n)])
+
+    @classmethod
+    def build(cls, n):
+        tower = cls(n)
+        return tower
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+class Joint(Base):
+    def __init__(self):
+        super().__init__()
+        self.tower = {tower}
+        self.head = nn.Linear(8, 2)
+
+    def features(self, x, mask):
+        out = Record(hidden=self.tower(x))
+        h = out.hidden
+        ones = torch.ones(h.shape[:-1], device=h.device)
+        return torch.cat([ones, mask], dim=1)
+
+    def forward(self, x, mask):
+        return self.head(x), self.features(x, mask)
+"""
+
+
+def test_a_classmethod_returning_cls_builds_the_class():
+    facts = build_facts(cst.parse_module(HEADER + "from types import SimpleNamespace as Record\n" + textwrap.dedent(HELPER.format(tower="Tower.build(4)"))))
+    assert facts.classes["Tower"].methods["build"].constructs
+    assert not facts.classes["Tower"].methods["forward"].constructs
+    joint = facts.classes["Joint"]
+    assert joint.attributes["tower"].kind == "module" and joint.attributes["tower"].module_class == "Tower"
+    assert Stages(facts, joint, "self").spreading == ["tower"]
+
+
+def test_a_classmethod_returning_something_else_builds_nothing():
+    src = HELPER.format(tower="Tower.build(4)").replace("        tower = cls(n)\n        return tower", "        return n * 2")
+    facts = build_facts(cst.parse_module(HEADER + "from types import SimpleNamespace as Record\n" + textwrap.dedent(src)))
+    assert not facts.classes["Tower"].methods["build"].constructs
+    assert facts.classes["Joint"].attributes["tower"].kind != "module"
+
+
+def test_a_helper_forward_hands_the_inputs_sees_them_on_the_first_device():
+    # the helper's mask is the model's input; what an unknown call wraps the
+    # tower's output in (Record(...)) and its attribute stay on the tower's stage
+    found = handovers("from types import SimpleNamespace as Record\n" + HELPER.format(tower="Tower.build(4)"), method="features")
+    assert [(f[1], f[3], f[4], f[5]) for f in found] == [("mask", "the first device", "`ones`", True)]
+    # the same mask moved first: nothing handed over
+    moved = HELPER.format(tower="Tower.build(4)").replace("[ones, mask]", "[ones, mask.to(ones.device)]")
+    assert handovers("from types import SimpleNamespace as Record\n" + moved, method="features") == []

@@ -172,6 +172,10 @@ class FunctionFacts:
     #: a @staticmethod: no ``self``, so no anchor through the module
     is_static: bool = False
     line: int = 0
+    #: a @classmethod every ``return`` of which gives an instance of the class
+    #: it is called on (``return cls(config)``, or a local bound only to
+    #: ``cls(...)``): ``Block.from_config(c)`` builds a ``Block``
+    constructs: bool = False
 
 
 @dataclass
@@ -360,7 +364,27 @@ class FileFacts:
             return None
         if dotted in self.classes:
             return dotted
+        built = self._constructed_class(dotted)
+        if built is not None:
+            return built
         return self.qualify_dotted(dotted)
+
+    def _constructed_class(self, dotted: str) -> Optional[str]:
+        """``Block`` for ``Block.from_config``: the class a classmethod
+        called on it builds (``FunctionFacts.constructs``, in the class or a
+        base of the file or of the project); None otherwise."""
+        owner, _, method = dotted.rpartition(".")
+        if not owner:
+            return None
+        cls_name = owner if owner in self.classes else self.qualify_dotted(owner)
+        if cls_name is None or cls_name.startswith("torch."):
+            return None
+        for name in self.lineage(cls_name):
+            cls = self.class_facts(name)
+            fn = cls.methods.get(method) if cls is not None else None
+            if fn is not None:
+                return cls_name if fn.constructs else None
+        return None
 
     def project_function(self, qualified: str) -> Optional[Tuple[str, int, Dict[str, Any]]]:
         """(path, line, summary) of the project function ``qualified`` names
@@ -588,7 +612,26 @@ def _function_facts(fn: cst.FunctionDef, is_method: bool, method_names: Set[str]
         self_calls=uses.self_calls,
         is_property=is_property,
         is_static=is_static,
+        constructs="classmethod" in decorators and bool(params) and _returns_instance(fn, params[0]),
     )
+
+
+def _returns_instance(fn: cst.FunctionDef, cls_name: str) -> bool:
+    """Every ``return`` of the classmethod ``fn`` gives ``cls(...)`` (its
+    first parameter called), directly or through a local name every plain
+    assignment of which is such a call."""
+
+    def built(node: Optional[cst.BaseExpression]) -> bool:
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == cls_name
+
+    finder = _ReturnsAndAssigns()
+    walk(fn.body, finder)
+    if finder.yields or not finder.returns:
+        return False
+    bound: Dict[str, bool] = {}
+    for target, value in finder.assigns:
+        bound[target] = bound.get(target, True) and built(value)
+    return all(built(r) or (isinstance(r, cst.Name) and bound.get(r.value, False)) for r in finder.returns)
 
 
 def _is_python_number(node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:

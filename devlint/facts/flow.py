@@ -46,7 +46,7 @@ from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Iterato
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
-from devlint.facts.stages import EACH, FIRST, LAST, SPREAD, Handover, Stages, stage_device, stage_of
+from devlint.facts.stages import EACH, FIRST, LAST, SPREAD, STAGE_PREFIX, Handover, Stages, stage_device, stage_of
 from devlint.facts.store import FactStore, Provider
 from devlint.facts.training import (
     MODULE_SCOPE,
@@ -296,8 +296,10 @@ def element_of(v: Value) -> Value:
 def follows(v: Value) -> bool:
     """Of unknown kind, but on the model's side: what came in with the
     inputs (a parameter, an attribute or item of one), or a script's model's
-    output (``outputs.logits``); used as a tensor, it is one there."""
-    return v.kind == UNKNOWN and (v.device == LOCAL or is_placed(v.device))
+    output (``outputs.logits``), or what a part of a model split over
+    devices returned (``outputs[0]``, on its stage); used as a tensor, it is
+    one there."""
+    return v.kind == UNKNOWN and (v.device == LOCAL or is_placed(v.device) or v.device.startswith(STAGE_PREFIX))
 
 
 def as_tensor(v: Value) -> Value:
@@ -582,6 +584,7 @@ class DeviceFlow:
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
         self._held: Dict[str, Set[str]] = {}
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
+        self._takes_inputs: Dict[cst.FunctionDef, bool] = {}
         #: module-level functions and each class's methods, by name
         self.functions: Dict[str, cst.FunctionDef] = {}
         self.methods: Dict[str, Dict[str, cst.FunctionDef]] = {}
@@ -730,9 +733,24 @@ class DeviceFlow:
         for caller in callers:
             sites.extend(self.base(caller).call_sites.get(node, ()))
         hints = {}
+        owner = self.owner.get(node) if method else None
+        cf = self.facts.class_facts(owner) if owner else None
+        split = cf is not None and cf.dispatched and not cf.pinned_devices() and self.takes_inputs(node, cf)
         if sites:
             for p in unknown:
                 vals = [site.get(p) for site in sites]
+                if split:
+                    # a method of a split model that forward hands the
+                    # inputs: a parameter every caller passes a tensor on one
+                    # stage is on it; one given the inputs is an input; any
+                    # other (stages or kinds that differ) names no stage
+                    keys = {stage_of(v.device) if v is not None and v.kind == TENSOR else None for v in vals}
+                    if len(keys) == 1 and None not in keys:
+                        hints[p] = Value(TENSOR, stage_device(keys.pop()), anchor=p)  # type: ignore[arg-type]
+                        continue
+                    if not all(v is not None and v.device == LOCAL for v in vals):
+                        hints[p] = Value(own[p].kind, ANY)
+                        continue
                 if method and own[p] == LOCAL_UNKNOWN and all(
                     v is not None and v.device == LOCAL and v.kind in (TENSOR, UNKNOWN) for v in vals
                 ) and any(v.kind == TENSOR for v in vals):
@@ -751,6 +769,32 @@ class DeviceFlow:
                     hints[p] = Value(TENSOR, CPU, anchor=p)
         self._hints[node] = hints
         return hints
+
+    def takes_inputs(self, node: cst.FunctionDef, cls: ClassFacts) -> bool:
+        """In a model a ``device_map`` splits: whether a method's parameters
+        are the model's inputs, where the user put them (the device of the
+        map's first part): ``forward``, a method no other method of the class
+        calls, or one that only such methods call (``self.get_image_features(
+        pixel_values, mask)`` from ``forward``); what its callers pass from
+        elsewhere, each parameter's hint says (:meth:`parameter_hints`)."""
+        known = self._takes_inputs.get(node)
+        if known is not None:
+            return known
+        self._takes_inputs[node] = False  # recursion: not known to take them
+        found = node.name.value == "forward" or not any(
+            node.name.value in f.self_calls
+            for c in self.facts.lineage(cls.name) if c in self.facts.classes
+            for f in self.facts.classes[c].methods.values()
+        )
+        if not found and self.owner.get(node) == cls.name:
+            callers = [c for c in self._method_callers(node) if c is not node]
+            found = bool(callers) and all(
+                (owner := self.owner.get(c)) is not None and (cf := self.facts.class_facts(owner)) is not None
+                and cf.dispatched and not cf.pinned_devices() and self.takes_inputs(c, cf)
+                for c in callers
+            )
+        self._takes_inputs[node] = found
+        return found
 
     def body_facts(self, node: cst.FunctionDef) -> "_BodyFacts":
         found = self._body.get(node)
@@ -1292,11 +1336,7 @@ class _Interpreter:
         #: on a stage of its own only where the parameters are the model's
         #: inputs: a method no other method of the class calls (``forward``)
         self.inputs_stage = self.stages is not None and self.stages.dispatched and self.cls is not None and (
-            node.name.value == "forward" or not any(
-                node.name.value in f.self_calls
-                for c in self.facts.lineage(self.cls.name) if c in self.facts.classes
-                for f in self.facts.classes[c].methods.values()
-            )
+            self.flows.takes_inputs(node, self.cls)
         )
         self.arrival: Optional[str] = None
         #: loop variable or index -> the container attribute its loop walks
@@ -2529,6 +2569,11 @@ class _Interpreter:
                 # the flow cannot see, given a tensor (or a device) on the
                 # inputs' device (or a model's output), computes there
                 return Value(UNKNOWN, side)
+            keys = {stage_of(v.device) for _, v in args if v.kind in (TENSOR, UNKNOWN) and model_side(v.device)}
+            if len(keys) == 1 and None not in keys:
+                # Output(**hidden), pack(h): given what one stage made, and
+                # nothing from the inputs or another stage, it is there too
+                return Value(UNKNOWN, stage_device(keys.pop()))  # type: ignore[arg-type]
         return out
 
     def _factory(self, node: cst.Call, name: str, env: Env) -> Value:
