@@ -50,6 +50,16 @@ TENSOR_FACTORIES = frozenset(
 )
 
 
+#: tensor methods that fill their tensor in place with random draws and take
+#: ``generator=``. A generator draws only into tensors on its own device
+#: (``torch.Generator()`` is a CPU one: a CUDA tensor raises "Expected a
+#: 'cuda' device type for generator"), so a tensor drawn with a CPU generator,
+#: by these or by a factory given ``generator=``, is on the CPU by design.
+RANDOM_FILL_METHODS = frozenset(
+    {"uniform_", "normal_", "random_", "bernoulli_", "exponential_", "cauchy_", "log_normal_", "geometric_"}
+)
+
+
 #: factories whose device is not given by ``device=`` but by their input.
 _NOT_FACTORIES = frozenset({"complex", "polar", "normal"})
 

@@ -1242,3 +1242,35 @@ def test_an_attribute_pinned_on_one_path_keeps_that_birth():
     """
     got = meetings(src)
     assert [(fn, how) for fn, _, _, how in got] == [("forward", "operator")]
+
+
+def test_a_cpu_generator_draws_on_the_cpu_by_design():
+    """A generator draws only into tensors on its own device: what
+    ``torch.Generator()`` draws (a factory given ``generator=``, or an
+    in-place ``uniform_``) is on the CPU by design, no missing ``device=``,
+    and so is a CPU tensor combined with such a draw (``eye @ z``: it has to
+    stay there for that operation). A CPU tensor that meets the inputs on
+    its own, or a draw of a generator on a GPU, still meets them."""
+    src = """
+    def lookup(u, levels):
+        return torch.searchsorted(levels, u)
+
+    def draws(levels, n, seed):
+        g = torch.Generator().manual_seed(seed)
+        z = torch.randn(4, n, generator=g)
+        eye = torch.eye(4)
+        u = torch.empty(4, n)
+        u.uniform_(0.0, 1.0, generator=g)
+        return lookup(torch.matmul(eye, z) + u, levels)
+
+    def beside(levels, n):
+        g = torch.Generator(device="cpu")
+        z = torch.rand(n, generator=g)
+        return lookup(z, levels), lookup(torch.rand(n), levels)
+
+    def on_a_gpu(levels, n):
+        g = torch.Generator(device="cuda")
+        return lookup(torch.empty(n).uniform_(generator=g), levels)
+    """
+    got = sorted((fn, birth) for fn, birth, _, _ in meetings(src))
+    assert got == [("beside", 16), ("on_a_gpu", 20)]

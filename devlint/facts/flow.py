@@ -85,6 +85,7 @@ from devlint.torch_api import (
     STATELESS_MODULES,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
+    RANDOM_FILL_METHODS,
     SCALAR_FIRST,
     int_argument,
 )
@@ -166,6 +167,12 @@ class Value:
     #: a tensor known to have two dimensions or more (``torch.eye(n)``,
     #: ``torch.zeros(a, b)``): its rows are tensors, not 0-dim ones
     matrix: bool = False
+    #: a tensor on the CPU by design, not by a missing ``device=``: drawn
+    #: with a CPU ``torch.Generator`` (which draws into CPU tensors only), or
+    #: computed from such a tensor (a tensor put on the CPU that is combined
+    #: with it has to stay there for that operation): no birth, so no
+    #: meeting and no fix
+    by_design: bool = False
 
     @property
     def pinned(self) -> bool:
@@ -239,11 +246,23 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if kind == SEQ and exact:
         items = tuple(join(x, y) for x, y in zip(a.items, b.items))
     elem = join(a.elem, b.elem) if kind == SEQ and (a.elem is not None or b.elem is not None) else None
-    return Value(kind, device, born, a.scalar and b.scalar, a.anchor if a.anchor == b.anchor else None, items, elem, exact)
+    return Value(kind, device, born, a.scalar and b.scalar, a.anchor if a.anchor == b.anchor else None, items, elem, exact,
+                 by_design=a.by_design and b.by_design)
 
 
 def _tensor(device: str, born: Iterable[cst.CSTNode] = (), scalar: bool = False, anchor: Optional[str] = None) -> Value:
     return Value(TENSOR, device, frozenset(born), scalar, anchor)
+
+
+#: a tensor on the CPU by design (:attr:`Value.by_design`)
+CPU_BY_DESIGN = Value(TENSOR, CPU, by_design=True)
+
+
+def _by_design(*values: Value) -> bool:
+    """Whether an operation over ``values`` that needs them on one device
+    keeps its result on the CPU by design: one of them is a tensor there by
+    design that has dimensions (a 0-dim one mixes with any device)."""
+    return any(v.kind == TENSOR and v.by_design and not v.scalar for v in values)
 
 
 def _seq(items: Sequence[Value] = (), elem: Optional[Value] = None, known: bool = True) -> Value:
@@ -2113,6 +2132,8 @@ class _Interpreter:
             self._check((a, b), at, "operator", nodes=(an, bn))
             if self.stages is not None and (stage_of(a.device) or stage_of(b.device)):
                 return self._stage_mix([(an or at, a), (bn or at, b)], at)
+            if a.device == b.device == CPU and _by_design(a, b):
+                return CPU_BY_DESIGN  # a CPU tensor combined with one on the CPU by design is there by design
             if a.device == b.device:
                 return _tensor(a.device, a.born | b.born, a.scalar and b.scalar, None)
             if LOCAL in (a.device, b.device):
@@ -2592,6 +2613,8 @@ class _Interpreter:
             return _tensor(where, born)  # device=t.device: where t is (with its birth, if t was born there)
         if keyword_arg(node, "out") is not None or any(a.star == "**" for a, _ in args):
             return _tensor(ANY)
+        if _cpu_generator(_keyword_value(args, "generator")):
+            return CPU_BY_DESIGN  # torch.randn(n, generator=torch.Generator()): on the CPU by design
         positional = [v for a, v in args if a.keyword is None and not a.star]
         if name in ("tensor", "as_tensor"):
             data = positional[0] if positional else UNKNOWN_VALUE
@@ -2681,6 +2704,10 @@ class _Interpreter:
             return _tensor(where, born)
         if self.stages is not None and self.stages.dispatched and q.startswith("torch.nn.") and name.endswith("Loss"):
             return Value(MODULE, LOCAL, loss=True)  # loss_fct = CrossEntropyLoss(): its inputs meet when it is called
+        if name == "Generator" and q.count(".") == 1:
+            # torch.Generator(): a CPU generator, which draws into CPU tensors only
+            dev = keyword_arg(node, "device") or next((a for a in node.args if a.keyword is None), None)
+            return Value(OTHER, self._device_of(dev.value, env)[0] if dev is not None else CPU)
         compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES) or q in _AUTOGRAD
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
@@ -2730,6 +2757,8 @@ class _Interpreter:
         reduced = name in _REDUCTIONS and len(args) == 1 and args[0][0].keyword is None  # torch.prod(t): 0-dim
         scalar = reduced or (name not in _SHAPE_MAKERS and all(v.scalar for v in tensors))  # torch.mvlgamma(nu / 2, n) of a 0-dim nu
         out = _tensor(dev, born, scalar)
+        if dev == CPU and _by_design(*tensors):
+            out = replace(out, born=frozenset(), by_design=True)  # torch.bmm(ls, z) of a z on the CPU by design
         if several:
             return _seq(elem=out, known=False)
         return out
@@ -2785,6 +2814,8 @@ class _Interpreter:
             return UNKNOWN_VALUE
         if recv.kind == NUMPY:
             return Value(NUMPY) if m not in ("item", "tolist", "sum") or args else NUMBER_VALUE
+        if m == "manual_seed" and _cpu_generator(recv):
+            return recv  # torch.Generator().manual_seed(0): the generator itself
         if recv.kind not in (TENSOR, UNKNOWN):
             return UNKNOWN_VALUE
         if follows(recv):
@@ -2816,14 +2847,24 @@ class _Interpreter:
             return _tensor(recv.device, recv.born if recv.device in PINNED else ())
         if m in ("copy_", "set_"):
             return replace(recv, anchor=None)
+        if m in RANDOM_FILL_METHODS and recv.device == CPU:
+            if _cpu_generator(_keyword_value(args, "generator")):
+                # u = torch.empty(n); u.uniform_(generator=g): u is on the CPU by design
+                if isinstance(recv_node, cst.Name) and recv_node.value in env:
+                    env[recv_node.value] = replace(CPU_BY_DESIGN, anchor=env[recv_node.value].anchor, matrix=recv.matrix)
+                return CPU_BY_DESIGN
         others = [(a.value, v) for a, v in args if v.kind == TENSOR]
         if m in _BINARY_METHODS and others:
             self._check([recv, *(v for _, v in others)], node, f"method {m}", nodes=[func.value, *(n for n, _ in others)])
+        # what a tensor on the CPU by design computes is there by design, and
+        # so is ls.bmm(z) of a z there by design: ls has to be on the CPU too
+        design = recv.device == CPU and (_by_design(recv) or m in _BINARY_METHODS and _by_design(*(v for _, v in others)))
+        born = recv.born if recv.device in PINNED and not design else frozenset()
         if m in ("split", "chunk", "unbind", "tensor_split", "sort", "topk", "max", "min", "median", "mode", "unique", "kthvalue") and (args or m not in _REDUCTIONS):
-            return _seq(elem=_tensor(recv.device, recv.born if recv.device in PINNED else ()), known=False)
+            return _seq(elem=replace(_tensor(recv.device, born), by_design=design), known=False)
         if m in _REDUCTIONS and not node.args:
-            return _tensor(recv.device, recv.born, scalar=True)
-        return _tensor(recv.device, recv.born if recv.device in PINNED else (), recv.scalar and m not in _SHAPE_MAKERS)
+            return replace(_tensor(recv.device, born, scalar=True), by_design=design)
+        return replace(_tensor(recv.device, born, recv.scalar and m not in _SHAPE_MAKERS), by_design=design)
 
     def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         out = self._moved(node, m, recv, args, env)
@@ -3160,6 +3201,15 @@ _MAX_DEPTH = 3
 
 #: tensor methods whose result may be somewhere else than their receiver
 _MOVING_METHODS = frozenset({"to", "cuda", "cpu", "type", "type_as", "pin_memory", "numpy", "tolist", "item"})
+
+
+def _keyword_value(args: List[Tuple[cst.Arg, Value]], name: str) -> Value:
+    return next((v for a, v in args if a.keyword is not None and a.keyword.value == name), UNKNOWN_VALUE)
+
+
+def _cpu_generator(v: Value) -> bool:
+    """``torch.Generator()`` (or one given ``device="cpu"``)."""
+    return v.kind == OTHER and v.device == CPU
 
 
 def _device_root(node: cst.CSTNode, skip: Collection[str] = ()) -> Optional[str]:
