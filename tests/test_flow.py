@@ -309,6 +309,49 @@ def test_branches_that_leave_do_not_reach_the_join():
     assert [m[1:] for m in meetings(src)] == [(3, 6, "operator")]
 
 
+def test_a_bare_container_argument_holds_what_the_callers_pass():
+    src = """
+    def smooth(per_image: list, sizes: List[int], name: str):
+        scores = torch.cat([e["scores"] for e in per_image])
+        return torch.cat((scores, torch.zeros((1,))))
+    """
+    # per_image's items follow the inputs, as an unannotated argument's do;
+    # List[int] and str say what they hold: nothing on the inputs' device
+    assert meetings(src) == [("smooth", 4, 4, "torch.cat")]
+    for ann in ("per_image: List[int]", "per_image: str"):
+        assert meetings(src.replace("per_image: list", ann)) == []
+
+
+def test_rows_taken_to_the_cpu_stay_there_through_helpers():
+    src = """
+    def embed(model, batches):
+        rows = []
+        for b in batches:
+            rows.append(model(b).cpu())
+        return torch.cat(rows)
+
+    def sim(a: torch.Tensor, b: torch.Tensor):
+        return a @ b.T
+
+    def rescale(s: torch.Tensor, base: torch.Tensor):
+        return s - base
+
+    def score(model, xs, ys):
+        base = torch.ones(3)
+        s = sim(embed(model, xs), embed(model, ys))
+        return rescale(s, base)
+    """
+    # .cpu() of a value of unknown kind, where a tensor must be, is a CPU
+    # tensor; a function given only CPU tensors computes on the CPU: the
+    # CPU-born base meets CPU scores in rescale
+    assert returns(src, "embed").device == CPU
+    assert meetings(src) == []
+    # given a tensor on the inputs' device, the helper's result is there
+    assert meetings(src.replace("sim(embed(model, xs), embed(model, ys))", "sim(xs.float(), ys.float())")) == [
+        ("score", 15, 12, "operator")
+    ]
+
+
 def test_a_fallback_return_on_the_cpu_meets_on_its_path():
     src = """
     def f(iou):

@@ -79,6 +79,7 @@ from devlint.syntax import (
     target_names,
 )
 from devlint.torch_api import (
+    BARE_CONTAINER_ANNOTATIONS,
     DATA_PARALLEL,
     DEVICE_FACTORIES,
     FUNCTIONAL_LOSSES,
@@ -301,6 +302,10 @@ def as_tensor(v: Value) -> Value:
     on the inputs' device (a model's output, on the model's)."""
     if follows(v):
         return _tensor(v.device)
+    if v.kind == UNKNOWN and v.device == CPU and not v.born:
+        # out.cpu() of something of unknown kind: where a tensor must be,
+        # a tensor taken to the CPU on purpose (torch.cat of such rows)
+        return _tensor(CPU)
     return v
 
 
@@ -1341,6 +1346,11 @@ class _Interpreter:
                 env[name] = OTHER_VALUE
             elif name in ev.tensors and "Tensor" in ann:
                 env[name] = _tensor(LOCAL, anchor=name)
+            elif base in BARE_CONTAINER_ANNOTATIONS:
+                # eval_imgs: list, ious: dict: a container of what the
+                # callers pass, which the annotation does not say: its items
+                # follow the inputs as an unannotated argument's do
+                env[name] = LOCAL_UNKNOWN
             elif ann and "Tensor" not in ann and "Any" not in ann:
                 env[name] = OTHER_VALUE  # annotated as something else: tuple[int, int], Config, ...
             elif p.default is not None and isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and not (
@@ -3042,6 +3052,11 @@ class _Interpreter:
         if ret.kind in (TENSOR, MODULE) and ret.device == LOCAL:
             if module_method or any(v.kind in (TENSOR, DEVICE) and v.device == LOCAL for _, v in args):
                 return Value(ret.kind, LOCAL)
+            given = [v for _, v in args if v.kind in (TENSOR, DEVICE) or follows(v)]
+            if ret.kind == TENSOR and given and all(v.kind == TENSOR and v.device == CPU for v in given):
+                # scores(a.cpu(), b.cpu()): a function computing on its
+                # arguments, given only CPU tensors, computes on the CPU
+                return Value(TENSOR, CPU)
             return Value(ret.kind, ANY)
         return replace(ret, anchor=None)
 
