@@ -227,13 +227,13 @@ class RNN(nn.Module):
         self.head = nn.Linear(16, 2)
 
     def forward(self, steps: int):
-        h = self.init_hidden(steps)
+        h = self.init_hidden(steps).to(self.head.weight.device)
         return self.head(h + T.rand(1, 16, device=self.head.weight.device))
 
     def init_hidden(self, batch):
         return zeros(batch, 16, device=self.head.weight.device)
 """,
-            count=2,
+            count=3,
         ),
     ]
 
