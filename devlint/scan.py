@@ -17,6 +17,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from devlint.torch_api import (
+    BARE_CONTAINER_ANNOTATIONS,
     DEVICE_FACTORIES as _FACTORY_NAMES,
     KNOWN_MODULE_BASES,
     _LEGACY_TENSOR_CONSTRUCTORS,
@@ -980,7 +981,8 @@ def _inputs(node: ast.AST, method: bool) -> Tuple[bool, bool]:
         if i == 0 and method and "staticmethod" not in decorators and a in positional[:1]:
             continue  # self, cls
         ann = ast.unparse(a.annotation) if a.annotation is not None else ""
-        if ann and "Tensor" not in ann and "Any" not in ann:
+        bare = ann.replace("typing.", "").replace(" ", "") in BARE_CONTAINER_ANNOTATIONS  # eval_imgs: list
+        if ann and "Tensor" not in ann and "Any" not in ann and not bare:
             continue  # annotated as something else
         if (type(default) is ast.Constant and default.value is not None) or type(default) is ast.Name:  # type: ignore[attr-defined]
             continue  # a literal or named default: a number, a string, a constant

@@ -350,3 +350,11 @@ SCALAR_FIRST = frozenset({
     "bitwise_left_shift", "bitwise_right_shift", "special_xlogy", "special_xlog1py", "special_zeta",
 })
 
+
+
+#: annotations of a container that say nothing of what it holds (``eval_imgs:
+#: list``, ``ious: dict``): like an unannotated argument, it holds what the
+#: callers pass, which may be tensors on the inputs' device
+BARE_CONTAINER_ANNOTATIONS = frozenset(
+    {"list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence", "Iterable", "Mapping"}
+)

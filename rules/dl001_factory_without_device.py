@@ -28,7 +28,10 @@ It follows the tensor through locals, branches, loops, containers, returns,
 `self.<attr>` state set in the same call, and calls to the file's functions,
 methods (also as `ClassName.helper(...)`), properties and submodules'
 `forward`: a helper's CPU result added to an argument by its caller, a CPU
-tensor passed to a method that multiplies it into the activations. A
+tensor passed to a method that multiplies it into the activations. The
+call of such a helper of the file (`mask = keep_mask(b, n)`, one helper
+relaying another included) is reported too, beside the factory: it is where
+the caller holds a tensor to name a device (fix: `.to(<tensor>.device)`). A
 callable attribute that holds a torch factory by default
 (`self.window_fn = window_fn` with `window_fn=torch.hann_window`) is that
 factory when it is called without `device=`. A
@@ -224,13 +227,13 @@ class RNN(nn.Module):
         self.head = nn.Linear(16, 2)
 
     def forward(self, steps: int):
-        h = self.init_hidden(steps)
+        h = self.init_hidden(steps).to(self.head.weight.device)
         return self.head(h + T.rand(1, 16, device=self.head.weight.device))
 
     def init_hidden(self, batch):
         return zeros(batch, 16, device=self.head.weight.device)
 """,
-            count=2,
+            count=3,
         ),
     ]
 
@@ -289,6 +292,16 @@ class RNN(nn.Module):
                     f"{found.partner_text} through {found.how_text}, which fails when that is on a GPU"
                 )
             related = []
+            if found.relay is not None:
+                # a function of this file made it: the call is where the
+                # caller can name a device (the factory is reported too)
+                helper, made_by = found.relay
+                made = f"`torch.{made_by}` in `{helper}`" if made_by and made_by not in ("to", "cuda") else f"`{helper}`"
+                tail = {
+                    "output": "`forward` returns it: a model on a GPU hands its caller a CPU tensor",
+                    "collective": "a collective sends it: NCCL takes CUDA tensors only",
+                }.get(meeting.how, f"it meets {found.partner_text} through {found.how_text}, which fails when that is on a GPU")
+                message = f"`{found.name}()` in `{found.where}` returns a tensor created on the CPU ({made}); {tail}"
             if found.helper is not None:
                 # a project function of another file made it: say where
                 path, line, made_by, sequence = found.helper

@@ -76,7 +76,7 @@ def test_sarif_structure(project):
         assert r["defaultConfiguration"]["level"] in ("none", "note", "warning", "error")
         assert r["properties"]["fixSafety"] in ("safe", "unsafe", "safe/unsafe")
     results = run["results"]
-    assert len(results) == 3
+    assert len(results) == 4
     for res in results:
         assert res["ruleId"] in rule_ids
         assert rule_ids[res["ruleIndex"]] == res["ruleId"]
@@ -89,7 +89,7 @@ def test_sarif_structure(project):
         assert region["startLine"] >= 1 and region["startColumn"] >= 1
         assert (region["endLine"], region["endColumn"]) >= (region["startLine"], region["startColumn"])
     lines = [r["locations"][0]["physicalLocation"]["region"]["startLine"] for r in results]
-    assert lines == [17, 29, 33]  # fixtures/DL001/bad_seq2seq_positions.txt
+    assert lines == [17, 29, 33, 35]  # fixtures/DL001/bad_seq2seq_positions.txt
 
 
 def _apply_sarif_fixes(text: str, results) -> str:
@@ -128,7 +128,7 @@ def test_github_annotations(project):
     result = _run("check", "--output-format", "github", "pkg")
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 4
     first = lines[0]
     assert first.startswith("::error title=devlint (DL001),file=pkg/model.py,line=17,col=15,endLine=17,endColumn=")
     assert "::DL001 `torch.arange` in `Encoder.forward` creates its tensor on the CPU" in first

@@ -198,7 +198,36 @@ def test_summaries_carry_a_helpers_cpu_result_to_the_caller():
     def use(x: torch.Tensor):
         return x + grid(4)
     """
-    assert meetings(src) == [("use", 3, 6, "operator")]
+    # the factory in the helper, and the call, where the caller can name a device
+    assert sorted(meetings(src)) == [("use", 3, 6, "operator"), ("use", 6, 6, "operator")]
+
+
+def test_a_helpers_cpu_result_is_born_at_the_call_too():
+    src = """
+    def ramp(n):
+        return torch.linspace(0, 1, n)
+
+    def scaled(t):
+        return t * 2
+
+    class Head(nn.Module):
+        def bias(self, n):
+            return ramp(n).clamp(0, 1)
+
+        def forward(self, x):
+            a = x + self.bias(x.size(-1))
+            b = x + scaled(torch.ones(4))
+            return a + b
+    """
+    flow, _, line = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    fwd = next(f for f in flow.all_functions() if f.name.value == "forward")
+    found = sorted((line[m.origin] - 2, line[m.at] - 2) for m in flow.function(fwd).meetings)
+    # ramp's factory and the outermost call (self.bias(...)); bias's own
+    # call of ramp only relays it; scaled() hands back the caller's own
+    # CPU tensor, which stays the caller's birth (no relay at scaled(...))
+    assert found == [(3, 13), (13, 13), (14, 14)]
+    relayed = flow.function(fwd).relayed
+    assert [(line[c] - 2, r) for c, r in relayed.items()] == [(13, ("ramp", "linspace"))]
 
 
 # -- meetings ---------------------------------------------------------------------
@@ -280,6 +309,49 @@ def test_branches_that_leave_do_not_reach_the_join():
     assert [m[1:] for m in meetings(src)] == [(3, 6, "operator")]
 
 
+def test_a_bare_container_argument_holds_what_the_callers_pass():
+    src = """
+    def smooth(per_image: list, sizes: List[int], name: str):
+        scores = torch.cat([e["scores"] for e in per_image])
+        return torch.cat((scores, torch.zeros((1,))))
+    """
+    # per_image's items follow the inputs, as an unannotated argument's do;
+    # List[int] and str say what they hold: nothing on the inputs' device
+    assert meetings(src) == [("smooth", 4, 4, "torch.cat")]
+    for ann in ("per_image: List[int]", "per_image: str"):
+        assert meetings(src.replace("per_image: list", ann)) == []
+
+
+def test_rows_taken_to_the_cpu_stay_there_through_helpers():
+    src = """
+    def embed(model, batches):
+        rows = []
+        for b in batches:
+            rows.append(model(b).cpu())
+        return torch.cat(rows)
+
+    def sim(a: torch.Tensor, b: torch.Tensor):
+        return a @ b.T
+
+    def rescale(s: torch.Tensor, base: torch.Tensor):
+        return s - base
+
+    def score(model, xs, ys):
+        base = torch.ones(3)
+        s = sim(embed(model, xs), embed(model, ys))
+        return rescale(s, base)
+    """
+    # .cpu() of a value of unknown kind, where a tensor must be, is a CPU
+    # tensor; a function given only CPU tensors computes on the CPU: the
+    # CPU-born base meets CPU scores in rescale
+    assert returns(src, "embed").device == CPU
+    assert meetings(src) == []
+    # given a tensor on the inputs' device, the helper's result is there
+    assert meetings(src.replace("sim(embed(model, xs), embed(model, ys))", "sim(xs.float(), ys.float())")) == [
+        ("score", 15, 12, "operator")
+    ]
+
+
 def test_a_fallback_return_on_the_cpu_meets_on_its_path():
     src = """
     def f(iou):
@@ -291,8 +363,9 @@ def test_a_fallback_return_on_the_cpu_meets_on_its_path():
         return torch.cat([f(x), x])
     """
     # f returns the CPU tensor on one path (an empty CUDA input) and the
-    # input's device on the other: on that path torch.cat fails
-    assert [m[1:] for m in meetings(src)] == [(4, 8, "torch.cat")]
+    # input's device on the other: on that path torch.cat fails (reported
+    # at the factory and at the call)
+    assert sorted(m[1:] for m in meetings(src)) == [(4, 8, "torch.cat"), (8, 8, "torch.cat")]
     moved_back = """
     def f(iou):
         t = torch.zeros(1)
@@ -706,7 +779,8 @@ def test_one_line_suites_are_followed():
                         return torch.linspace(0, 1, n)
                     return x + Head.offsets(x.shape[-1]) + grid(x.shape[-1])
             """,
-            [("forward", 5, 10, "operator"), ("forward", 9, 10, "operator")],
+            # (and both calls, line 10, where forward can name x's device)
+            [("forward", 5, 10, "operator"), ("forward", 9, 10, "operator"), ("forward", 10, 10, "operator")],
         ),
         # self.<attr> state set in forward, read by a method it calls
         (

@@ -79,6 +79,7 @@ from devlint.syntax import (
     target_names,
 )
 from devlint.torch_api import (
+    BARE_CONTAINER_ANNOTATIONS,
     DATA_PARALLEL,
     DEVICE_FACTORIES,
     FUNCTIONAL_LOSSES,
@@ -326,6 +327,10 @@ def as_tensor(v: Value) -> Value:
     on the inputs' device (a model's output, on the model's)."""
     if follows(v):
         return _tensor(v.device)
+    if v.kind == UNKNOWN and v.device == CPU and not v.born:
+        # out.cpu() of something of unknown kind: where a tensor must be,
+        # a tensor taken to the CPU on purpose (torch.cat of such rows)
+        return _tensor(CPU)
     return v
 
 
@@ -512,6 +517,11 @@ class FunctionFlow:
     #: yields: ``Tensor.to`` returns a moved copy and it is thrown away
     #: (the statement, the loader item it was read from)
     discarded_moves: List[Tuple[cst.Expr, "LoaderItem"]] = field(default_factory=list)
+    #: a call of a function of the file that returns a tensor the function
+    #: creates on the CPU (``prob_mask_like(x, p)``): an origin of its own,
+    #: beside the factory in that function -> (the function as a message
+    #: names it, the factory's short name)
+    relayed: Dict[cst.CSTNode, Tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -553,6 +563,9 @@ class OriginMeeting:
     #: for a call of a project function of another file that returns a
     #: tensor it made on the CPU: (path, line, factory) of that function
     helper: Optional[Tuple[str, int, str, bool]] = None
+    #: for a call of a function of this file that returns a tensor it
+    #: creates on the CPU: (that function, the factory it calls)
+    relay: Optional[Tuple[str, str]] = None
 
     @property
     def partner_text(self) -> str:
@@ -1008,6 +1021,7 @@ class DeviceFlow:
                     home.name.value if owner is None else f"{owner}.{home.name.value}",
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
                     home_flow.placed_by.get(origin, ""), home_flow.helper_births.get(origin),
+                    home_flow.relayed.get(origin),
                 )
 
     def method(self, cls: str, name: str) -> Optional[cst.FunctionDef]:
@@ -1408,6 +1422,11 @@ class _Interpreter:
                 env[name] = OTHER_VALUE
             elif name in ev.tensors and "Tensor" in ann:
                 env[name] = _tensor(LOCAL, anchor=name)
+            elif base in BARE_CONTAINER_ANNOTATIONS:
+                # eval_imgs: list, ious: dict: a container of what the
+                # callers pass, which the annotation does not say: its items
+                # follow the inputs as an unannotated argument's do
+                env[name] = LOCAL_UNKNOWN
             elif ann and "Tensor" not in ann and "Any" not in ann:
                 env[name] = OTHER_VALUE  # annotated as something else: tuple[int, int], Config, ...
             elif p.default is not None and isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and not (
@@ -2785,7 +2804,7 @@ class _Interpreter:
             # Head.offsets(h, w): a static or class method called by its class's name
             fn = self.flows.method(recv_node.value, m)
             if fn is not None and _decorators(fn) & {"staticmethod", "classmethod"}:
-                return self._apply_summary(fn, args, module_method=False)
+                return self._apply_summary(fn, args, module_method=False, call=node, env=env)
         recv = self._expr(recv_node, env)
         if recv.kind in (MODULE, WRAPPER) and m in ("to", "cuda", "cpu") and self.flows.scripts:
             return self._move(node, m, recv, args, env)  # model.to(device)
@@ -2797,7 +2816,7 @@ class _Interpreter:
             fn = self._submodule_method(recv_node, m)
             if fn is not None:
                 # self.cell.init_hidden(b): what that method of the file returns
-                return self._apply_summary(fn, args, module_method=True)
+                return self._apply_summary(fn, args, module_method=True, call=node, env=env)
             return UNKNOWN_VALUE
         if recv.kind == SEQ:
             if m in ("append", "add") and args and isinstance(recv_node, cst.Name):
@@ -2997,7 +3016,7 @@ class _Interpreter:
                 return self._factory(node, a.factory, env)
             return UNKNOWN_VALUE
         self._callee = None
-        out = self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env))
+        out = self._apply_summary(fn, args, module_method=self.is_module, state=self._pinned_state(fn, env), call=node, env=env)
         if self._callee is not None and self.self_name and self.is_module:
             # self.update_grid(grid): what the method left in self.<attr>
             for attr, v in self._callee.stores.items():
@@ -3093,7 +3112,8 @@ class _Interpreter:
         return flow
 
     def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool,
-                       state: Optional[Dict[str, Value]] = None) -> Value:
+                       state: Optional[Dict[str, Value]] = None, call: Optional[cst.Call] = None,
+                       env: Optional[Env] = None) -> Value:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
         self.result.call_sites.setdefault(fn, []).append(bound)
         if not self.hinted:
@@ -3103,7 +3123,33 @@ class _Interpreter:
         # site), so a meeting inside the callee is the caller's finding
         flow = self._pass_pinned(fn, args, state)
         self._callee = flow if flow is not None else self.flows.function(fn)
-        return self._translate(self._callee.returns, args, module_method)
+        out = self._translate(self._callee.returns, args, module_method)
+        if call is not None and env is not None:
+            out = self._relay(call, fn, self._callee, out, env)
+        return out
+
+    def _relay(self, call: cst.Call, fn: cst.FunctionDef, callee: FunctionFlow, out: Value, env: Env) -> Value:
+        """``mask = make_mask(x)`` of a function of the file that returns a
+        tensor it creates on the CPU: the call is a birth too (where the
+        caller can name a device: ``.to(x.device)``), beside the factory in
+        the helper. Births the helper only passes through (a CPU tensor its
+        caller gave it) stay the caller's own; a helper's own relay (a
+        helper calling a helper) gives way to this call."""
+        if out.kind != TENSOR or out.device != CPU or not out.born:
+            return out
+        made = [b for b in out.born if b in callee.origin_names]
+        if not made:
+            return out
+        name = dotted_name(call.func) or fn.name.value
+        first = made[0]
+        where = fn.name.value if self.flows.owner.get(fn) is None else f"{self.flows.owner[fn]}.{fn.name.value}"
+        self._born(call, name, env)
+        # where the tensor was made: the innermost helper, when this one relays another's
+        self.result.relayed[call] = callee.relayed[first] if first in callee.relayed else (where, callee.origin_names[first])
+        if all(b in callee.maybe_scalar for b in made):
+            self.result.maybe_scalar.add(call)
+        born = frozenset(b for b in out.born if b not in callee.relayed) | {call}
+        return replace(out, born=born)
 
     def _translate(self, ret: Value, args: List[Tuple[cst.Arg, Value]], module_method: bool) -> Value:
         if ret.kind == SEQ:
@@ -3113,13 +3159,18 @@ class _Interpreter:
         if ret.kind in (TENSOR, MODULE) and ret.device == LOCAL:
             if module_method or any(v.kind in (TENSOR, DEVICE) and v.device == LOCAL for _, v in args):
                 return Value(ret.kind, LOCAL)
+            given = [v for _, v in args if v.kind in (TENSOR, DEVICE) or follows(v)]
+            if ret.kind == TENSOR and given and all(v.kind == TENSOR and v.device == CPU for v in given):
+                # scores(a.cpu(), b.cpu()): a function computing on its
+                # arguments, given only CPU tensors, computes on the CPU
+                return Value(TENSOR, CPU)
             return Value(ret.kind, ANY)
         return replace(ret, anchor=None)
 
     def _name_call(self, node: cst.Call, name: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         local = self.local_functions.get(name)
         if local is not None and name not in env:
-            return self._apply_summary(local, args, module_method=False)
+            return self._apply_summary(local, args, module_method=False, call=node, env=env)
         if name == "next" and name not in env:
             batch = self._next_batch(node)
             if batch is not None:
@@ -3188,7 +3239,7 @@ class _Interpreter:
             return NONE_VALUE
         fn = self.flows.functions.get(name)
         if fn is not None and fn is not self.node:
-            return self._apply_summary(fn, args, module_method=False)
+            return self._apply_summary(fn, args, module_method=False, call=node, env=env)
         if name not in self.flows.functions and name not in self.facts.classes and name not in self.facts.imports:
             placed = self._placed_ref(name)  # a model the module (or an enclosing function) moved
             if placed is not None:
