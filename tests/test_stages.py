@@ -153,7 +153,8 @@ def test_a_part_that_moves_its_own_inputs_takes_any():
 
 # -- a model a device_map splits (``_no_split_modules``) ------------------------
 
-SPLIT = """
+#: a block a device_map keeps whole, and the base class that says so
+SPLIT_BASE = """
 class Layer(nn.Module):
     def __init__(self):
         super().__init__()
@@ -165,7 +166,9 @@ class Layer(nn.Module):
 
 class Base(nn.Module):
     _no_split_modules = ["Layer"]
+"""
 
+SPLIT = SPLIT_BASE + """
 
 class Stack(Base):
     def __init__(self):
@@ -275,19 +278,7 @@ def test_a_pinned_module_is_not_read_as_split():
 
 # -- what a device_map's stages reach: helpers, constructors, wrappers ----------
 
-HELPER = """
-class Layer(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        return self.fc(x)
-
-
-class Base(nn.Module):
-    _no_split_modules = ["Layer"]
-
+HELPER = SPLIT_BASE + """
 
 class Tower(Base):
     def __init__(self, n):
