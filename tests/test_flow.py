@@ -1348,3 +1348,63 @@ def test_a_cpu_generator_draws_on_the_cpu_by_design():
     """
     got = sorted((fn, birth) for fn, birth, _, _ in meetings(src))
     assert got == [("beside", 16), ("on_a_gpu", 20)]
+
+
+# -- branches a value rules out -----------------------------------------------------
+
+
+def test_a_name_known_to_be_none_rules_out_the_branch_that_needs_a_value():
+    src = """
+    def f(x: torch.Tensor):
+        mask = None
+        if mask is not None:
+            x = x + torch.ones(3)
+        return x + (torch.zeros(3) if mask is not None else x)
+    """
+    assert meetings(src) == []
+    # one that is only maybe None decides nothing
+    src_maybe = """
+    def f(x: torch.Tensor, mask=None):
+        if mask is not None:
+            x = x + torch.ones(3)
+        return x
+    """
+    assert [m[1:3] for m in meetings(src_maybe)] == [(4, 4)]
+
+
+def test_a_call_leaving_a_parameter_at_its_default_decides_the_callees_branches():
+    src = """
+    class Drop(nn.Module):
+        def forward(self, x):
+            return x * self.make_mask(input=x)
+
+        def make_mask(self, input=None, shape=None):
+            if input is not None:
+                return torch.ones_like(input)
+            elif shape is not None:
+                return torch.ones(shape)
+            raise ValueError
+    """
+    assert meetings(src) == []
+    # given a shape, the CPU branch is the one that runs
+    taken = src.replace("self.make_mask(input=x)", "self.make_mask(shape=x.shape)")
+    assert ("forward", 10, 4, "operator") in meetings(taken)
+
+
+def test_a_private_method_every_caller_leaves_at_false_skips_its_flagged_branch():
+    src = """
+    class Attention(nn.Module):
+        def _scores(self, q, is_causal=False):
+            bias = torch.zeros(q.shape[-2], q.shape[-2], device=q.device)
+            if is_causal:
+                bias.masked_fill_(torch.ones(2, 2, dtype=torch.bool).triu(1), float("-inf"))
+            return q @ q.transpose(-2, -1) + bias
+
+        def forward(self, x):
+            return self._scores(x)
+    """
+    assert meetings(src) == []
+    assert [m[:2] for m in meetings(src.replace("self._scores(x)", "self._scores(x, is_causal=True)"))] == [("_scores", 6)]
+    # a public method may be called with True from elsewhere: its branch counts
+    public = src.replace("_scores", "scores")
+    assert [m[:2] for m in meetings(public)] == [("scores", 6)]

@@ -174,6 +174,9 @@ class Value:
     #: with it has to stay there for that operation): no birth, so no
     #: meeting and no fix
     by_design: bool = False
+    #: a Python value known to be false (``False``, ``0``, a parameter left
+    #: at such a default): ``if flag:`` does not run its body for it
+    falsy: bool = False
 
     @property
     def pinned(self) -> bool:
@@ -199,6 +202,8 @@ NONE_VALUE = Value(NONE)
 #: it is a tensor on the inputs' device
 LOCAL_UNKNOWN = Value(UNKNOWN, LOCAL)
 NUMBER_VALUE = Value(NUMBER, scalar=True)
+#: ``False`` or ``0``
+FALSE_VALUE = Value(NUMBER, scalar=True, falsy=True)
 OTHER_VALUE = Value(OTHER)
 
 
@@ -617,6 +622,7 @@ class DeviceFlow:
         self._held: Dict[str, Set[str]] = {}
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
         self._takes_inputs: Dict[cst.FunctionDef, bool] = {}
+        self._tested: Dict[cst.FunctionDef, Set[str]] = {}
         #: module-level functions and each class's methods, by name
         self.functions: Dict[str, cst.FunctionDef] = {}
         self.methods: Dict[str, Dict[str, cst.FunctionDef]] = {}
@@ -758,13 +764,25 @@ class DeviceFlow:
         # parameters read as following the inputs: by default (unknown), or
         # a tensor by its use or annotation (whose device only callers show)
         unknown = [k for k, v in own.items() if v.device == LOCAL and v.kind in (TENSOR, UNKNOWN)]
-        if not unknown:
+        name = node.name.value
+        private = name.startswith("_") and not name.endswith("__")
+        tested = self.tested_names(node) if private and callers else set()
+        if not unknown and not tested:
             self._hints[node] = {}
             return self._hints[node]
         sites: List[Dict[str, Value]] = []
         for caller in callers:
             sites.extend(self.base(caller).call_sites.get(node, ()))
         hints = {}
+        for p in tested if sites else ():
+            # a private method every call of the file leaves at its default
+            # None or False (or passes it): the branches that need another
+            # value do not run (``_attention(q, k, v)`` with ``is_causal=False``)
+            vals = {(v.kind, v.falsy) if v is not None else None for v in (site.get(p) for site in sites)}
+            if vals == {(NONE, False)}:
+                hints[p] = NONE_VALUE
+            elif vals == {(NUMBER, True)}:
+                hints[p] = FALSE_VALUE
         owner = self.owner.get(node) if method else None
         cf = self.facts.class_facts(owner) if owner else None
         split = cf is not None and cf.dispatched and not cf.pinned_devices() and self.takes_inputs(node, cf)
@@ -826,6 +844,21 @@ class DeviceFlow:
                 for c in callers
             )
         self._takes_inputs[node] = found
+        return found
+
+    def tested_names(self, node: cst.FunctionDef) -> Set[str]:
+        """Names whose ``None``-ness or truth an ``if`` (or a conditional
+        expression) of ``node``'s body tests: ``if x is None``, ``if not
+        flag``, ``a if mask is not None else b``."""
+        found = self._tested.get(node)
+        if found is None:
+            found = self._tested[node] = set()
+            for test in _if_tests(node.body):
+                then_none, else_none = _none_tests(test)
+                found.update(then_none, else_none)
+                inner = test.expression if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) else test
+                if isinstance(inner, cst.Name):
+                    found.add(inner.value)
         return found
 
     def body_facts(self, node: cst.FunctionDef) -> "_BodyFacts":
@@ -1449,7 +1482,8 @@ class _Interpreter:
         operands = self.flows.body_facts(self.node).operands
         env.update(
             (k, replace(v, guessed=False) if v.guessed and k in operands else v)  # forward's input, used as a tensor
-            for k, v in self.hints.items() if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU)
+            for k, v in self.hints.items()
+            if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU or v.kind == NONE or v.falsy)
         )
         env.update((k, v) for k, v in self.overrides.items() if k in env or "." in k)
         for k in self.flows.body_facts(self.node).maybe_other:
@@ -1521,8 +1555,11 @@ class _Interpreter:
             then_env.update((n, NONE_VALUE) for n in none_then if n in env)
             else_env = dict(env)
             else_env.update((n, NONE_VALUE) for n in none_else if n in env)
-            a = self._block(statements(stmt.body), then_env)
-            if isinstance(stmt.orelse, cst.If):
+            then_dead, else_dead = _decided(stmt.test, env)
+            a = self._block(statements(stmt.body), then_env) if not then_dead else None
+            if else_dead:
+                b = None
+            elif isinstance(stmt.orelse, cst.If):
                 b = self._stmt(stmt.orelse, else_env)
             elif stmt.orelse is not None:
                 b = self._block(statements(stmt.orelse.body), else_env)
@@ -2194,7 +2231,9 @@ class _Interpreter:
         if isinstance(node, cst.Name):
             if node.value in env:
                 return env[node.value]
-            if node.value in ("True", "False"):
+            if node.value == "False":
+                return FALSE_VALUE
+            if node.value == "True":
                 return NUMBER_VALUE
             if node.value == "None":
                 return NONE_VALUE
@@ -2243,6 +2282,11 @@ class _Interpreter:
             return out
         if isinstance(node, cst.IfExp):
             self._expr(node.test, env)
+            then_dead, else_dead = _decided(node.test, env)
+            if then_dead:
+                return self._expr(node.orelse, env)
+            if else_dead:
+                return self._expr(node.body, env)
             return join(self._expr(node.body, env), self._expr(node.orelse, env))
         if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
             items: List[Value] = []
@@ -3091,8 +3135,10 @@ class _Interpreter:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
         passed = {k: v for k, v in bound.items() if v.pinned}
         passed.update(state or {})
-        if not passed or not self.hinted or self.depth >= _MAX_DEPTH:
+        decided = self._decided_arguments(fn, args, bound)
+        if not (passed or decided) or not self.hinted or self.depth >= _MAX_DEPTH:
             return None
+        passed.update(decided)
         # the other tensors this call passes that it knows are on the CPU
         # (``.cpu()`` results) are on the CPU in the callee too, whatever its
         # annotations say (one the caller cannot place keeps the callee's
@@ -3111,11 +3157,42 @@ class _Interpreter:
                 self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg)
         return flow
 
+    def _decided_arguments(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]],
+                           bound: Dict[str, Value]) -> Dict[str, Value]:
+        """The parameters of ``fn`` that its body tests for ``None`` or for
+        truth and that this call decides: passed ``None`` or ``False``, or
+        left at such a default (``make_mask(input=x)`` leaves ``shape=None``:
+        the callee's ``elif shape is not None:`` branch does not run for
+        it)."""
+        tested = self.flows.tested_names(fn)
+        if not tested:
+            return {}
+        out: Dict[str, Value] = {}
+        starred = any(a.star for a, _ in args)
+        for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+            name = p.name.value
+            if name not in tested:
+                continue
+            if name in bound:
+                v = bound[name]
+                if v.kind == NONE and not v.maybe_none:
+                    out[name] = NONE_VALUE
+                elif v.falsy:
+                    out[name] = FALSE_VALUE
+            elif not starred and p.default is not None:
+                d = p.default
+                if isinstance(d, cst.Name) and d.value == "None":
+                    out[name] = NONE_VALUE
+                elif isinstance(d, cst.Name) and d.value == "False" or isinstance(d, cst.Integer) and d.value == "0":
+                    out[name] = FALSE_VALUE
+        return out
+
     def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool,
                        state: Optional[Dict[str, Value]] = None, call: Optional[cst.Call] = None,
                        env: Optional[Env] = None) -> Value:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
-        self.result.call_sites.setdefault(fn, []).append(bound)
+        # what the callee's tests read, defaults left by the call included
+        self.result.call_sites.setdefault(fn, []).append({**self._decided_arguments(fn, args, bound), **bound})
         if not self.hinted:
             self._callee = self.flows.base(fn)
             return self._translate(self._callee.returns, args, module_method)
@@ -3451,6 +3528,48 @@ def _none_tests(test: cst.BaseExpression) -> Tuple[List[str], List[str]]:
             if isinstance(c.operator, cst.IsNot):
                 return [], [test.left.value]
     return [], []
+
+
+def _if_tests(body: cst.CSTNode) -> List[cst.BaseExpression]:
+    """The tests of the ``if`` statements and conditional expressions in
+    ``body`` (not those of functions and classes defined in it)."""
+    tests: List[cst.BaseExpression] = []
+
+    class _Tests(cst.CSTVisitor):
+        def visit_If(self, node: cst.If) -> None:
+            tests.append(node.test)
+
+        def visit_IfExp(self, node: cst.IfExp) -> None:
+            tests.append(node.test)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+    walk(body, _Tests())
+    return tests
+
+
+def _decided(test: cst.BaseExpression, env: Env) -> Tuple[bool, bool]:
+    """Whether the body, or the else branch, of an ``if`` on ``test`` cannot
+    run, because the test reads a name known to hold ``None`` or a false
+    value (``x = None`` before it; a parameter a call leaves at its default,
+    see :meth:`_Interpreter._decided_arguments`). A name only *maybe* None
+    decides nothing."""
+    none_then, none_else = _none_tests(test)
+    if any(env.get(n, UNKNOWN_VALUE).kind == NONE for n in none_else):
+        return True, False  # ``if x is not None:`` with x None
+    if any(env.get(n, UNKNOWN_VALUE).kind == NONE for n in none_then):
+        return False, True  # ``if x is None:`` with x None: the else branch cannot run
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    name = test.expression if negated else test  # type: ignore[attr-defined]
+    if isinstance(name, cst.Name) and name.value in env:
+        v = env[name.value]
+        if v.kind == NONE or v.falsy:
+            return (False, True) if negated else (True, False)
+    return False, False
 
 
 def _targets(node: cst.BaseExpression) -> List[cst.BaseExpression]:
