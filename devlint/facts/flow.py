@@ -1034,8 +1034,9 @@ class DeviceFlow:
         ``devices``, over every function that does not run while a module
         is built; origins whose id is in ``skip`` (and each one yielded,
         which is added to it) are passed over."""
-        for fn in self.owner:
-            if self.init_time(fn) or self.runs_in_loader(fn) or not self.may_meet(fn):
+        script = self.module_function()
+        for fn in (*self.owner, script):
+            if fn is not script and (self.init_time(fn) or self.runs_in_loader(fn) or not self.may_meet(fn)):
                 continue
             for meeting in self.function(fn).meetings:
                 origin = meeting.origin
@@ -1043,6 +1044,11 @@ class DeviceFlow:
                     continue
                 if is_placed(meeting.against) and meeting.device != CURRENT:
                     continue  # a script's GPU tensor is where its device puts it; .cuda() may be elsewhere
+                if fn is script and not is_placed(meeting.against):
+                    # the module's own statements: only a batch put on the
+                    # current GPU for a model the script put on a chosen one
+                    # (a CPU tensor fed to a moved model there is DL011's)
+                    continue
                 home = self.home_of(origin, fn)
                 if home is None or self.init_time(home):
                     continue
@@ -1051,7 +1057,7 @@ class DeviceFlow:
                 owner = self.owner.get(home)
                 yield OriginMeeting(
                     origin, meeting, home,
-                    home.name.value if owner is None else f"{owner}.{home.name.value}",
+                    self.scope_name(home) if owner is None else f"{owner}.{home.name.value}",
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
                     home_flow.placed_by.get(origin, ""), home_flow.helper_births.get(origin),
                     home_flow.relayed.get(origin),
