@@ -411,8 +411,11 @@ class Pyramid(nn.Module):
         cls = self.context.current_class
         assert cls is not None
         name = record.name
-        if name in cls.buffers or name in cls.parameters:
-            return
+        if any(
+            c is not None and (name in c.buffers or name in c.parameters)
+            for c in map(self.facts.class_facts, self.facts.lineage(cls.name))
+        ):
+            return  # a name a base class registered: assigning a tensor to it updates that buffer
         others = cls.assignments_of(name)
         if any(a.kind in _REGISTERED_KINDS for a in others):
             return

@@ -105,14 +105,16 @@ def needs_parse(scan: Any, exports: Sequence[str]) -> bool:
     """Whether a file no rule needs must be parsed for its summary: the scan
     shows something of it an importer may ask beyond which classes are
     modules (a class that places a part on a device outside ``forward``,
-    reads ``.parameters()``, declares ``_no_split_modules`` or has a
+    reads ``.parameters()``, registers a buffer, declares ``_no_split_modules`` or has a
     ``device``; an exported function that may return a CPU tensor, wrap a
     model or read a parameter). Otherwise :func:`export_light` summarises it
     from the scan."""
     for call in scan.calls:
         if call.cls is None:
             continue
-        if call.attr == "parameters":
+        if call.attr in ("parameters", "register_buffer"):
+            # (a subclass that assigns a tensor to a name the base class
+            # registered as a buffer updates that buffer: DL006 asks)
             return True
         if call.attr in ("to", "cuda") and call.device_arg is not None and not scan.in_forward(call.cls, call.method):
             return True  # self.head = nn.Linear(...).to("cuda:1"), block.to(devices[i])
