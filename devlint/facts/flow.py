@@ -766,7 +766,8 @@ class DeviceFlow:
         unknown = [k for k, v in own.items() if v.device == LOCAL and v.kind in (TENSOR, UNKNOWN)]
         name = node.name.value
         private = name.startswith("_") and not name.endswith("__")
-        tested = self.tested_names(node) if private and callers else set()
+        # (only where a branch can hold a tensor put on a device: a cheap bound)
+        tested = self.tested_names(node) if private and callers and self.may_meet(node) else set()
         if not unknown and not tested:
             self._hints[node] = {}
             return self._hints[node]
@@ -1035,7 +1036,9 @@ class DeviceFlow:
         is built; origins whose id is in ``skip`` (and each one yielded,
         which is added to it) are passed over."""
         script = self.module_function()
-        for fn in (*self.owner, script):
+        # the module's own statements only where they place something (a script)
+        scopes = (*self.owner, script) if self.body_facts(script).places else tuple(self.owner)
+        for fn in scopes:
             if fn is not script and (self.init_time(fn) or self.runs_in_loader(fn) or not self.may_meet(fn)):
                 continue
             for meeting in self.function(fn).meetings:
@@ -3141,7 +3144,14 @@ class _Interpreter:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
         passed = {k: v for k, v in bound.items() if v.pinned}
         passed.update(state or {})
-        decided = self._decided_arguments(fn, args, bound)
+        decided = self._decided_arguments(fn, args, bound) if self.hinted else {}
+        if decided and not passed:
+            # a branch ruled out matters only where the callee puts a
+            # tensor somewhere (or hands back one put there): else its
+            # flow for this call is the one it has for every call
+            own = self.flows.function(fn)
+            if not own.origin_names and not any(t.pinned for t in _tensors_in(own.returns)):
+                decided = {}
         if not (passed or decided) or not self.hinted or self.depth >= _MAX_DEPTH:
             return None
         passed.update(decided)
