@@ -22,7 +22,9 @@ Any code after the move (an RL episode, a benchmark, a single prediction)
 also counts a tensor it builds on the CPU and feeds to the model: `torch.as_tensor(obs)`,
 `torch.from_numpy(arr)`, `torch.tensor(rows)`, `torch.randn(64, 3, 224, 224)`
 without `device=` (not a 0-dim `torch.tensor(0.99)`, not a conversion of a
-model output, not a dry run on a model the script moves only later).
+model output, not a dry run on a model the script moves only later), or
+combines with its output (`criterion(out, torch.zeros(n, dtype=torch.long))`,
+`out * torch.ones(n, k)`, `F.cross_entropy(out, y, weight=torch.tensor(w))`).
 The model may be moved in a chain (`teacher.to(device).eval()`,
 `model.half().cuda().eval()`), be a copy of a moved model
 (`ema = copy.deepcopy(model)`, `torch.compile(model)`), be loaded onto a
@@ -181,6 +183,7 @@ class InputsNotMoved(Rule):
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
     host_message = "`{item}` is built on the CPU (no `device=`) and passed to `{model}`, which was moved to {device}"
+    host_output_message = "`{item}` is built on the CPU (no `device=`) and meets the output of `{model}` (on {device})"
     discarded_message = (
         "`{call}` returns a moved copy of `{read}` (from `{loader}`) and throws it away: "
         "the batch stays on the CPU"
@@ -394,7 +397,7 @@ class Trainer:
         fed to the model."""
         item = ff.loader_items.get(m.origin)
         as_input = m.how == "model input"
-        host = item is None and as_input and m.origin in ff.origin_names and self._host_built(m.origin)
+        host = item is None and m.origin in ff.origin_names and self._host_built(m.origin)
         if item is None and not host:
             return
         if item is not None and (item.kind == "batch" or _is_lengths(item.key)):
@@ -441,7 +444,8 @@ class Trainer:
 
         if item is None:
             name = at.value if isinstance(at, cst.Name) else code_of(m.origin)
-            message = self.host_message.format(item=name, model=model, device=device)
+            template = self.host_message if as_input else self.host_output_message
+            message = template.format(item=name, model=model, device=device)
         else:
             template = self.message if as_input else self.target_message
             message = template.format(item=item.key, loader=item.loader, model=model, device=device)
