@@ -24,7 +24,9 @@ also counts a tensor it builds on the CPU and feeds to the model: `torch.as_tens
 without `device=` (not a 0-dim `torch.tensor(0.99)`, not a conversion of a
 model output, not a dry run on a model the script moves only later), or
 combines with its output (`criterion(out, torch.zeros(n, dtype=torch.long))`,
-`out * torch.ones(n, k)`, `F.cross_entropy(out, y, weight=torch.tensor(w))`).
+`out * torch.ones(n, k)`, `F.cross_entropy(out, y, weight=torch.tensor(w))`,
+a loss built with `weight=torch.tensor(w)` or `pos_weight=` and never moved,
+called on the output).
 The model may be moved in a chain (`teacher.to(device).eval()`,
 `model.half().cuda().eval()`), be a copy of a moved model
 (`ema = copy.deepcopy(model)`, `torch.compile(model)`), be loaded onto a
@@ -446,6 +448,8 @@ class Trainer:
             name = at.value if isinstance(at, cst.Name) else code_of(m.origin)
             template = self.host_message if as_input else self.host_output_message
             message = template.format(item=name, model=model, device=device)
+            if m.arg is None and not as_input:
+                message += f" inside {m.how}, which holds it and was never moved"  # a loss module's CPU weights
         else:
             template = self.message if as_input else self.target_message
             message = template.format(item=item.key, loader=item.loader, model=model, device=device)

@@ -2776,6 +2776,13 @@ class _Interpreter:
             return _tensor(where, born)
         if self.stages is not None and self.stages.dispatched and q.startswith("torch.nn.") and name.endswith("Loss"):
             return Value(MODULE, LOCAL, loss=True)  # loss_fct = CrossEntropyLoss(): its inputs meet when it is called
+        if self.flows.scripts and q.startswith("torch.nn.") and name.endswith("Loss"):
+            # nn.CrossEntropyLoss(weight=torch.tensor(w)): the loss holds its
+            # weights as buffers, on the CPU until the loss itself is moved
+            weights = [v for a, v in args if (a.keyword.value if a.keyword is not None else "weight") in _LOSS_WEIGHTS]
+            born = frozenset().union(*(v.born for v in weights if v.pinned and v.device == CPU and not v.scalar))
+            if born and not any(a.star for a, _ in args):
+                return Value(MODULE, CPU, born, loss=True)
         if name == "Generator" and q.count(".") == 1:
             # torch.Generator(): a CPU generator, which draws into CPU tensors only
             dev = keyword_arg(node, "device") or next((a for a in node.args if a.keyword is None), None)
@@ -3278,6 +3285,12 @@ class _Interpreter:
                 placed = self._placed_ref(name)  # a model argument the callers moved
                 if placed is not None:
                     return self._model_call(node, name, placed, args)
+            if callee.kind == MODULE and callee.loss and callee.device == CPU and callee.born:
+                # a loss built with CPU weights, never moved, given a model's output
+                side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN) and is_placed(v.device)), None)
+                if side is not None and self._placed_ref(name) is None:
+                    self._meet_all(Value(TENSOR, CPU, callee.born), node, f"`{name}`", side[len(PLACED):], side)
+                return UNKNOWN_VALUE if side is None else Value(UNKNOWN, side)
             if callee.kind == MODULE and callee.loss:
                 # a loss built here: its inputs meet
                 mixed = self._stage_mix(self._stage_args(args), node, loss=True)
@@ -3566,6 +3579,11 @@ def _if_tests(body: cst.CSTNode) -> List[cst.BaseExpression]:
 
     walk(body, _Tests())
     return tests
+
+
+#: keyword names of a loss module's constructor that hold tensors it keeps
+#: (a positional first argument is the ``weight`` of the weighted losses)
+_LOSS_WEIGHTS = frozenset({"weight", "pos_weight"})
 
 
 def _decided(test: cst.BaseExpression, env: Env) -> Tuple[bool, bool]:
