@@ -73,7 +73,10 @@ for x, y in train_loader:
 
 The fix moves the tensor at the top of the loop body (after `x, y = batch`
 when the batch is unpacked there) with the device expression the model was
-moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`); a field is moved in
+moved with (`.cuda(args.gpu)` stays `.cuda(args.gpu)`); a tensor the code
+builds on the CPU is built there instead (`torch.zeros(n, device=device)`),
+or moved at once where a legacy constructor takes no device but the CPU
+(`torch.FloatTensor(rows).to(device)`); a field is moved in
 place (`batch["input_ids"] = batch["input_ids"].to(device)`), except one read
 by an index, which is moved where it is read (`model(batch[0].to(device))`:
 a tuple batch takes no item assignment); `x.to(device)` written as a
@@ -169,6 +172,7 @@ _HOST_TENSORS = frozenset({
     "torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.randint",
     "torch.arange", "torch.linspace", "torch.randperm", "torch.eye",
     "torch.as_tensor", "torch.tensor", "torch.from_numpy", "torch.FloatTensor", "torch.LongTensor",
+    "torch.Tensor", "torch.DoubleTensor", "torch.IntTensor", "torch.BoolTensor", "torch.ByteTensor",
 })
 #: methods that keep a batch item a batch item (where the fix's node is found)
 _KEEPS = frozenset(
@@ -472,6 +476,13 @@ class Trainer:
         if item is None:
             # torch.as_tensor(obs) -> torch.as_tensor(obs, device=device)
             dev = p.device or '"cuda"'
+            if (self.facts.qualify(m.origin.func) or "").rsplit(".", 1)[-1][:1].isupper():  # type: ignore[attr-defined]
+                # torch.Tensor(rows), torch.LongTensor(ids): the legacy
+                # constructors take no device but the CPU; move what they build
+                moved = cst.parse_expression(f"_.to({dev})")
+                moved = moved.with_changes(func=moved.func.with_changes(value=m.origin))  # type: ignore[attr-defined]
+                report(at, message, fix=self.replace(m.origin, moved, f"move `{code_of(m.origin)}` with `.to({dev})`"))
+                return
             built = m.origin.with_changes(args=with_keyword_arg(m.origin.args, "device", cst.parse_expression(dev)))  # type: ignore[attr-defined]
             report(at, message, fix=self.replace(m.origin, built, f"build `{code_of(m.origin)}` with `device={dev}`"))
             return
