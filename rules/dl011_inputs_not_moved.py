@@ -22,8 +22,10 @@ Any code after the move (an RL episode, a benchmark, a single prediction)
 also counts a tensor it builds on the CPU and feeds to the model: `torch.as_tensor(obs)`,
 `torch.from_numpy(arr)`, `torch.tensor(rows)`, `torch.randn(64, 3, 224, 224)`
 without `device=` (not a 0-dim `torch.tensor(0.99)`, not a conversion of a
-model output, not a dry run on a model the script moves only later), or
-combines with its output (`criterion(out, torch.zeros(n, dtype=torch.long))`,
+model output, not a dry run on a model the script moves only later),
+or comes from a function or a method of the model's class in the file that
+builds it there (`hidden = model.init_hidden(b)`, fixed with `.to(device)`
+at the call), or combines with its output (`criterion(out, torch.zeros(n, dtype=torch.long))`,
 `out * torch.ones(n, k)`, `F.cross_entropy(out, y, weight=torch.tensor(w))`,
 a loss built with `weight=torch.tensor(w)` or `pos_weight=` and never moved,
 called on the output).
@@ -189,6 +191,8 @@ class InputsNotMoved(Rule):
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
     host_message = "`{item}` is built on the CPU (no `device=`) and passed to `{model}`, which was moved to {device}"
+    #: the function whose meetings are being considered (its flow names helpers' births)
+    _scope_fn: Optional[cst.FunctionDef] = None
     host_output_message = "`{item}` is built on the CPU (no `device=`) and meets the output of `{model}` (on {device})"
     discarded_message = (
         "`{call}` returns a moved copy of `{read}` (from `{loader}`) and throws it away: "
@@ -362,6 +366,16 @@ class Trainer:
             for call in scan.calls
         ) and any(call.attr in ("to", "cuda") and call.cls is None for call in scan.calls):
             return True
+        # a script calling a method of a class of the file that builds a
+        # tensor on the CPU (hidden = model.init_hidden(b))
+        makers = {
+            call.method for call in scan.calls
+            if call.cls is not None and call.method and "device" not in call.keywords and scan.refers_to(call.func, _HOST_TENSORS)
+        }
+        if makers and any(call.cls is None and call.attr in makers for call in scan.calls) and any(
+            call.attr in ("to", "cuda") and call.cls is None for call in scan.calls
+        ):
+            return True
         # a file that builds a DataLoader: loops, comprehensions and next() over it
         return any(
             (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
@@ -375,6 +389,7 @@ class Trainer:
             if flow.init_time(fn):
                 continue
             ff = flow.function(fn)
+            self._scope_fn = fn
             for m in ff.meetings:
                 if is_placed(m.against):
                     self._consider(flow.scope_name(fn), ff, m, reported)
@@ -403,7 +418,7 @@ class Trainer:
         fed to the model."""
         item = ff.loader_items.get(m.origin)
         as_input = m.how == "model input"
-        host = item is None and m.origin in ff.origin_names and self._host_built(m.origin)
+        host = item is None and m.origin in ff.origin_names and (self._host_built(m.origin) or m.origin in ff.relayed)
         if item is None and not host:
             return
         if item is not None and (item.kind == "batch" or _is_lengths(item.key)):
@@ -452,6 +467,14 @@ class Trainer:
             name = at.value if isinstance(at, cst.Name) else code_of(m.origin)
             template = self.host_message if as_input else self.host_output_message
             message = template.format(item=name, model=model, device=device)
+            made = self.context.device_flow.function(self._scope_fn).relayed.get(m.origin) if self._scope_fn is not None else None
+            if made is not None:
+                # hidden = model.init_hidden(b): the helper builds it on the CPU
+                where, factory = made
+                message = message.replace(
+                    "is built on the CPU (no `device=`) and",
+                    f"comes from `{code_of(m.origin.func)}()`, which builds it on the CPU (`torch.{factory}` in `{where}`); it is", 1,  # type: ignore[attr-defined]
+                )
             if m.arg is None and not as_input:
                 message += f" inside {m.how}, which holds it and was never moved"  # a loss module's CPU weights
         else:
@@ -476,7 +499,7 @@ class Trainer:
         if item is None:
             # torch.as_tensor(obs) -> torch.as_tensor(obs, device=device)
             dev = p.device or '"cuda"'
-            if (self.facts.qualify(m.origin.func) or "").rsplit(".", 1)[-1][:1].isupper():  # type: ignore[attr-defined]
+            if made is not None or (self.facts.qualify(m.origin.func) or "").rsplit(".", 1)[-1][:1].isupper():  # type: ignore[attr-defined]
                 # torch.Tensor(rows), torch.LongTensor(ids): the legacy
                 # constructors take no device but the CPU; move what they build
                 moved = cst.parse_expression(f"_.to({dev})")

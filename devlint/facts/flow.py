@@ -2868,6 +2868,17 @@ class _Interpreter:
         recv = self._expr(recv_node, env)
         if recv.kind in (MODULE, WRAPPER) and m in ("to", "cuda", "cpu") and self.flows.scripts:
             return self._move(node, m, recv, args, env)  # model.to(device)
+        if recv.kind in (MODULE, UNKNOWN, WRAPPER) and is_placed(recv.device) and isinstance(recv_node, cst.Name) and m not in ("forward", "__call__"):
+            fn = self._submodule_method(recv_node, m)
+            if fn is not None and not _decorators(fn) & {"property", "staticmethod", "classmethod"}:
+                # model.init_hidden(b) on a model the script moved: what
+                # that method of the file returns (a tensor it builds on the
+                # CPU stays there; one it computes from the weights is placed)
+                # (the call's own tensors are not passed in: where they meet
+                # the weights is the model call's question, on the model's device)
+                callee = self.flows.function(fn)
+                out = self._relay(node, fn, callee, self._translate(callee.returns, args, True), env)
+                return Value(out.kind, recv.device) if out.kind in (TENSOR, MODULE, UNKNOWN) and out.device == LOCAL else out
         if recv.kind == MODULE:
             # self.sub(x) is func=self.sub, handled in _name_call's sibling below;
             # self.sub.method(x): a submodule's method, on the module's device
@@ -3117,7 +3128,18 @@ class _Interpreter:
 
     def _submodule_method(self, recv_node: cst.BaseExpression, m: str) -> Optional[cst.FunctionDef]:
         """``m`` of the class a submodule attribute ``self.<attr>`` holds,
-        when that class is defined in the file."""
+        when that class is defined in the file; in a script, of the class a
+        model name was built from (``model = RNN(4, 8).to(device)``, then
+        ``model.init_hidden(b)``)."""
+        if isinstance(recv_node, cst.Name) and self.flows.scripts:
+            bound = lookup_scoped(self.flows.training, self.scope, recv_node.value, "values")
+            while isinstance(bound, cst.Call) and isinstance(bound.func, cst.Attribute) and bound.func.attr.value in _MODEL_CHAIN:
+                bound = bound.func.value  # RNN(4, 8).to(device).eval()
+            if isinstance(bound, cst.Call) and isinstance(bound.func, cst.Name):
+                c = self.facts.classes.get(bound.func.value)
+                if c is not None and c.is_module:
+                    return self.flows.method(c.name, m)
+            return None
         if self.cls is None or not (
             isinstance(recv_node, cst.Attribute) and isinstance(recv_node.value, cst.Name) and recv_node.value.value == self.self_name
         ):
@@ -3580,6 +3602,9 @@ def _if_tests(body: cst.CSTNode) -> List[cst.BaseExpression]:
     walk(body, _Tests())
     return tests
 
+
+#: module methods that return the module itself (a chain after its constructor)
+_MODEL_CHAIN = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "double", "bfloat16", "requires_grad_"})
 
 #: keyword names of a loss module's constructor that hold tensors it keeps
 #: (a positional first argument is the ``weight`` of the weighted losses)
