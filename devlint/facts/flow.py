@@ -302,6 +302,11 @@ def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
             yield from _tensors_in(item, depth + 1)
 
 
+def _holds_pinned(v: Value) -> bool:
+    """A pinned tensor, or a sequence holding one (``[torch.linspace(...)]``)."""
+    return v.pinned or (v.kind == SEQ and any(t.pinned for t in _tensors_in(v)))
+
+
 def element_of(v: Value) -> Value:
     """What iterating ``v`` gives."""
     if v.kind == SEQ:
@@ -3171,7 +3176,8 @@ class _Interpreter:
         meetings of those tensors inside it as this function's own; the
         specialised flow, or None when nothing pinned is passed."""
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
-        passed = {k: v for k, v in bound.items() if v.pinned}
+        # (a list or tuple of such tensors too: ``self.update_grid([t])``)
+        passed = {k: v for k, v in bound.items() if _holds_pinned(v)}
         passed.update(state or {})
         decided = self._decided_arguments(fn, args, bound) if self.hinted else {}
         if decided and not passed:
@@ -3196,7 +3202,7 @@ class _Interpreter:
             for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
         )
         flow = self.flows.specialised(fn, passed, self.depth + 1)
-        born = frozenset().union(*(v.born for v in passed.values()))
+        born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)))
         for m in flow.meetings:
             if m.origin in born:
                 self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg)
