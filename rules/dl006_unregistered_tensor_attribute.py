@@ -77,7 +77,8 @@ tensor and register that) and read them back by name; devlint reports those
 without a fix.
 
 Not flagged: tensors registered with `register_buffer`, `nn.Parameter` or
-`nn.Buffer`; a Parameter stored again under another name (`self.w2 =
+`nn.Buffer`; a tensor assigned to a name a base class registered as a
+buffer (in another module too: the assignment updates that buffer); a Parameter stored again under another name (`self.w2 =
 self.w`: assigning a Parameter registers it); tensors used only outside `forward`; reads that move the tensor
 on the spot (`self.pe.to(x.device)`, `.type_as(x)`, `x.new_tensor(self.t)`),
 only look at its shape or dtype, only read it as a value (`len()`, `str()`,
