@@ -3137,7 +3137,9 @@ class _Interpreter:
         model name was built from (``model = RNN(4, 8).to(device)``, then
         ``model.init_hidden(b)``)."""
         if isinstance(recv_node, cst.Name) and self.flows.scripts:
-            bound = lookup_scoped(self.flows.training, self.scope, recv_node.value, "values")
+            bound = lookup_scoped(self.flows.training, self.scope, recv_node.value, "values") or lookup_scoped(
+                self.flows.training, self.scope, recv_node.value, "passed"
+            )
             while isinstance(bound, cst.Call) and isinstance(bound.func, cst.Attribute) and bound.func.attr.value in _MODEL_CHAIN:
                 bound = bound.func.value  # RNN(4, 8).to(device).eval()
             if isinstance(bound, cst.Call) and isinstance(bound.func, cst.Name):

@@ -161,6 +161,10 @@ class ScriptScope:
     #: plain names -> the value last bound to them so far in the walk
     #: (read when a ``torch.load`` asks what its path is built from)
     values: Dict[str, cst.BaseExpression] = field(default_factory=dict)
+    #: parameters -> the value a call of the file passes them, as the
+    #: caller bound it (``evaluate(encoder, ...)`` after ``encoder =
+    #: EncoderRNN(...).to(device)``): the class a model argument was built from
+    passed: Dict[str, cst.BaseExpression] = field(default_factory=dict)
     #: ``torch.load`` calls here that read a file this scope wrote earlier:
     #: a round trip within one process, whose devices exist (unless the
     #: file runs distributed: every rank would load rank 0's GPU)
@@ -1528,6 +1532,10 @@ def build_training_facts(module: cst.Module, facts: FileFacts) -> "TrainingFacts
                     if src is not None and param not in callee.placements:
                         dev = _translate_device(src.device, src.how, binding, caller, callee, modscope) if src.known else None
                         callee.placements[param] = Placement(dev or "", src.how, dev is not None, src.conditional)
+                        changed = True
+                    given = caller.values.get(arg, caller.passed.get(arg))
+                    if given is not None and param not in callee.passed:
+                        callee.passed[param] = given
                         changed = True
                     wrap = caller.wrapped.get(arg)
                     if wrap is not None and param not in callee.wrapped:
