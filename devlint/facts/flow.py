@@ -236,6 +236,11 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
     if a.kind == b.kind and a.kind in (MODULE, UNKNOWN, WRAPPER) and is_placed(a.device) != is_placed(b.device):
         # if use_cuda: model.cuda(): a GPU run takes the path that moves it
         return a if is_placed(a.device) else b
+    if a.pinned and b.pinned and {a.device, b.device} == {CPU, HELD}:
+        # ``self.mask`` (a plain attribute, built on the CPU) on one path, a
+        # tensor made on the CPU on the other: on the CPU either way, each
+        # birth kept (a held one is the attribute's read, see _meet_all)
+        return Value(TENSOR, CPU, a.born | b.born, a.scalar and b.scalar)
     if a.pinned and b.pinned and CPU in (a.device, b.device) and {a.device, b.device} & {CURRENT, FIXED}:
         # ``t = t.cuda() if x.is_cuda else t``: the GPU path is what a GPU run takes
         return replace(a if a.device != CPU else b, anchor=None)
@@ -1831,7 +1836,10 @@ class _Interpreter:
         for origin in v.born:
             if origin in self.result.maybe_scalar and how not in ("model input", "collective"):
                 continue
-            self._meet(origin, at, how, partner, v.device, against, arg)
+            # a plain attribute's read (its birth is the ``self.x`` node) is
+            # held wherever a join left the value (see join)
+            device = HELD if v.device == CPU and isinstance(origin, cst.Attribute) else v.device
+            self._meet(origin, at, how, partner, device, against, arg)
 
     def _check(self, values: Sequence[Value], at: cst.CSTNode, how: str, scalars_meet: bool = False,
                nodes: Optional[Sequence[Optional[cst.CSTNode]]] = None) -> None:
@@ -3657,12 +3665,14 @@ def _join_envs(a: Optional[Env], b: Optional[Env], entry: Optional[Callable[[str
     out: Env = {}
     for k in a.keys() | b.keys():
         va, vb = a.get(k), b.get(k)
-        if (va is None) != (vb is None) and entry is not None and not (va or vb).pinned:  # type: ignore[union-attr]
+        if (va is None) != (vb is None) and entry is not None:
             # (a value the branch pinned to a device itself is kept: it is
             # what that path puts there, and the join of two pinned
-            # tensors would keep neither birth)
-            before = entry(k)
-            if before is not None:
+            # tensors would keep neither birth; but a CPU tensor the branch
+            # made and the plain attribute's own, on the CPU too, keep both)
+            mine: Value = va or vb  # type: ignore[assignment]
+            before = entry(k) if not mine.pinned or mine.device == CPU else None
+            if before is not None and (not mine.pinned or (before.pinned and before.device == HELD)):
                 va, vb = (before, vb) if va is None else (va, before)
         out[k] = join(va, vb) if va is not None and vb is not None else (va if va is not None else vb)  # type: ignore[assignment]
     # keep parameters first (anchors are chosen in insertion order)
