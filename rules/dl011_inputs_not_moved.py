@@ -162,20 +162,19 @@ from typing import Optional, Set, Tuple
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
-from devlint.facts.flow import PLACED, Flow, FunctionFlow, LoaderItem, Meeting, is_placed
+from devlint.facts.flow import LOSS_WEIGHTS, PLACED, Flow, FunctionFlow, LoaderItem, Meeting, is_placed
 from devlint.facts.training import Placement, Training, looks_like_loader, lookup_scoped
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import LINES, code_of, cuda_index, is_number_literal, statements, with_keyword_arg
-from devlint.torch_api import DATA_LOADERS, ITER_WRAPPERS
+from devlint.torch_api import DATA_LOADERS, ITER_WRAPPERS, LEGACY_TENSOR_CONSTRUCTORS
 from devlint.walk import walk
 
 #: factories and conversions that build a tensor on the CPU unless given ``device=``
 _HOST_TENSORS = frozenset({
     "torch.randn", "torch.rand", "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.randint",
     "torch.arange", "torch.linspace", "torch.randperm", "torch.eye",
-    "torch.as_tensor", "torch.tensor", "torch.from_numpy", "torch.FloatTensor", "torch.LongTensor",
-    "torch.Tensor", "torch.DoubleTensor", "torch.IntTensor", "torch.BoolTensor", "torch.ByteTensor",
-})
+    "torch.as_tensor", "torch.tensor", "torch.from_numpy",
+}) | LEGACY_TENSOR_CONSTRUCTORS
 #: methods that keep a batch item a batch item (where the fix's node is found)
 _KEEPS = frozenset(
     {"view", "view_as", "reshape", "reshape_as", "long", "float", "int", "double", "half", "bool", "squeeze",
@@ -191,9 +190,16 @@ class InputsNotMoved(Rule):
     message = "`{item}` from `{loader}` is passed to `{model}`, which was moved to {device}, but `{item}` itself is never moved"
     target_message = "`{item}` from `{loader}` meets the output of `{model}` (on {device}) but is never moved there"
     host_message = "`{item}` is built on the CPU (no `device=`) and passed to `{model}`, which was moved to {device}"
-    #: the function whose meetings are being considered (its flow names helpers' births)
-    _scope_fn: Optional[cst.FunctionDef] = None
     host_output_message = "`{item}` is built on the CPU (no `device=`) and meets the output of `{model}` (on {device})"
+    #: a tensor a helper (``model.init_hidden(b)``) builds on the CPU
+    made_message = (
+        "`{item}` comes from `{call}()`, which builds it on the CPU (`torch.{factory}` in `{where}`), "
+        "and is passed to `{model}`, which was moved to {device}"
+    )
+    made_output_message = (
+        "`{item}` comes from `{call}()`, which builds it on the CPU (`torch.{factory}` in `{where}`), "
+        "and meets the output of `{model}` (on {device})"
+    )
     discarded_message = (
         "`{call}` returns a moved copy of `{read}` (from `{loader}`) and throws it away: "
         "the batch stays on the CPU"
@@ -389,7 +395,6 @@ class Trainer:
             if flow.init_time(fn):
                 continue
             ff = flow.function(fn)
-            self._scope_fn = fn
             for m in ff.meetings:
                 if is_placed(m.against):
                     self._consider(flow.scope_name(fn), ff, m, reported)
@@ -440,14 +445,15 @@ class Trainer:
         p = lookup_scoped(self.training, scope, model, "placements")
         placement = p if isinstance(p, Placement) else Placement("", "to", known=False)
         at = _named_at(m.arg, item) if m.arg is not None else m.at
-        self._report(m, item, at, model, placement, as_input)
+        self._report(m, item, at, model, placement, as_input, ff.relayed.get(m.origin))
 
     def _host_built(self, origin: cst.CSTNode) -> bool:
         """A factory or a conversion of host data (``torch.as_tensor(obs)``,
         ``torch.randn(64, 3, 224, 224)``) with no ``device=``."""
         return isinstance(origin, cst.Call) and (self.facts.qualify(origin.func) or "") in _HOST_TENSORS
 
-    def _report(self, m: Meeting, item: Optional[LoaderItem], at: cst.CSTNode, model: str, p: Placement, as_input: bool) -> None:
+    def _report(self, m: Meeting, item: Optional[LoaderItem], at: cst.CSTNode, model: str, p: Placement, as_input: bool,
+                made: Optional[Tuple[str, str]] = None) -> None:
         """The finding; the fix moves the tensor at the top of its loop's
         body, or where it is read (a comprehension, an index of a tuple
         batch), or builds it on the device."""
@@ -465,18 +471,16 @@ class Trainer:
 
         if item is None:
             name = at.value if isinstance(at, cst.Name) else code_of(m.origin)
-            template = self.host_message if as_input else self.host_output_message
-            message = template.format(item=name, model=model, device=device)
-            made = self.context.device_flow.function(self._scope_fn).relayed.get(m.origin) if self._scope_fn is not None else None
             if made is not None:
-                # hidden = model.init_hidden(b): the helper builds it on the CPU
-                where, factory = made
-                message = message.replace(
-                    "is built on the CPU (no `device=`) and",
-                    f"comes from `{code_of(m.origin.func)}()`, which builds it on the CPU (`torch.{factory}` in `{where}`); it is", 1,  # type: ignore[attr-defined]
-                )
-            if m.arg is None and not as_input:
-                message += f" inside {m.how}, which holds it and was never moved"  # a loss module's CPU weights
+                # hidden = model.init_hidden(b): ``made`` says where the helper builds it
+                template = self.made_message if as_input else self.made_output_message
+                message = template.format(item=name, model=model, device=device, call=code_of(m.origin.func),  # type: ignore[attr-defined]
+                                          where=made[0], factory=made[1])
+            else:
+                template = self.host_message if as_input else self.host_output_message
+                message = template.format(item=name, model=model, device=device)
+            if m.how == LOSS_WEIGHTS:
+                message += f" inside `{m.partner}`, a loss that holds it and was never moved"
         else:
             template = self.message if as_input else self.target_message
             message = template.format(item=item.key, loader=item.loader, model=model, device=device)
@@ -499,7 +503,7 @@ class Trainer:
         if item is None:
             # torch.as_tensor(obs) -> torch.as_tensor(obs, device=device)
             dev = p.device or '"cuda"'
-            if made is not None or (self.facts.qualify(m.origin.func) or "").rsplit(".", 1)[-1][:1].isupper():  # type: ignore[attr-defined]
+            if made is not None or self.facts.qualify(m.origin.func) in LEGACY_TENSOR_CONSTRUCTORS:  # type: ignore[attr-defined]
                 # torch.Tensor(rows), torch.LongTensor(ids): the legacy
                 # constructors take no device but the CPU; move what they build
                 moved = cst.parse_expression(f"_.to({dev})")

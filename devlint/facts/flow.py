@@ -473,6 +473,9 @@ class Meeting:
 #: ``.to(device)``, ``.cuda()`` on a model. ``placed:<model>`` is where the
 #: outputs of the model the code calls ``<model>`` are
 PLACED = "placed:"
+#: ``Meeting.how`` of the CPU weights a loss module holds (its ``partner``
+#: is the loss) meeting a moved model's output it is called on
+LOSS_WEIGHTS = "loss weights"
 
 
 def is_placed(device: str) -> bool:
@@ -867,9 +870,9 @@ class DeviceFlow:
             for test in _if_tests(node.body):
                 then_none, else_none = _none_tests(test)
                 found.update(then_none, else_none)
-                inner = test.expression if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) else test
-                if isinstance(inner, cst.Name):
-                    found.add(inner.value)
+                name, _ = _truth_test(test)
+                if name is not None:
+                    found.add(name)
         return found
 
     def body_facts(self, node: cst.FunctionDef) -> "_BodyFacts":
@@ -2792,7 +2795,8 @@ class _Interpreter:
         if self.flows.scripts and q.startswith("torch.nn.") and name.endswith("Loss"):
             # nn.CrossEntropyLoss(weight=torch.tensor(w)): the loss holds its
             # weights as buffers, on the CPU until the loss itself is moved
-            weights = [v for a, v in args if (a.keyword.value if a.keyword is not None else "weight") in _LOSS_WEIGHTS]
+            positional = [v for a, v in args if a.keyword is None][:1]  # nn.NLLLoss(w): the first is ``weight``
+            weights = positional + [v for a, v in args if a.keyword is not None and a.keyword.value in _LOSS_WEIGHTS]
             born = frozenset().union(*(v.born for v in weights if v.pinned and v.device == CPU and not v.scalar))
             if born and not any(a.star for a, _ in args):
                 return Value(MODULE, CPU, born, loss=True)
@@ -3327,7 +3331,7 @@ class _Interpreter:
                 # a loss built with CPU weights, never moved, given a model's output
                 side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN) and is_placed(v.device)), None)
                 if side is not None and self._placed_ref(name) is None:
-                    self._meet_all(Value(TENSOR, CPU, callee.born), node, f"`{name}`", side[len(PLACED):], side)
+                    self._meet_all(Value(TENSOR, CPU, callee.born), node, LOSS_WEIGHTS, name, side)
                 return UNKNOWN_VALUE if side is None else Value(UNKNOWN, side)
             if callee.kind == MODULE and callee.loss:
                 # a loss built here: its inputs meet
@@ -3597,26 +3601,32 @@ def _none_tests(test: cst.BaseExpression) -> Tuple[List[str], List[str]]:
     return [], []
 
 
+class _Tests(cst.CSTVisitor):
+    """The tests of ``if`` statements and conditional expressions, not
+    those of functions and classes defined inside."""
+
+    def __init__(self) -> None:
+        self.tests: List[cst.BaseExpression] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        self.tests.append(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.tests.append(node.test)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
 def _if_tests(body: cst.CSTNode) -> List[cst.BaseExpression]:
     """The tests of the ``if`` statements and conditional expressions in
     ``body`` (not those of functions and classes defined in it)."""
-    tests: List[cst.BaseExpression] = []
-
-    class _Tests(cst.CSTVisitor):
-        def visit_If(self, node: cst.If) -> None:
-            tests.append(node.test)
-
-        def visit_IfExp(self, node: cst.IfExp) -> None:
-            tests.append(node.test)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-    walk(body, _Tests())
-    return tests
+    found = _Tests()
+    walk(body, found)
+    return found.tests
 
 
 #: module methods that return the module itself (a chain after its constructor)
@@ -3638,13 +3648,20 @@ def _decided(test: cst.BaseExpression, env: Env) -> Tuple[bool, bool]:
         return True, False  # ``if x is not None:`` with x None
     if any(env.get(n, UNKNOWN_VALUE).kind == NONE for n in none_then):
         return False, True  # ``if x is None:`` with x None: the else branch cannot run
-    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-    name = test.expression if negated else test  # type: ignore[attr-defined]
-    if isinstance(name, cst.Name) and name.value in env:
-        v = env[name.value]
+    name, negated = _truth_test(test)
+    if name is not None and name in env:
+        v = env[name]
         if v.kind == NONE or v.falsy:
             return (False, True) if negated else (True, False)
     return False, False
+
+
+def _truth_test(test: cst.BaseExpression) -> Tuple[Optional[str], bool]:
+    """The name an ``if`` tests for truth (``if flag``, ``if not flag``),
+    and whether the test negates it."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    inner = test.expression if negated else test  # type: ignore[attr-defined]
+    return (inner.value if isinstance(inner, cst.Name) else None), negated
 
 
 def _targets(node: cst.BaseExpression) -> List[cst.BaseExpression]:
