@@ -138,6 +138,13 @@ _LEGACY_TENSOR_CONSTRUCTORS = frozenset(
 
 LEGACY_TENSOR_CONSTRUCTORS = _LEGACY_TENSOR_CONSTRUCTORS
 
+#: tests that are true only while ``torch.fx`` traces code symbolically (its
+#: tensors are then ``Proxy`` objects, with no data and no device)
+FX_TRACING_TESTS = frozenset(
+    {"torch.fx._symbolic_trace.is_fx_tracing", "torch.fx._symbolic_trace.is_fx_symbolic_tracing"}
+)
+FX_PROXY_CLASSES = frozenset({"torch.fx.Proxy", "torch.fx.proxy.Proxy"})
+
 
 #: torch functions that take tensors but do not return one tensor
 _NOT_ONE_TENSOR = frozenset(

@@ -1408,3 +1408,67 @@ def test_a_private_method_every_caller_leaves_at_false_skips_its_flagged_branch(
     # a public method may be called with True from elsewhere: its branch counts
     public = src.replace("_scores", "scores")
     assert [m[:2] for m in meetings(public)] == [("scores", 6)]
+
+
+def test_a_function_of_the_file_that_returns_host_data_follows_none_of_its_arguments():
+    src = """
+    class Captioner(nn.Module):
+        def _to_image(self, frame):
+            array = frame.cpu().numpy()
+            return Image.fromarray(array)
+
+        def encode(self, frames):
+            ids = self.processor(self._to_image(frames[0]))["input_ids"]
+            return torch.cat((ids, torch.tensor([[2]])), dim=1)
+    """
+    assert meetings(src) == []
+    # a callable the flow cannot see, given the frame itself, computes where it is
+    unseen = src.replace("self._to_image(frames[0])", "frames[0]")
+    assert [m[:2] for m in meetings(unseen)] == [("encode", 9)]
+
+
+def test_text_is_on_no_device():
+    src = """
+    def encode(processor, name, image):
+        prompt = "a photo of {}".format(name.lower())
+        ids = processor(prompt)
+        return torch.cat((ids, torch.tensor([[2]])), dim=1)
+    """
+    assert meetings(src) == []
+    # the same call given the image (a parameter: it follows the inputs)
+    assert [m[:2] for m in meetings(src.replace("processor(prompt)", "processor(prompt, image)"))] == [("encode", 5)]
+
+
+def test_tensors_asked_of_a_tokenizer_follow_none_of_its_inputs():
+    src = """
+    def encode(tokenizer, texts):
+        ids = tokenizer(texts, return_tensors="pt")["input_ids"]
+        return torch.cat((ids, torch.full((ids.size(0), 1), 2)), dim=1)
+    """
+    assert meetings(src) == []
+    assert [m[:2] for m in meetings(src.replace('return_tensors="pt"', 'return_tensors="np"'))] == [("encode", 4)]
+
+
+def test_a_branch_taken_only_while_fx_traces_meets_nothing():
+    src = """
+    import torch.fx
+
+    class Shift(nn.Module):
+        def forward(self, ids, start: int):
+            if isinstance(ids, torch.fx.Proxy):
+                return torch.cat([torch.full(ids.shape[:-1] + (1,), start), ids[..., :-1]], dim=-1)
+            return ids.roll(1, -1)
+    """
+    assert meetings(src) == []
+    negated = """
+    from transformers.utils import is_torch_fx_proxy
+
+    def shift(ids, start: int):
+        if not is_torch_fx_proxy(ids):
+            return ids.roll(1, -1)
+        else:
+            return torch.cat([torch.full(ids.shape[:-1] + (1,), start), ids[..., :-1]], dim=-1)
+    """
+    assert meetings(negated) == []
+    other_test = src.replace("isinstance(ids, torch.fx.Proxy)", "ids.dim() > 1")
+    assert [m[:2] for m in meetings(other_test)] == [("forward", 7)]

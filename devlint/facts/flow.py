@@ -83,6 +83,8 @@ from devlint.torch_api import (
     DATA_PARALLEL,
     DEVICE_FACTORIES,
     FUNCTIONAL_LOSSES,
+    FX_PROXY_CLASSES,
+    FX_TRACING_TESTS,
     STATELESS_MODULES,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
@@ -438,6 +440,16 @@ _VALUE_METHODS = {
     "stride": OTHER_VALUE, "backward": OTHER_VALUE, "register_hook": OTHER_VALUE, "type": OTHER_VALUE,
     "__len__": NUMBER_VALUE, "equal": NUMBER_VALUE, "allclose": NUMBER_VALUE,
 }
+#: methods of ``str`` that ``torch.Tensor`` and ``nn.Module`` lack: a value
+#: they are called on is text, and text is on no device
+#: (``prompt = template.format(name=name.lower())``)
+_TEXT_METHODS = {
+    **dict.fromkeys(("lower", "upper", "strip", "lstrip", "rstrip", "format", "format_map", "capitalize", "casefold",
+                     "title", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "splitlines",
+                     "expandtabs", "swapcase", "translate", "partition", "rpartition", "rsplit"), None),
+    **dict.fromkeys(("startswith", "endswith", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower",
+                     "isnumeric", "isdecimal", "isidentifier", "istitle"), "number"),
+}
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "isinstance", "issubclass", "hasattr", "callable", "id", "hash", "ord"})
 _OTHER_BUILTINS = frozenset({"str", "repr", "print", "format", "type", "dict", "set", "frozenset", "open", "vars", "dir", "super", "object", "Exception", "ValueError", "TypeError", "RuntimeError", "NotImplementedError", "AssertionError", "KeyError", "IndexError"})
 _SAME_DEVICE_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
@@ -540,6 +552,9 @@ class FunctionFlow:
     #: beside the factory in that function -> (the function as a message
     #: names it, the factory's short name)
     relayed: Dict[cst.CSTNode, Tuple[str, str]] = field(default_factory=dict)
+    #: False for the empty flow a recursive call gets while the function's
+    #: own flow is still being computed: its ``returns`` says nothing
+    complete: bool = True
 
 
 @dataclass(frozen=True)
@@ -738,7 +753,7 @@ class DeviceFlow:
         flow = self._memo.get(key)
         if flow is None:
             if key in self._in_progress:
-                return FunctionFlow(node)
+                return FunctionFlow(node, complete=False)
             self._in_progress.add(key)
             try:
                 flow = _Interpreter(self, node, **how()).run()
@@ -1101,6 +1116,14 @@ def _annotates_tensor(node: cst.BaseExpression) -> bool:
     return d.rsplit(".", 1)[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor") and d.split(".", 1)[0] in ("torch", d)
 
 
+def _asks_for_torch_tensors(node: cst.Call) -> bool:
+    """``return_tensors="pt"``: the keyword with which tokenizers, processors
+    and feature extractors are asked to convert their host data into
+    PyTorch tensors (on the CPU: they are never told a device)."""
+    arg = keyword_arg(node, "return_tensors")
+    return arg is not None and string_value(arg.value) == "pt"
+
+
 def _annotation(param: cst.Param) -> str:
     if param.annotation is None:
         return ""
@@ -1435,6 +1458,9 @@ class _Interpreter:
         self._scope: Optional[str] = None
         #: the flow of the function the last summary application used
         self._callee: Optional[FunctionFlow] = None
+        #: the last call whose callee's flow (a function of the file) gave
+        #: its value: what that function returns is known, not guessed
+        self._summarised: Optional[cst.Call] = None
 
     # -- set-up ---------------------------------------------------------------
     def _params(self) -> Env:
@@ -1578,6 +1604,9 @@ class _Interpreter:
             else_env = dict(env)
             else_env.update((n, NONE_VALUE) for n in none_else if n in env)
             then_dead, else_dead = _decided(stmt.test, env)
+            tracing = self._tracing_test(stmt.test)
+            if tracing is not None:
+                then_dead, else_dead = not tracing, tracing
             a = self._block(statements(stmt.body), then_env) if not then_dead else None
             if else_dead:
                 b = None
@@ -1653,6 +1682,25 @@ class _Interpreter:
                 out = self._join_envs(out, self._branch(statements(case.body), env)) if out is not None else self._branch(statements(case.body), env)
             return self._join_envs(out, env)
         return env
+
+    def _tracing_test(self, test: cst.BaseExpression) -> Optional[bool]:
+        """``if is_torch_fx_proxy(x):`` (``isinstance(x, torch.fx.Proxy)``,
+        ``torch.fx._symbolic_trace.is_fx_tracing()``): a branch that runs only
+        while ``torch.fx`` traces the code symbolically, where tensors are
+        proxies holding no data and no device. None for any other test;
+        else whether the test is negated (``if not is_torch_fx_proxy(x):``,
+        whose *else* branch is the tracing one)."""
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        inner = test.expression if negated else test  # type: ignore[attr-defined]
+        if not isinstance(inner, cst.Call):
+            return None
+        q = self.facts.qualify(inner.func) or ""
+        if q.rsplit(".", 1)[-1] == "is_torch_fx_proxy" or q in FX_TRACING_TESTS:
+            return negated
+        if q == "isinstance" or dotted_name(inner.func) == "isinstance":
+            if len(inner.args) == 2 and (self.facts.qualify(inner.args[1].value) or "") in FX_PROXY_CLASSES:
+                return negated
+        return None
 
     def _pinned_loop(self, stmt: cst.For) -> Optional[Tuple[str, Value, str]]:
         """``for block in self.blocks`` (or ``enumerate``) over a pinned
@@ -2593,6 +2641,12 @@ class _Interpreter:
         if factory is not None:
             return self._factory(node, factory, env)
         args = [(a, self._expr(a.value, env)) for a in node.args]
+        if _asks_for_torch_tensors(node):
+            # tokenizer(texts, return_tensors="pt"), processor(images=...,
+            # return_tensors="pt"): host data (text, images, lists) turned
+            # into new tensors, which such converters make on the CPU; they
+            # follow none of the inputs' tensors
+            return UNKNOWN_VALUE
         if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS:
             if q.startswith("torch.cuda.") or keyword_arg(node, "device") is not None:
                 return _tensor(CURRENT if q.startswith("torch.cuda.") else ANY)  # torch.Tensor(..., device=d): not a CPU birth
@@ -2671,7 +2725,9 @@ class _Interpreter:
         if self.flows.scripts and (out == UNKNOWN_VALUE or follows(out)):
             self._mixes_with_output(node, args)
             self._moves_batches(node, args, env)
-        if out == UNKNOWN_VALUE:
+        if out == UNKNOWN_VALUE and self._summarised is not node:
+            # (a function of the file whose flow says what it returns, not
+            # computed from its arguments: ``self._to_pil(x)``, a PIL image)
             side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN, DEVICE) and model_side(v.device) and not stage_of(v.device)), None)
             if side is not None:
                 # stable_cholesky(b), gaussian_kernel(n, device): a function
@@ -2925,6 +2981,8 @@ class _Interpreter:
             return recv  # torch.Generator().manual_seed(0): the generator itself
         if recv.kind not in (TENSOR, UNKNOWN):
             return UNKNOWN_VALUE
+        if recv.kind == UNKNOWN and m in _TEXT_METHODS:
+            return NUMBER_VALUE if _TEXT_METHODS[m] else OTHER_VALUE
         if follows(recv):
             if m in TENSOR_ONLY_ATTRS or m in _BINARY_METHODS and m not in ("add", "index", "count", "pop"):
                 recv = _tensor(recv.device)  # x.softmax(-1): x is a tensor
@@ -3260,11 +3318,15 @@ class _Interpreter:
         self.result.call_sites.setdefault(fn, []).append({**self._decided_arguments(fn, args, bound), **bound})
         if not self.hinted:
             self._callee = self.flows.base(fn)
+            if self._callee.complete:
+                self._summarised = call
             return self._translate(self._callee.returns, args, module_method)
         # a CPU-born argument: run the callee with it (one context per call
         # site), so a meeting inside the callee is the caller's finding
         flow = self._pass_pinned(fn, args, state)
         self._callee = flow if flow is not None else self.flows.function(fn)
+        if self._callee.complete:
+            self._summarised = call
         out = self._translate(self._callee.returns, args, module_method)
         if call is not None and env is not None:
             out = self._relay(call, fn, self._callee, out, env)
