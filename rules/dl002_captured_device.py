@@ -99,6 +99,12 @@ kept in `__init__` is right there) and a module that holds a DataParallel/DDP
 as a submodule (it is the outer model; replicating it would nest wrappers:
 DL003).
 
+A function parameter whose default names a GPU (`def one_hot(x, n,
+device="cuda")`) and that places a tensor meeting the inputs is reported at
+the default: every caller that leaves it out gets the current GPU. It has
+no fix: the parameter is the callers' choice, and placing on `x.device`
+instead would ignore the callers that pass one.
+
 ## Fix safety
 Safe: on one device the new expression names the same device as before, and
 under DataParallel or DistributedDataParallel it names the replica's own one.
@@ -117,6 +123,7 @@ from devlint.facts.flow import CURRENT, FIXED, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import code_of, keyword_arg
+from devlint.walk import walk
 
 
 class CapturedDevice(Rule):
@@ -446,6 +453,21 @@ class Head(nn.Module):
         else:
             message = self.message.format(code=code, where=found.where, target=target, dest=dest, partner=partner, how=found.how_text)
         at = _device_argument(origin) or origin
+        default = _defaulted_parameter(found.home, at)
+        if default is not None:
+            # def one_hot(x, n, device="cuda"): the device is the callers'
+            # choice, and the bug is what those that pass none get
+            param, value = default
+            self.report(
+                value,
+                f"`{param}={code_of(value)}` of `{found.where}` puts its tensors on "
+                f"{'the current GPU' if meeting.device == CURRENT else 'a GPU named in the code'} for every caller that "
+                f"leaves `{param}` out (`{code}`); they meet {partner} through {found.how_text}, which fails for inputs "
+                "on another GPU or on the CPU",
+                no_fix_reason=f"`{param}` is the callers' choice: default it to None and follow the inputs there, or pass it",
+                related=related,
+            )
+            return
         source = retyped_like(origin)
         if source is not None:  # t.type(x.type()) -> t.to(x): x's dtype and device, index included
             new = origin.with_changes(func=origin.func.with_changes(attr=cst.Name("to")), args=[cst.Arg(source)])  # type: ignore[attr-defined]
@@ -493,6 +515,45 @@ def _device_argument(call: cst.CSTNode) -> Optional[cst.BaseExpression]:
         first = next((a for a in call.args if a.keyword is None), None)
         return first.value if first is not None else None
     return None
+
+
+def _defaulted_parameter(fn: cst.FunctionDef, device: cst.CSTNode) -> Optional[Tuple[str, cst.BaseExpression]]:
+    """``device=device`` where ``device`` is a parameter of ``fn`` with a
+    default that names a GPU (``device="cuda"``) and that the body does not
+    rebind: the parameter and its default (the flow placed the tensor on that
+    GPU, so the name still holds the default there)."""
+    if not isinstance(device, cst.Name):
+        return None
+    params = (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)
+    param = next((p for p in params if p.name.value == device.value), None)
+    if param is None or param.default is None:
+        return None
+    if not isinstance(param.default, (cst.SimpleString, cst.Integer, cst.Call)):
+        return None
+    rebinds = _Rebinds(device.value)
+    walk(fn.body, rebinds)
+    return None if rebinds.found else (device.value, param.default)
+
+
+class _Rebinds(cst.CSTVisitor):
+    """Whether a body assigns ``name`` anywhere (``device = x.device``)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def _target(self, target: cst.CSTNode) -> None:
+        if isinstance(target, cst.Name) and target.value == self.name:
+            self.found = True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._target(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._target(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._target(node.target)
 
 
 def _anchor_for(origin: cst.CSTNode, anchors: Sequence[str]) -> Optional[str]:
