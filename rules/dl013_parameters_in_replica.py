@@ -70,7 +70,11 @@ replicated), models that pin their parts to devices themselves
 (model-parallel code cannot run under DataParallel at all: DL004), and the
 `forward` of a DataParallel/DDP subclass or of a module that holds one as a
 submodule (neither is ever a replica: it runs on the main device with every
-parameter).
+parameter), and a fallback a replica never takes: `if device is None:
+device = next(self.parameters()).device` in a method that every call from
+replica code (`forward` and what it calls) gives a device
+(`self.init_hidden(b, device=x.device)`); the fallback serves the other
+callers, outside any replica.
 
 ## Fix safety
 Safe for `.device` (`next(self.parameters()).device` becomes
@@ -93,6 +97,7 @@ import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.facts.classes import module_class_of, self_attribute_loads
+from devlint.facts.flow import NONE, Flow
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import catches_stop_iteration, code_of, first_parameter_of, parameters_owner
@@ -102,7 +107,7 @@ from devlint.walk import walk
 
 class ParametersInReplica(Rule):
     code = "DL013"
-    requires = (Scripts,)
+    requires = (Scripts, Flow)
     name = "parameters-in-replica"
     brief = "`next(self.parameters())` in `forward`: empty in DataParallel replicas, raises StopIteration"
     message = (
@@ -258,6 +263,50 @@ class Head(nn.Module):
         self._properties: List[Set[str]] = []
         # expressions in the body of a ``try`` whose handler catches StopIteration
         self._guarded: Set[int] = set()
+        # the ``if`` statements around the node being visited
+        self._ifs: List[cst.If] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        self._ifs.append(node)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._ifs.pop()
+
+    def _fallback_the_replica_skips(self, node: cst.CSTNode) -> bool:
+        """``if device is None: device = next(self.parameters()).device`` in a
+        method whose every call from code that runs in a replica passes
+        ``device`` (``self.init_hidden(b, device=x.device)``): the fallback is
+        for other callers, and a replica never takes it."""
+        m = self.context.current_method
+        if m is None or not self._ifs:
+            return False
+        params = {p.name.value for p in (*m.params.posonly_params, *m.params.params, *m.params.kwonly_params)}
+        guards = set()
+        for stmt in self._ifs:
+            if not _within(node, stmt.body):
+                continue
+            test = stmt.test
+            if (
+                isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                and isinstance(test.comparisons[0].operator, cst.Is)
+                and isinstance(test.left, cst.Name) and test.left.value in params
+                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+            ):
+                guards.add(test.left.value)
+        if not guards:
+            return False
+        flow = self.context.device_flow
+        calls = [
+            bound
+            for fn in flow.all_functions()
+            if fn is not m and flow.runs_in_replica(fn)
+            for bound in flow.function(fn).call_sites.get(m, [])
+        ]
+        return bool(calls) and all(
+            name in bound and bound[name].kind != NONE and not bound[name].maybe_none and bound[name].kind in _NOT_NONE
+            for bound in calls
+            for name in guards
+        )
 
     def visit_Try(self, node: cst.Try) -> None:
         if any(catches_stop_iteration(h.type) for h in node.handlers):
@@ -281,7 +330,7 @@ class Head(nn.Module):
             return False
         ctx = self.context
         if ctx.in_forward:
-            return True
+            return not self._fallback_the_replica_skips(node)
         m = ctx.current_method
         return m is not None and bool(self._properties) and m.name.value in self._properties[-1]
 
@@ -475,6 +524,28 @@ class Head(nn.Module):
             expr, cst.parse_expression(held), f"use `{held}` (may not be the first parameter)", FixSafety.UNSAFE
         )
         self.report(expr, message, fix=fix)
+
+
+#: kinds of value that are never None (a device read off a tensor, a tensor)
+_NOT_NONE = frozenset({"tensor", "device", "number", "module"})
+
+
+def _within(node: cst.CSTNode, block: cst.BaseSuite) -> bool:
+    """Whether ``node`` is under ``block``."""
+    found = _Finds(node)
+    walk(block, found)
+    return found.found
+
+
+class _Finds(cst.CSTVisitor):
+    def __init__(self, target: cst.CSTNode) -> None:
+        self.target = target
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.target:
+            self.found = True
+        return not self.found
 
 
 def _no_tensor(module_class: str) -> str:
