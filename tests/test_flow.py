@@ -1472,3 +1472,14 @@ def test_a_branch_taken_only_while_fx_traces_meets_nothing():
     assert meetings(negated) == []
     other_test = src.replace("isinstance(ids, torch.fx.Proxy)", "ids.dim() > 1")
     assert [m[:2] for m in meetings(other_test)] == [("forward", 7)]
+
+
+def test_a_full_tensor_of_zeros_is_no_empty_placeholder():
+    src = """
+    def pad(ids):
+        start = torch.full((ids.size(0), 1), 0)
+        return torch.cat([start, ids], dim=-1)
+    """
+    assert [m[:2] for m in meetings(src)] == [("pad", 3)]
+    # a size with a zero dimension holds nothing: an unused placeholder
+    assert meetings(src.replace("torch.full((ids.size(0), 1), 0)", "torch.full((ids.size(0), 0), 1)")) == []

@@ -2786,7 +2786,7 @@ class _Interpreter:
             first = node.args[0].value
             if isinstance(first, (cst.List, cst.Tuple)) and not first.elements:
                 return self._born(node, name, env, scalar=True)  # torch.zeros(()): 0-dim
-            if _has_zero_size(node):
+            if _has_zero_size(node, name):
                 return _tensor(CPU)  # torch.empty(0), torch.empty([0]): holds nothing, an unused placeholder
         born = self._born(node, name, env)
         return replace(born, matrix=True) if _two_dimensional(name, node) else born
@@ -3608,9 +3608,13 @@ def _constant_key(node: cst.Subscript) -> str:
     return ""
 
 
-def _has_zero_size(call: cst.Call) -> bool:
-    for a in call.args:
-        if a.keyword is not None:
+def _has_zero_size(call: cst.Call, name: str = "") -> bool:
+    """``torch.empty(0)``, ``torch.zeros((b, 0))``: a size with a zero
+    dimension (for ``torch.full(size, fill_value)`` only the size counts:
+    ``torch.full((b, 1), 0)`` holds zeros)."""
+    positional = [a for a in call.args if a.keyword is None]
+    for a in positional[:1] if name == "full" else positional:
+        if a.star:
             continue
         v = a.value
         dims = [e.value for e in v.elements] if isinstance(v, (cst.List, cst.Tuple)) else [v]
