@@ -24,6 +24,14 @@ place that fails when the model runs on a GPU:
   `torch.autograd.backward(ts, grad_tensors=...)`, which must be on each
   output's device (`Mismatch in device`).
 
+A torch.nn layer with weights built in code that runs on the inputs
+(`head = nn.Linear(d, k)` in `forward`, `nn.Conv2d(...)` in a functional
+helper) and called on them is flagged too: it is no submodule, so nothing
+moves its weights with the model (fix: `.to(<tensor>.device)`; a layer of
+the model belongs in `__init__`, where it is also trained). One built while
+the module is built (`__init__` and what only it calls), with `device=`, or
+moved where it is built is not.
+
 It follows the tensor through locals, branches, loops, containers, returns,
 `self.<attr>` state set in the same call, and calls to the file's functions,
 methods (also as `ClassName.helper(...)`), properties and submodules'
@@ -119,7 +127,7 @@ import libcst as cst
 from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import code_of, with_keyword_arg
-from devlint.torch_api import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS
+from devlint.torch_api import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS, layer_parameter
 
 
 class FactoryWithoutDevice(Rule):
@@ -257,7 +265,7 @@ class RNN(nn.Module):
                     continue  # a function that holds no tensor following the inputs, and returns to no caller here
             fns = scan.torch_functions(call.func)
             if not (fns & (DEVICE_FACTORIES | {"from_numpy"}) or scan.refers_to(call.func, LEGACY_TENSOR_CONSTRUCTORS)
-                    or call.func in scan.cpu_helpers):
+                    or call.func in scan.cpu_helpers or any(layer_parameter(q) for q in scan.resolve(call.func))):
                 if call.cls is None or not call.func or call.func.count(".") != 1:
                     continue
                 if factory_attributes is None:
@@ -285,6 +293,13 @@ class RNN(nn.Module):
                 message = (
                     f"{shown} in `{found.where}` creates its tensor on the CPU and a collective sends it: "
                     f"NCCL, the backend of multi-GPU training, takes CUDA tensors only"
+                )
+            elif self._builds_layer(origin):
+                message = (
+                    f"`{code_of(origin.func)}(...)` in `{found.where}` builds a layer whose weights are on the CPU: "  # type: ignore[attr-defined]
+                    f"no submodule, nothing moves it with the model, and it is called on {found.partner_text}, "
+                    f"which fails when that is on a GPU (built on every call, its weights are new on every call: "
+                    f"a layer of the model belongs in `__init__`)"
                 )
             else:
                 message = (
@@ -328,6 +343,10 @@ class RNN(nn.Module):
             moved = isinstance(new.func, cst.Attribute) and new.func.value is origin
             description = f"move it to `{anchor}`" if moved else f"create it on `{anchor}`"
             self.report(origin, message, fix=self.replace(origin, new, description), related=related)
+
+    def _builds_layer(self, origin: cst.CSTNode) -> bool:
+        """``nn.Linear(8, 4)``: a torch.nn layer with weights."""
+        return isinstance(origin, cst.Call) and layer_parameter(self.facts.qualify(origin.func) or "") is not None
 
     def _shown(self, name: str, where: str, origin: cst.CSTNode) -> str:
         """How a message names the call that made the tensor: ``torch.<name>``

@@ -1483,3 +1483,24 @@ def test_a_full_tensor_of_zeros_is_no_empty_placeholder():
     assert [m[:2] for m in meetings(src)] == [("pad", 3)]
     # a size with a zero dimension holds nothing: an unused placeholder
     assert meetings(src.replace("torch.full((ids.size(0), 1), 0)", "torch.full((ids.size(0), 0), 1)")) == []
+
+
+def test_a_layer_built_on_the_inputs_path_has_its_weights_on_the_cpu():
+    src = """
+    class Adapter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.LayerNorm(8)
+
+        def forward(self, x):
+            head = nn.Linear(8, 4)
+            return head(self.norm(x))
+    """
+    assert meetings(src) == [("forward", 8, 9, "submodule")]
+    # built with the inputs' device, or moved there: its weights are where x is
+    assert meetings(src.replace("nn.Linear(8, 4)", "nn.Linear(8, 4, device=x.device)")) == []
+    assert meetings(src.replace("nn.Linear(8, 4)", "nn.Linear(8, 4).to(x.device)")) == []
+    # built while the module is built: a submodule, moved with the model
+    built = src.replace("head = nn.Linear(8, 4)\n            return head(", "return self.head(").replace(
+        "self.norm = nn.LayerNorm(8)", "self.norm = nn.LayerNorm(8)\n            self.head = nn.Linear(8, 4)")
+    assert meetings(built) == []

@@ -91,6 +91,7 @@ from devlint.torch_api import (
     RANDOM_FILL_METHODS,
     SCALAR_FIRST,
     int_argument,
+    layer_parameter,
 )
 from devlint.walk import walk
 
@@ -311,7 +312,9 @@ def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
 
 def _holds_pinned(v: Value) -> bool:
     """A pinned tensor, or a sequence holding one (``[torch.linspace(...)]``)."""
-    return v.pinned or (v.kind == SEQ and any(t.pinned for t in _tensors_in(v)))
+    return v.pinned or (v.kind == SEQ and any(t.pinned for t in _tensors_in(v))) or (
+        v.kind == MODULE and v.device == CPU and bool(v.born) and not v.loss
+    )
 
 
 def element_of(v: Value) -> Value:
@@ -1393,6 +1396,9 @@ class _BodyFacts(cst.CSTVisitor):
             return
         if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS or (q.count(".") == 1 and q[6:] in DEVICE_FACTORIES):
             self.source = True  # a factory: without device= on the CPU, with one maybe on a named GPU
+            return
+        if layer_parameter(q) is not None:
+            self.source = True  # nn.Linear(8, 4): a layer whose weights are made on the CPU
             return
         name = q.rsplit(".", 1)[-1]
         if name in _NO_MEETING or not (q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)):
@@ -2791,6 +2797,19 @@ class _Interpreter:
         born = self._born(node, name, env)
         return replace(born, matrix=True) if _two_dimensional(name, node) else born
 
+    def _module_built(self, node: cst.Call, name: str, env: Env) -> Value:
+        """``proj = nn.Linear(8, 4)`` in code that runs on the inputs
+        (``forward``, a helper, a functional metric): its weights are made on
+        the CPU, and nothing moves them with the model (it is no submodule),
+        so they meet whatever it is given. Built while a module is built
+        (``__init__``), it is moved with it; built with ``device=``, it is
+        there."""
+        if keyword_arg(node, "device") is not None or any(a.star for a in node.args):
+            return UNKNOWN_VALUE
+        if self.flows.init_time(self.node) or self.node is self.flows.module_function():
+            return UNKNOWN_VALUE  # (a script's own model: where the script moves it is its question)
+        return replace(self._born(node, name, env), kind=MODULE)
+
     def _born(self, node: cst.Call, name: str, env: Env, scalar: bool = False, device: str = CPU, source: str = "") -> Value:
         self.result.origin_names[node] = name
         if source:
@@ -2856,6 +2875,8 @@ class _Interpreter:
             born = frozenset().union(*(v.born for v in weights if v.pinned and v.device == CPU and not v.scalar))
             if born and not any(a.star for a, _ in args):
                 return Value(MODULE, CPU, born, loss=True)
+        if q.startswith("torch.nn.") and layer_parameter(q) is not None:
+            return self._module_built(node, name, env)
         if name == "Generator" and q.count(".") == 1:
             # torch.Generator(): a CPU generator, which draws into CPU tensors only
             dev = keyword_arg(node, "device") or next((a for a in node.args if a.keyword is None), None)
@@ -3395,6 +3416,17 @@ class _Interpreter:
                 if side is not None and self._placed_ref(name) is None:
                     self._meet_all(Value(TENSOR, CPU, callee.born), node, LOSS_WEIGHTS, name, side)
                 return UNKNOWN_VALUE if side is None else Value(UNKNOWN, side)
+            if callee.kind == MODULE and not callee.loss and callee.device == CPU and callee.born:
+                # proj = nn.Linear(8, 4); proj(x): its CPU weights meet x, a
+                # tensor on the inputs' device (what a layer is given is a
+                # tensor: a parameter of unknown kind too)
+                inputs = [
+                    t for arg, v in args if not _cpu_by_convention(arg)
+                    for t in (_tensors_in(v) if v.kind != UNKNOWN or v.device != LOCAL or arg.keyword else [_tensor(LOCAL)])
+                    if t.device == LOCAL
+                ]
+                self._check([Value(TENSOR, CPU, callee.born), *inputs], node, "submodule")
+                return UNKNOWN_VALUE
             if callee.kind == MODULE and callee.loss:
                 # a loss built here: its inputs meet
                 mixed = self._stage_mix(self._stage_args(args), node, loss=True)
