@@ -10,7 +10,11 @@ list filled with `self.layers.append(nn.Linear(...))`, or a local list of
 modules assigned to `self.x`, outside `forward`. An element may also come
 from a helper of the same file whose every `return` builds a module
 (`[self._make_stage(w) for w in widths]`, `layers.append(conv_bn(a, b))`),
-unless the helper registers it itself (`self.add_module(...)`).
+unless the helper registers it itself (`self.add_module(...)`), and the whole
+container may come from a helper whose every `return` gives a list, tuple or
+dict of modules, built there or by the callable it is handed
+(`self.heads = map_values(lambda n: nn.Linear(d, n), sizes)` with `def
+map_values(fn, d): return {k: fn(v) for k, v in d.items()}`).
 
 ## Why is this bad?
 `nn.Module` registers a submodule only when it is assigned directly or held

@@ -256,3 +256,43 @@ def test_complex_tensor_attributes():
     attrs = facts.classes["Spectral"].attributes
     complex_ = {name for name, a in attrs.items() if a.complex}
     assert complex_ == {"twiddle", "conj", "cf", "c128", "vc", "spec", "moved", "phase"}
+
+
+def test_a_helper_returning_a_container_of_modules_holds_modules():
+    facts = _facts(
+        """
+        import torch.nn as nn
+
+        def map_values(fn, d):
+            return {k: fn(v) for k, v in d.items()}
+
+        def make_head(n):
+            return nn.Linear(8, n)
+
+        def blocks(n):
+            out = [nn.Linear(8, 8) for _ in range(n)]
+            return out
+
+        def sizes(n):
+            return [n, 2 * n]
+
+        class M(nn.Module):
+            def __init__(self, outs):
+                super().__init__()
+                self.heads = map_values(lambda n: nn.Linear(8, n), outs)
+                self.named = map_values(make_head, outs)
+                self.classes = map_values(nn.Linear, outs)
+                self.blocks = blocks(3)
+                self.doubled = map_values(lambda n: n * 2, outs)
+                self.sizes = sizes(3)
+        """
+    )
+    cls = facts.classes["M"]
+    kinds = _kinds(cls)
+    assert {k: kinds[k] for k in ("heads", "named", "classes", "blocks")} == dict.fromkeys(
+        ("heads", "named", "classes", "blocks"), "module_container"
+    )
+    assert kinds["doubled"] == kinds["sizes"] == "other"
+    assert cls.attribute("heads").container == "dict" and not cls.attribute("heads").str_keys
+    assert cls.attribute("blocks").container == "list"
+    assert cls.attribute("heads").element_class == "torch.nn.Linear"

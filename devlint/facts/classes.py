@@ -679,6 +679,8 @@ class _FactsBuilder:
         self._self_call_owner: Optional[Tuple[str, str]] = None
         self._returns_tensor_cache: Dict[int, bool] = {}
         self._returned_module_cache: Dict[int, str] = {}
+        #: call node id -> returned_module_container's answer
+        self._returned_container_cache: Dict[int, Tuple[str, str]] = {}
         self._module_functions: Optional[Dict[str, cst.FunctionDef]] = None
 
     # -- imports -----------------------------------------------------------
@@ -1224,6 +1226,9 @@ class _FactsBuilder:
                 return "module_container", "", "", elem
             if self._container_of_tensors(value, local_tensors) or self.tensor_keys(value, local_tensors):
                 return "tensor_container", "", "", ""
+        _, elem = self.returned_module_container(value)
+        if elem:
+            return "module_container", "", "", elem  # self.heads = map_values(lambda n: nn.Linear(d, n), sizes)
         return "other", "", "", ""
 
     def _is_tensor_expr(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
@@ -1364,7 +1369,85 @@ class _FactsBuilder:
         q = self.facts.qualify(node) or ""
         return q.startswith("torch.") and q[len("torch."):] in _DTYPE_NAMES and q[len("torch."):] not in COMPLEX_DTYPES
 
-    def _element_class(self, node: cst.BaseExpression) -> str:
+    def returned_module_container(self, call: cst.BaseExpression) -> Tuple[str, str]:
+        """(container, element class) for a call of a helper of this file
+        whose every ``return`` gives a list, tuple or dict display or
+        comprehension (directly or through one local name) of modules: built
+        in the helper (``return [Block(d) for d in dims]``), or by a callable
+        the call hands it (``map_values(lambda n: nn.Linear(d, n), sizes)``
+        with ``def map_values(fn, d): return {k: fn(v) for k, v in
+        d.items()}``: a lambda, a module class or a helper that builds one).
+        ``("", "")`` when unknown, or when the helper registers what it
+        builds itself."""
+        if not isinstance(call, cst.Call) or any(a.star for a in call.args):
+            return "", ""
+        key = id(call)
+        if key not in self._returned_container_cache:
+            self._returned_container_cache[key] = ("", "")  # recursion: not known
+            self._returned_container_cache[key] = self._returned_container(call)
+        return self._returned_container_cache[key]
+
+    def _returned_container(self, call: cst.Call) -> Tuple[str, str]:
+        fn = self._called_function(call.func)
+        if fn is None:
+            return "", ""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        if not finder.returns or finder.yields or finder.registers:
+            return "", ""
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        if params and isinstance(call.func, cst.Attribute) and self._self_call_owner is not None:
+            params = params[1:]  # self._build_heads(...): the first parameter is self
+        bound: Dict[str, cst.BaseExpression] = {}
+        for i, a in enumerate(call.args):
+            if a.keyword is not None:
+                bound[a.keyword.value] = a.value
+            elif i < len(params):
+                bound[params[i]] = a.value
+        builders = {name: c for name, arg in bound.items() if (c := self._builds_module(arg))}
+        local: Dict[str, Optional[cst.BaseExpression]] = {}
+        for target, value in finder.assigns:
+            local[target] = value if target not in local else None  # a name bound twice: not followed
+        containers: Set[str] = set()
+        classes: Set[str] = set()
+        for r in finder.returns:
+            if isinstance(r, cst.Name) and local.get(r.value) is not None:
+                r = local[r.value]
+            container = _container_type(r) if r is not None else ""
+            elem = self._element_class(r, builders) if container else ""
+            if not elem:
+                return "", ""
+            containers.add(container)
+            classes.add(elem)
+        if len(containers) != 1:
+            return "", ""
+        return containers.pop(), classes.pop() if len(classes) == 1 else "torch.nn.Module"
+
+    def _builds_module(self, node: cst.BaseExpression) -> str:
+        """The module class a callable handed to a helper builds when called:
+        a lambda whose body builds one (``lambda n: nn.Linear(d, n)``), a
+        module class (``nn.Linear``) or a helper of this file that returns
+        one (``make_head``); ``""`` otherwise."""
+        if isinstance(node, cst.Lambda):
+            inner, _, _ = _strip_placement(node.body)
+            if not isinstance(inner, cst.Call):
+                return ""
+            c = self.facts.class_of_call(inner.func)
+            if c is not None and self.facts.is_module_class(c):
+                return c
+            return self.returned_module_class(inner.func)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            c = self.facts.class_of_call(node)
+            if c is not None and self.facts.is_module_class(c):
+                return c
+            return self.returned_module_class(node)
+        return ""
+
+    def _element_class(self, node: cst.BaseExpression, builders: Optional[Dict[str, str]] = None) -> str:
+        """The module class of a container display's elements (``"torch.nn.Module"``
+        when they differ); ``""`` unless every element builds a module.
+        ``builders``: names of callables known to build one (a helper's
+        parameters bound to a module-building lambda)."""
         elements: List[cst.BaseExpression] = []
         if isinstance(node, (cst.List, cst.Tuple)):
             elements = [e.value for e in node.elements if isinstance(e, (cst.Element,))]
@@ -1377,12 +1460,15 @@ class _FactsBuilder:
         elif is_keyword_dict_call(node):
             elements = [a.value for a in node.args]  # dict(rgb=Branch(), depth=Branch())
         elif isinstance(node, cst.Call) and dotted_name(node.func) in ("list", "tuple", "dict"):
-            return self._element_class(node.args[0].value) if node.args else ""
+            return self._element_class(node.args[0].value, builders) if node.args else ""
         classes = set()
         for e in elements:
             inner, _, _ = _strip_placement(e)
             if not isinstance(inner, cst.Call):
                 return ""
+            if builders and isinstance(inner.func, cst.Name) and inner.func.value in builders:
+                classes.add(builders[inner.func.value])  # fn(v), fn bound to lambda n: nn.Linear(d, n)
+                continue
             c = self.facts.class_of_call(inner.func)
             if c is None or not self.facts.is_module_class(c):
                 c = self.returned_module_class(inner.func)  # [self._make_stage(w) for w in widths]
@@ -1745,6 +1831,9 @@ class _AttributeCollector(cst.CSTVisitor):
         record.container = _container_type(value)
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)
+        if kind == "module_container" and not record.container:
+            # a helper's container: its keys are not known to be strings
+            record.container = self.b.returned_module_container(value)[0]
         if kind == "tensor_container" and not self.b._container_of_tensors(value, self.local_tensors):
             record.tensor_keys = self.b.tensor_keys(value, self.local_tensors)
         if isinstance(value, cst.Name) and value.value in self.local_lists:
