@@ -296,3 +296,31 @@ def test_a_helper_returning_a_container_of_modules_holds_modules():
     assert cls.attribute("heads").container == "dict" and not cls.attribute("heads").str_keys
     assert cls.attribute("blocks").container == "list"
     assert cls.attribute("heads").element_class == "torch.nn.Linear"
+
+
+def test_a_module_inside_a_functools_wrapper_is_held_unregistered():
+    facts = _facts(
+        """
+        import functools
+        from functools import lru_cache, partial
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self, net: nn.Module, other: "nn.Module", size: int = 4):
+                super().__init__()
+                self.cached = lru_cache(maxsize=size)(net)
+                self.built = functools.partial(nn.Linear(4, 4))
+                self.factory = partial(nn.Linear, bias=False)
+                self.sized = lru_cache(maxsize=size)(size)
+                self.other = other
+                self.through = functools.cache(other)
+        """
+    )
+    cls = facts.classes["M"]
+    kinds = _kinds(cls)
+    assert kinds["cached"] == kinds["built"] == kinds["through"] == "module_container"
+    assert kinds["factory"] == kinds["sized"] == "other"
+    assert cls.attribute("cached").wrapper == "functools.lru_cache"
+    assert cls.attribute("built").wrapper == "functools.partial"
+    assert not cls.attribute("cached").registered_elsewhere
+    assert cls.attribute("through").registered_elsewhere  # self.other = other registers it

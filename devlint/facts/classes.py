@@ -158,6 +158,10 @@ class AttributeFacts:
     #: as a buffer, ``module.to(torch.bfloat16)`` casts it to a real dtype and
     #: drops the imaginary part (``.half()`` casts only floating tensors)
     complex: bool = False
+    #: for a module held inside a ``functools`` wrapper, which is no
+    #: ``nn.Module`` (``lru_cache(maxsize=8)(network)``, ``partial(net, k=3)``):
+    #: the wrapper's qualified name
+    wrapper: str = ""
 
 
 @dataclass
@@ -1053,6 +1057,11 @@ class _FactsBuilder:
             if tensor_annotation(_annotation_code(p), self.facts)
         }
         collector.local_tensors |= collector.argument_tensors
+        # an argument annotated as a module holds one (``network: nn.Module``)
+        collector.module_params = {
+            p.name.value: c for p in fn.params.params[1:] + fn.params.kwonly_params
+            if (c := self._module_annotation(_annotation_code(p)))
+        }
         collector.sequence_params = {
             p.name.value for p in fn.params.params + fn.params.kwonly_params
             if p.default is not None and _is_sequence_value(p.default)
@@ -1369,6 +1378,49 @@ class _FactsBuilder:
         q = self.facts.qualify(node) or ""
         return q.startswith("torch.") and q[len("torch."):] in _DTYPE_NAMES and q[len("torch."):] not in COMPLEX_DTYPES
 
+    def _module_annotation(self, ann: Optional[str]) -> str:
+        """The module class an annotation names (``nn.Module``,
+        ``Optional[Encoder]``), or ``""``."""
+        if not ann:
+            return ""
+        ann = ann.replace("typing.", "")
+        if ann.startswith("Optional[") and ann.endswith("]"):
+            ann = ann[len("Optional["):-1]
+        parts = [p for p in ann.split("|") if p != "None"]
+        if len(parts) != 1:
+            return ""
+        name = parts[0].strip("'\"")
+        q = self.facts.qualify_dotted(name) or name
+        return q if self.facts.is_module_class(q) else ""
+
+    def module_wrapper(self, value: cst.BaseExpression, modules: Dict[str, str]) -> Tuple[str, str, Optional[cst.BaseExpression]]:
+        """(wrapper, module class, wrapped expression) when ``value`` wraps a
+        module instance in a ``functools`` wrapper, which is not an
+        ``nn.Module`` and so registers nothing: ``lru_cache(maxsize=8)(net)``,
+        ``functools.cache(net)``, ``partial(Block(d), scale=2)``. The
+        instance is a call of a module class or a name in ``modules``
+        (local name or argument -> module class). ``("", "", None)``
+        otherwise (``partial(nn.Linear, bias=False)`` wraps a class)."""
+        none: Tuple[str, str, Optional[cst.BaseExpression]] = ("", "", None)
+        if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None or value.args[0].star:
+            return none
+        func = value.func
+        q = self.facts.qualify(func.func) if isinstance(func, cst.Call) else self.facts.qualify(func)
+        if isinstance(func, cst.Call):
+            if q not in _CACHING_WRAPPERS or len(value.args) != 1:
+                return none
+        elif q not in _MODULE_WRAPPERS:
+            return none
+        wrapped = value.args[0].value
+        c: Optional[str] = None
+        if isinstance(wrapped, cst.Call):
+            c = self.facts.class_of_call(wrapped.func)
+            if c is not None and not self.facts.is_module_class(c):
+                c = None
+        elif isinstance(wrapped, cst.Name):
+            c = modules.get(wrapped.value)
+        return (q, c, wrapped) if c else none
+
     def returned_module_container(self, call: cst.BaseExpression) -> Tuple[str, str]:
         """(container, element class) for a call of a helper of this file
         whose every ``return`` gives a list, tuple or dict display or
@@ -1596,6 +1648,11 @@ class _LocalContainer:
     element_locals: Set[str] = field(default_factory=set)
 
 
+#: functools wrappers that keep the callable they are given: ``lru_cache(...)(f)``
+_CACHING_WRAPPERS = frozenset({"functools.lru_cache"})
+#: ... and those called with it directly: ``partial(f, k=3)``, ``cache(f)``, ``lru_cache(f)``
+_MODULE_WRAPPERS = frozenset({"functools.partial", "functools.cache", "functools.lru_cache"})
+
 _EMPTY_CONTAINER_CALLS = {"list": "list", "dict": "dict", "tuple": "tuple", "collections.OrderedDict": "dict", "OrderedDict": "dict"}
 
 
@@ -1757,6 +1814,10 @@ class _AttributeCollector(cst.CSTVisitor):
         self.loop_index: Dict[str, str] = {}
         # parameters whose default is a list or tuple display
         self.sequence_params: Set[str] = set()
+        #: arguments annotated as a module, and its class
+        self.module_params: Dict[str, str] = {}
+        #: records of a module kept in a functools wrapper, and the name wrapped
+        self.wrapped: List[Tuple[AttributeFacts, str]] = []
         #: parameters whose default is a torch factory, and its name
         self.factory_params: Dict[str, str] = {}
         # parameters annotated as tensors, while they hold what the caller passed
@@ -1801,9 +1862,14 @@ class _AttributeCollector(cst.CSTVisitor):
             return
         if name not in self.cls.self_assigned:
             self.cls.self_assigned.append(name)
-        if isinstance(value, cst.Name) and value.value in self.local_modules:
+        if isinstance(value, cst.Name) and (value.value in self.local_modules or value.value in self.module_params):
             self.registered_locals.add(value.value)
         kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        wrapper, wrapped_class, wrapped = "", "", None
+        if kind == "other":
+            wrapper, wrapped_class, wrapped = self.b.module_wrapper(value, {**self.module_params, **self.local_modules})
+            if wrapper:
+                kind, elem = "module_container", wrapped_class
         if kind == "other" and self.method == "__init__" and _is_argument_device(value, self.params):
             kind = "device"  # self.device = config.device: read from an argument at construction
         if kind in ("nn_container", "module_container"):
@@ -1836,6 +1902,10 @@ class _AttributeCollector(cst.CSTVisitor):
             record.container = self.b.returned_module_container(value)[0]
         if kind == "tensor_container" and not self.b._container_of_tensors(value, self.local_tensors):
             record.tensor_keys = self.b.tensor_keys(value, self.local_tensors)
+        if wrapper:
+            record.wrapper, record.container = wrapper, ""
+            if isinstance(wrapped, cst.Name):
+                self.wrapped.append((record, wrapped.value))
         if isinstance(value, cst.Name) and value.value in self.local_lists:
             local = self.local_lists[value.value]
             record.container = local.container
@@ -1947,7 +2017,7 @@ class _AttributeCollector(cst.CSTVisitor):
                 self.local_lists[self.list_loop_vars[name]].registered = True
             elif name in self.loop_vars:
                 self.b._registered_attrs.setdefault(self.cls.name, set()).add(self.loop_vars[name])
-            elif name in self.local_modules:
+            elif name in self.local_modules or name in self.module_params:
                 self.registered_locals.add(name)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -2077,6 +2147,9 @@ class _AttributeCollector(cst.CSTVisitor):
                 record.str_keys = local.str_keys
             if local.registered or local.element_locals & self.registered_locals:
                 record.registered_elsewhere = True
+        for record, local_name in self.wrapped:
+            if local_name in self.registered_locals:
+                record.registered_elsewhere = True  # self.net = net beside self.cached = lru_cache()(net)
         for attr, locals_ in self.attr_element_locals.items():
             if locals_ & self.registered_locals:
                 self.b._registered_attrs.setdefault(self.cls.name, set()).add(attr)
