@@ -324,3 +324,38 @@ def test_a_module_inside_a_functools_wrapper_is_held_unregistered():
     assert cls.attribute("built").wrapper == "functools.partial"
     assert not cls.attribute("cached").registered_elsewhere
     assert cls.attribute("through").registered_elsewhere  # self.other = other registers it
+
+
+def test_a_helper_returning_a_container_of_tensors_holds_tensors():
+    facts = _facts(
+        """
+        import torch
+        import torch.nn as nn
+
+        def tables(n):
+            t = torch.arange(n).float()
+            return t.cos(), t.sin()
+
+        def sizes(strides):
+            return [torch.tensor([s, s]) for s in strides]
+
+        def shapes(strides):
+            return [(s, s) for s in strides]
+
+        def mixed(n):
+            return torch.ones(n), n
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tables = tables(4)
+                self.sizes = sizes((8, 16))
+                self.shapes = shapes((8, 16))
+                self.mixed = mixed(3)
+        """
+    )
+    cls = facts.classes["M"]
+    kinds = _kinds(cls)
+    assert kinds["tables"] == kinds["sizes"] == "tensor_container"
+    assert kinds["shapes"] == kinds["mixed"] == "other"
+    assert cls.attribute("tables").container == "tuple" and cls.attribute("sizes").container == "list"

@@ -1238,6 +1238,8 @@ class _FactsBuilder:
         _, elem = self.returned_module_container(value)
         if elem:
             return "module_container", "", "", elem  # self.heads = map_values(lambda n: nn.Linear(d, n), sizes)
+        if self.returned_tensor_container(value):
+            return "tensor_container", "", "", ""  # self.anchors = make_anchors(sizes), a list of tensors
         return "other", "", "", ""
 
     def _is_tensor_expr(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
@@ -1474,6 +1476,35 @@ class _FactsBuilder:
         if len(containers) != 1:
             return "", ""
         return containers.pop(), classes.pop() if len(classes) == 1 else "torch.nn.Module"
+
+    def returned_tensor_container(self, call: cst.BaseExpression) -> str:
+        """``list``/``tuple``/``dict`` for a call of a helper of this file
+        whose every ``return`` gives a display or comprehension of that
+        container type whose every element is a tensor (``return
+        [torch.tensor(a) for a in sizes]``, ``return cos, sin`` after ``cos =
+        torch.cos(t)``); ``""`` otherwise."""
+        if not isinstance(call, cst.Call):
+            return ""
+        fn = self._called_function(call.func)
+        if fn is None:
+            return ""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        if not finder.returns or finder.yields:
+            return ""
+        local: Set[str] = set()
+        for target, value in finder.assigns:
+            if self._is_tensor_expr(value, local):
+                local.add(target)
+            else:
+                local.discard(target)
+        containers = set()
+        for r in finder.returns:
+            container = _container_type(r) if r is not None and not isinstance(r, cst.Call) else ""
+            if not container or not self._container_of_tensors(r, local):
+                return ""
+            containers.add(container)
+        return containers.pop() if len(containers) == 1 else ""
 
     def _builds_module(self, node: cst.BaseExpression) -> str:
         """The module class a callable handed to a helper builds when called:
@@ -1900,6 +1931,8 @@ class _AttributeCollector(cst.CSTVisitor):
         if kind == "module_container" and not record.container:
             # a helper's container: its keys are not known to be strings
             record.container = self.b.returned_module_container(value)[0]
+        if kind == "tensor_container" and not record.container:
+            record.container = self.b.returned_tensor_container(value)
         if kind == "tensor_container" and not self.b._container_of_tensors(value, self.local_tensors):
             record.tensor_keys = self.b.tensor_keys(value, self.local_tensors)
         if wrapper:
