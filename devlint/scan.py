@@ -531,13 +531,27 @@ class ScanSummary:
         comprehension or ``list()``/``dict()``/``tuple()``/``OrderedDict()``
         call (or a local name of the method assigned one) that holds an
         element that may be a module, or that something in the class fills
-        with one (``self.<attr>.append(Block())``, ``layers[k] = nn.Linear()``)."""
+        with one (``self.<attr>.append(Block())``, ``layers[k] = nn.Linear()``),
+        or a call of a function or method of this file (which may return
+        such a container), or of a ``functools`` wrapper (which may hold a
+        module)."""
         if type(node) is ast.Name:
             local = node.id  # type: ignore[union-attr]
             values = [v for v in self.local_values.get((cls, method), {}).get(local, ()) if _is_container(v)]
             return bool(values) and (
                 any(self._holds_module(v) for v in values) or self._filled_with_module(cls, local)
             )
+        if type(node) is ast.Call and not _is_container(node):
+            # a helper of this file that may return a container of modules
+            # (map_values(lambda n: nn.Linear(d, n), sizes))
+            dotted = _dotted(node.func) or ""  # type: ignore[union-attr]
+            if dotted.rpartition(".")[2] in self.function_names and dotted.count(".") <= 1:
+                return True
+            # a functools wrapper around a module: lru_cache(maxsize=8)(net), partial(net, k=3)
+            func = node.func  # type: ignore[union-attr]
+            if type(func) is ast.Call:
+                func = func.func  # type: ignore[union-attr]
+            return self.refers_to(_dotted(func), _FUNCTOOLS_WRAPPERS)
         if not _is_container(node):
             return False
         return self._holds_module(node) or self._filled_with_module(cls, "." + attr)
@@ -997,6 +1011,10 @@ def _container_name(node: ast.AST) -> str:
     if type(node) is ast.Attribute and type(node.value) is ast.Name:  # type: ignore[attr-defined]
         return "." + node.attr  # type: ignore[attr-defined]
     return ""
+
+
+#: the functools wrappers the semantic pass sees holding a module
+_FUNCTOOLS_WRAPPERS = frozenset({"functools.partial", "functools.cache", "functools.lru_cache"})
 
 
 def _is_container(node: Optional[ast.AST]) -> bool:

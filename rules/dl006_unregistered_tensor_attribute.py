@@ -18,7 +18,9 @@ an argument of the method annotated as a tensor (`self.bounds = bounds`
 with `bounds: Optional[Tensor]`), a plain alias of a buffer
 (`self.original = self.inv_freq` after `register_buffer("inv_freq", ...)`:
 `.to()` replaces the buffer and leaves the alias behind),
-or a list, tuple or dict of tensors. It is reported when the device flow
+or a list, tuple or dict of tensors (also one a helper of the same file
+returns: `self.tables = rotary_tables(d, n)` with `return freqs.cos(),
+freqs.sin()`). It is reported when the device flow
 shows the attribute meeting a tensor on the module's device in a method that
 runs once the module is built (arithmetic with an activation, an index by a
 device tensor, an argument of a torch computation or a submodule beside

@@ -10,7 +10,18 @@ list filled with `self.layers.append(nn.Linear(...))`, or a local list of
 modules assigned to `self.x`, outside `forward`. An element may also come
 from a helper of the same file whose every `return` builds a module
 (`[self._make_stage(w) for w in widths]`, `layers.append(conv_bn(a, b))`),
-unless the helper registers it itself (`self.add_module(...)`).
+unless the helper registers it itself (`self.add_module(...)`), and the whole
+container may come from a helper whose every `return` gives a list, tuple or
+dict of modules, built there or by the callable it is handed
+(`self.heads = map_values(lambda n: nn.Linear(d, n), sizes)` with `def
+map_values(fn, d): return {k: fn(v) for k, v in d.items()}`).
+
+A module kept inside a `functools` wrapper is held the same way: `self.net =
+lru_cache(maxsize=8)(network)` (with `network: nn.Module` or built in
+place), `functools.cache(net)`, `partial(Block(d), scale=2)`. The wrapper is
+not an `nn.Module`, so assigning it registers nothing (no fix: keep the
+module as the attribute and wrap the call instead). A wrapped class
+(`partial(nn.Linear, bias=False)`) is not a module and is not flagged.
 
 ## Why is this bad?
 `nn.Module` registers a submodule only when it is assigned directly or held
@@ -383,6 +394,9 @@ class Router(nn.Module):
         record = cls.assignment_for(method.name.value, name, code_of(value))
         if record is None or record.kind != "module_container":
             return
+        if record.wrapper:
+            self._check_wrapper(target, cls, name, record)
+            return
         message = None
         if record.registered_elsewhere:
             if name not in cls.forward_reads or record.stateless_elements:
@@ -422,6 +436,35 @@ class Router(nn.Module):
             target,
             message,
             fix=Fix(replacements=replacements, safety=FixSafety.UNSAFE, description=f"hold them in `{short}`"),
+        )
+
+    def _check_wrapper(self, target: cst.BaseExpression, cls, name: str, record) -> None:
+        """A module kept inside a ``functools`` wrapper (``lru_cache(...)(net)``)."""
+        if name in cls.buffers or name in cls.parameters:
+            return
+        if any(a.kind in _REGISTERED_KINDS for a in cls.assignments_of(name)):
+            return
+        wrapper = record.wrapper.rsplit(".", 1)[-1]
+        if record.registered_elsewhere:
+            if name not in cls.forward_reads:
+                return
+            message = (
+                f"`self.{name}` calls a module through `{wrapper}`; the module is registered another way, but "
+                f"`forward` reaches it through the wrapper: DataParallel's replicas share the wrapper, so every "
+                f"replica calls the original on the first GPU"
+            )
+        else:
+            message = (
+                f"`self.{name}` keeps a module inside `{wrapper}`, which is not an `nn.Module`: the module is not "
+                f"registered, so `.to()`, `.parameters()`, the optimiser and DataParallel miss it"
+            )
+        self.report(
+            target,
+            message,
+            no_fix_reason=(
+                "keep the module itself as the attribute (`self.net = net`, which registers it) and apply "
+                f"`{wrapper}` to the call in a method instead"
+            ),
         )
 
     def _spelling(self, qualified: str) -> Tuple[Optional[str], Optional[Tuple[cst.CSTNode, object]]]:

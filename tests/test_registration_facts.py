@@ -256,3 +256,106 @@ def test_complex_tensor_attributes():
     attrs = facts.classes["Spectral"].attributes
     complex_ = {name for name, a in attrs.items() if a.complex}
     assert complex_ == {"twiddle", "conj", "cf", "c128", "vc", "spec", "moved", "phase"}
+
+
+def test_a_helper_returning_a_container_of_modules_holds_modules():
+    facts = _facts(
+        """
+        import torch.nn as nn
+
+        def map_values(fn, d):
+            return {k: fn(v) for k, v in d.items()}
+
+        def make_head(n):
+            return nn.Linear(8, n)
+
+        def blocks(n):
+            out = [nn.Linear(8, 8) for _ in range(n)]
+            return out
+
+        def sizes(n):
+            return [n, 2 * n]
+
+        class M(nn.Module):
+            def __init__(self, outs):
+                super().__init__()
+                self.heads = map_values(lambda n: nn.Linear(8, n), outs)
+                self.named = map_values(make_head, outs)
+                self.classes = map_values(nn.Linear, outs)
+                self.blocks = blocks(3)
+                self.doubled = map_values(lambda n: n * 2, outs)
+                self.sizes = sizes(3)
+        """
+    )
+    cls = facts.classes["M"]
+    kinds = _kinds(cls)
+    assert {k: kinds[k] for k in ("heads", "named", "classes", "blocks")} == dict.fromkeys(
+        ("heads", "named", "classes", "blocks"), "module_container"
+    )
+    assert kinds["doubled"] == kinds["sizes"] == "other"
+    assert cls.attribute("heads").container == "dict" and not cls.attribute("heads").str_keys
+    assert cls.attribute("blocks").container == "list"
+    assert cls.attribute("heads").element_class == "torch.nn.Linear"
+
+
+def test_a_module_inside_a_functools_wrapper_is_held_unregistered():
+    facts = _facts(
+        """
+        import functools
+        from functools import lru_cache, partial
+        import torch.nn as nn
+
+        class M(nn.Module):
+            def __init__(self, net: nn.Module, other: "nn.Module", size: int = 4):
+                super().__init__()
+                self.cached = lru_cache(maxsize=size)(net)
+                self.built = functools.partial(nn.Linear(4, 4))
+                self.factory = partial(nn.Linear, bias=False)
+                self.sized = lru_cache(maxsize=size)(size)
+                self.other = other
+                self.through = functools.cache(other)
+        """
+    )
+    cls = facts.classes["M"]
+    kinds = _kinds(cls)
+    assert kinds["cached"] == kinds["built"] == kinds["through"] == "module_container"
+    assert kinds["factory"] == kinds["sized"] == "other"
+    assert cls.attribute("cached").wrapper == "functools.lru_cache"
+    assert cls.attribute("built").wrapper == "functools.partial"
+    assert not cls.attribute("cached").registered_elsewhere
+    assert cls.attribute("through").registered_elsewhere  # self.other = other registers it
+
+
+def test_a_helper_returning_a_container_of_tensors_holds_tensors():
+    facts = _facts(
+        """
+        import torch
+        import torch.nn as nn
+
+        def tables(n):
+            t = torch.arange(n).float()
+            return t.cos(), t.sin()
+
+        def sizes(strides):
+            return [torch.tensor([s, s]) for s in strides]
+
+        def shapes(strides):
+            return [(s, s) for s in strides]
+
+        def mixed(n):
+            return torch.ones(n), n
+
+        class M(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.tables = tables(4)
+                self.sizes = sizes((8, 16))
+                self.shapes = shapes((8, 16))
+                self.mixed = mixed(3)
+        """
+    )
+    cls = facts.classes["M"]
+    kinds = _kinds(cls)
+    assert kinds["tables"] == kinds["sizes"] == "tensor_container"
+    assert kinds["shapes"] == kinds["mixed"] == "other"
+    assert cls.attribute("tables").container == "tuple" and cls.attribute("sizes").container == "list"

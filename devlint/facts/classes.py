@@ -158,6 +158,10 @@ class AttributeFacts:
     #: as a buffer, ``module.to(torch.bfloat16)`` casts it to a real dtype and
     #: drops the imaginary part (``.half()`` casts only floating tensors)
     complex: bool = False
+    #: for a module held inside a ``functools`` wrapper, which is no
+    #: ``nn.Module`` (``lru_cache(maxsize=8)(network)``, ``partial(net, k=3)``):
+    #: the wrapper's qualified name
+    wrapper: str = ""
 
 
 @dataclass
@@ -679,6 +683,8 @@ class _FactsBuilder:
         self._self_call_owner: Optional[Tuple[str, str]] = None
         self._returns_tensor_cache: Dict[int, bool] = {}
         self._returned_module_cache: Dict[int, str] = {}
+        #: call node id -> returned_module_container's answer
+        self._returned_container_cache: Dict[int, Tuple[str, str]] = {}
         self._module_functions: Optional[Dict[str, cst.FunctionDef]] = None
 
     # -- imports -----------------------------------------------------------
@@ -1051,6 +1057,11 @@ class _FactsBuilder:
             if tensor_annotation(_annotation_code(p), self.facts)
         }
         collector.local_tensors |= collector.argument_tensors
+        # an argument annotated as a module holds one (``network: nn.Module``)
+        collector.module_params = {
+            p.name.value: c for p in fn.params.params[1:] + fn.params.kwonly_params
+            if (c := self._module_annotation(_annotation_code(p)))
+        }
         collector.sequence_params = {
             p.name.value for p in fn.params.params + fn.params.kwonly_params
             if p.default is not None and _is_sequence_value(p.default)
@@ -1224,6 +1235,11 @@ class _FactsBuilder:
                 return "module_container", "", "", elem
             if self._container_of_tensors(value, local_tensors) or self.tensor_keys(value, local_tensors):
                 return "tensor_container", "", "", ""
+        _, elem = self.returned_module_container(value)
+        if elem:
+            return "module_container", "", "", elem  # self.heads = map_values(lambda n: nn.Linear(d, n), sizes)
+        if self.returned_tensor_container(value):
+            return "tensor_container", "", "", ""  # self.anchors = make_anchors(sizes), a list of tensors
         return "other", "", "", ""
 
     def _is_tensor_expr(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
@@ -1364,7 +1380,157 @@ class _FactsBuilder:
         q = self.facts.qualify(node) or ""
         return q.startswith("torch.") and q[len("torch."):] in _DTYPE_NAMES and q[len("torch."):] not in COMPLEX_DTYPES
 
-    def _element_class(self, node: cst.BaseExpression) -> str:
+    def _module_annotation(self, ann: Optional[str]) -> str:
+        """The module class an annotation names (``nn.Module``,
+        ``Optional[Encoder]``), or ``""``."""
+        if not ann:
+            return ""
+        ann = ann.replace("typing.", "")
+        if ann.startswith("Optional[") and ann.endswith("]"):
+            ann = ann[len("Optional["):-1]
+        parts = [p for p in ann.split("|") if p != "None"]
+        if len(parts) != 1:
+            return ""
+        name = parts[0].strip("'\"")
+        q = self.facts.qualify_dotted(name) or name
+        return q if self.facts.is_module_class(q) else ""
+
+    def module_wrapper(self, value: cst.BaseExpression, modules: Dict[str, str]) -> Tuple[str, str, Optional[cst.BaseExpression]]:
+        """(wrapper, module class, wrapped expression) when ``value`` wraps a
+        module instance in a ``functools`` wrapper, which is not an
+        ``nn.Module`` and so registers nothing: ``lru_cache(maxsize=8)(net)``,
+        ``functools.cache(net)``, ``partial(Block(d), scale=2)``. The
+        instance is a call of a module class or a name in ``modules``
+        (local name or argument -> module class). ``("", "", None)``
+        otherwise (``partial(nn.Linear, bias=False)`` wraps a class)."""
+        none: Tuple[str, str, Optional[cst.BaseExpression]] = ("", "", None)
+        if not isinstance(value, cst.Call) or not value.args or value.args[0].keyword is not None or value.args[0].star:
+            return none
+        func = value.func
+        q = self.facts.qualify(func.func) if isinstance(func, cst.Call) else self.facts.qualify(func)
+        if isinstance(func, cst.Call):
+            if q not in _CACHING_WRAPPERS or len(value.args) != 1:
+                return none
+        elif q not in _MODULE_WRAPPERS:
+            return none
+        wrapped = value.args[0].value
+        c: Optional[str] = None
+        if isinstance(wrapped, cst.Call):
+            c = self.facts.class_of_call(wrapped.func)
+            if c is not None and not self.facts.is_module_class(c):
+                c = None
+        elif isinstance(wrapped, cst.Name):
+            c = modules.get(wrapped.value)
+        return (q, c, wrapped) if c else none
+
+    def returned_module_container(self, call: cst.BaseExpression) -> Tuple[str, str]:
+        """(container, element class) for a call of a helper of this file
+        whose every ``return`` gives a list, tuple or dict display or
+        comprehension (directly or through one local name) of modules: built
+        in the helper (``return [Block(d) for d in dims]``), or by a callable
+        the call hands it (``map_values(lambda n: nn.Linear(d, n), sizes)``
+        with ``def map_values(fn, d): return {k: fn(v) for k, v in
+        d.items()}``: a lambda, a module class or a helper that builds one).
+        ``("", "")`` when unknown, or when the helper registers what it
+        builds itself."""
+        if not isinstance(call, cst.Call) or any(a.star for a in call.args):
+            return "", ""
+        key = id(call)
+        if key not in self._returned_container_cache:
+            self._returned_container_cache[key] = ("", "")  # recursion: not known
+            self._returned_container_cache[key] = self._returned_container(call)
+        return self._returned_container_cache[key]
+
+    def _returned_container(self, call: cst.Call) -> Tuple[str, str]:
+        fn = self._called_function(call.func)
+        if fn is None:
+            return "", ""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        if not finder.returns or finder.yields or finder.registers:
+            return "", ""
+        params = [p.name.value for p in (*fn.params.posonly_params, *fn.params.params)]
+        if params and isinstance(call.func, cst.Attribute) and self._self_call_owner is not None:
+            params = params[1:]  # self._build_heads(...): the first parameter is self
+        bound: Dict[str, cst.BaseExpression] = {}
+        for i, a in enumerate(call.args):
+            if a.keyword is not None:
+                bound[a.keyword.value] = a.value
+            elif i < len(params):
+                bound[params[i]] = a.value
+        builders = {name: c for name, arg in bound.items() if (c := self._builds_module(arg))}
+        local: Dict[str, Optional[cst.BaseExpression]] = {}
+        for target, value in finder.assigns:
+            local[target] = value if target not in local else None  # a name bound twice: not followed
+        containers: Set[str] = set()
+        classes: Set[str] = set()
+        for r in finder.returns:
+            if isinstance(r, cst.Name) and local.get(r.value) is not None:
+                r = local[r.value]
+            container = _container_type(r) if r is not None else ""
+            elem = self._element_class(r, builders) if container else ""
+            if not elem:
+                return "", ""
+            containers.add(container)
+            classes.add(elem)
+        if len(containers) != 1:
+            return "", ""
+        return containers.pop(), classes.pop() if len(classes) == 1 else "torch.nn.Module"
+
+    def returned_tensor_container(self, call: cst.BaseExpression) -> str:
+        """``list``/``tuple``/``dict`` for a call of a helper of this file
+        whose every ``return`` gives a display or comprehension of that
+        container type whose every element is a tensor (``return
+        [torch.tensor(a) for a in sizes]``, ``return cos, sin`` after ``cos =
+        torch.cos(t)``); ``""`` otherwise."""
+        if not isinstance(call, cst.Call):
+            return ""
+        fn = self._called_function(call.func)
+        if fn is None:
+            return ""
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        if not finder.returns or finder.yields:
+            return ""
+        local: Set[str] = set()
+        for target, value in finder.assigns:
+            if self._is_tensor_expr(value, local):
+                local.add(target)
+            else:
+                local.discard(target)
+        containers = set()
+        for r in finder.returns:
+            container = _container_type(r) if r is not None and not isinstance(r, cst.Call) else ""
+            if not container or not self._container_of_tensors(r, local):
+                return ""
+            containers.add(container)
+        return containers.pop() if len(containers) == 1 else ""
+
+    def _builds_module(self, node: cst.BaseExpression) -> str:
+        """The module class a callable handed to a helper builds when called:
+        a lambda whose body builds one (``lambda n: nn.Linear(d, n)``), a
+        module class (``nn.Linear``) or a helper of this file that returns
+        one (``make_head``); ``""`` otherwise."""
+        if isinstance(node, cst.Lambda):
+            inner, _, _ = _strip_placement(node.body)
+            if not isinstance(inner, cst.Call):
+                return ""
+            c = self.facts.class_of_call(inner.func)
+            if c is not None and self.facts.is_module_class(c):
+                return c
+            return self.returned_module_class(inner.func)
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            c = self.facts.class_of_call(node)
+            if c is not None and self.facts.is_module_class(c):
+                return c
+            return self.returned_module_class(node)
+        return ""
+
+    def _element_class(self, node: cst.BaseExpression, builders: Optional[Dict[str, str]] = None) -> str:
+        """The module class of a container display's elements (``"torch.nn.Module"``
+        when they differ); ``""`` unless every element builds a module.
+        ``builders``: names of callables known to build one (a helper's
+        parameters bound to a module-building lambda)."""
         elements: List[cst.BaseExpression] = []
         if isinstance(node, (cst.List, cst.Tuple)):
             elements = [e.value for e in node.elements if isinstance(e, (cst.Element,))]
@@ -1377,12 +1543,15 @@ class _FactsBuilder:
         elif is_keyword_dict_call(node):
             elements = [a.value for a in node.args]  # dict(rgb=Branch(), depth=Branch())
         elif isinstance(node, cst.Call) and dotted_name(node.func) in ("list", "tuple", "dict"):
-            return self._element_class(node.args[0].value) if node.args else ""
+            return self._element_class(node.args[0].value, builders) if node.args else ""
         classes = set()
         for e in elements:
             inner, _, _ = _strip_placement(e)
             if not isinstance(inner, cst.Call):
                 return ""
+            if builders and isinstance(inner.func, cst.Name) and inner.func.value in builders:
+                classes.add(builders[inner.func.value])  # fn(v), fn bound to lambda n: nn.Linear(d, n)
+                continue
             c = self.facts.class_of_call(inner.func)
             if c is None or not self.facts.is_module_class(c):
                 c = self.returned_module_class(inner.func)  # [self._make_stage(w) for w in widths]
@@ -1509,6 +1678,11 @@ class _LocalContainer:
     #: local module names appended to it
     element_locals: Set[str] = field(default_factory=set)
 
+
+#: functools wrappers that keep the callable they are given: ``lru_cache(...)(f)``
+_CACHING_WRAPPERS = frozenset({"functools.lru_cache"})
+#: ... and those called with it directly: ``partial(f, k=3)``, ``cache(f)``, ``lru_cache(f)``
+_MODULE_WRAPPERS = frozenset({"functools.partial", "functools.cache", "functools.lru_cache"})
 
 _EMPTY_CONTAINER_CALLS = {"list": "list", "dict": "dict", "tuple": "tuple", "collections.OrderedDict": "dict", "OrderedDict": "dict"}
 
@@ -1671,6 +1845,10 @@ class _AttributeCollector(cst.CSTVisitor):
         self.loop_index: Dict[str, str] = {}
         # parameters whose default is a list or tuple display
         self.sequence_params: Set[str] = set()
+        #: arguments annotated as a module, and its class
+        self.module_params: Dict[str, str] = {}
+        #: records of a module kept in a functools wrapper, and the name wrapped
+        self.wrapped: List[Tuple[AttributeFacts, str]] = []
         #: parameters whose default is a torch factory, and its name
         self.factory_params: Dict[str, str] = {}
         # parameters annotated as tensors, while they hold what the caller passed
@@ -1715,9 +1893,14 @@ class _AttributeCollector(cst.CSTVisitor):
             return
         if name not in self.cls.self_assigned:
             self.cls.self_assigned.append(name)
-        if isinstance(value, cst.Name) and value.value in self.local_modules:
+        if isinstance(value, cst.Name) and (value.value in self.local_modules or value.value in self.module_params):
             self.registered_locals.add(value.value)
         kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        wrapper, wrapped_class, wrapped = "", "", None
+        if kind == "other":
+            wrapper, wrapped_class, wrapped = self.b.module_wrapper(value, {**self.module_params, **self.local_modules})
+            if wrapper:
+                kind, elem = "module_container", wrapped_class
         if kind == "other" and self.method == "__init__" and _is_argument_device(value, self.params):
             kind = "device"  # self.device = config.device: read from an argument at construction
         if kind in ("nn_container", "module_container"):
@@ -1745,8 +1928,17 @@ class _AttributeCollector(cst.CSTVisitor):
         record.container = _container_type(value)
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)
+        if kind == "module_container" and not record.container:
+            # a helper's container: its keys are not known to be strings
+            record.container = self.b.returned_module_container(value)[0]
+        if kind == "tensor_container" and not record.container:
+            record.container = self.b.returned_tensor_container(value)
         if kind == "tensor_container" and not self.b._container_of_tensors(value, self.local_tensors):
             record.tensor_keys = self.b.tensor_keys(value, self.local_tensors)
+        if wrapper:
+            record.wrapper, record.container = wrapper, ""
+            if isinstance(wrapped, cst.Name):
+                self.wrapped.append((record, wrapped.value))
         if isinstance(value, cst.Name) and value.value in self.local_lists:
             local = self.local_lists[value.value]
             record.container = local.container
@@ -1858,7 +2050,7 @@ class _AttributeCollector(cst.CSTVisitor):
                 self.local_lists[self.list_loop_vars[name]].registered = True
             elif name in self.loop_vars:
                 self.b._registered_attrs.setdefault(self.cls.name, set()).add(self.loop_vars[name])
-            elif name in self.local_modules:
+            elif name in self.local_modules or name in self.module_params:
                 self.registered_locals.add(name)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -1988,6 +2180,9 @@ class _AttributeCollector(cst.CSTVisitor):
                 record.str_keys = local.str_keys
             if local.registered or local.element_locals & self.registered_locals:
                 record.registered_elsewhere = True
+        for record, local_name in self.wrapped:
+            if local_name in self.registered_locals:
+                record.registered_elsewhere = True  # self.net = net beside self.cached = lru_cache()(net)
         for attr, locals_ in self.attr_element_locals.items():
             if locals_ & self.registered_locals:
                 self.b._registered_attrs.setdefault(self.cls.name, set()).add(attr)
