@@ -97,7 +97,7 @@ import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.facts.classes import module_class_of, self_attribute_loads
-from devlint.facts.flow import NONE, Flow
+from devlint.facts.flow import Flow
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import catches_stop_iteration, code_of, first_parameter_of, parameters_owner
@@ -293,20 +293,7 @@ class Head(nn.Module):
                 and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
             ):
                 guards.add(test.left.value)
-        if not guards:
-            return False
-        flow = self.context.device_flow
-        calls = [
-            bound
-            for fn in flow.all_functions()
-            if fn is not m and flow.runs_in_replica(fn)
-            for bound in flow.function(fn).call_sites.get(m, [])
-        ]
-        return bool(calls) and all(
-            name in bound and bound[name].kind != NONE and not bound[name].maybe_none and bound[name].kind in _NOT_NONE
-            for bound in calls
-            for name in guards
-        )
+        return bool(guards) and self.context.device_flow.replica_calls_pass(m, guards)
 
     def visit_Try(self, node: cst.Try) -> None:
         if any(catches_stop_iteration(h.type) for h in node.handlers):
@@ -524,10 +511,6 @@ class Head(nn.Module):
             expr, cst.parse_expression(held), f"use `{held}` (may not be the first parameter)", FixSafety.UNSAFE
         )
         self.report(expr, message, fix=fix)
-
-
-#: kinds of value that are never None (a device read off a tensor, a tensor)
-_NOT_NONE = frozenset({"tensor", "device", "number", "module"})
 
 
 def _within(node: cst.CSTNode, block: cst.BaseSuite) -> bool:

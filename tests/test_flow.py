@@ -1504,3 +1504,22 @@ def test_a_layer_built_on_the_inputs_path_has_its_weights_on_the_cpu():
     built = src.replace("head = nn.Linear(8, 4)\n            return head(", "return self.head(").replace(
         "self.norm = nn.LayerNorm(8)", "self.norm = nn.LayerNorm(8)\n            self.head = nn.Linear(8, 4)")
     assert meetings(built) == []
+
+
+def test_replica_calls_that_always_pass_a_device():
+    src = """
+    class Cells(nn.Module):
+        def init_hidden(self, b, device=None):
+            if device is None:
+                device = next(self.parameters()).device
+            return torch.zeros(b, 4, device=device)
+
+        def forward(self, x):
+            return self.init_hidden(x.size(0), device=x.device) + x
+    """
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
+    init = next(f for f in flow.all_functions() if f.name.value == "init_hidden")
+    assert flow.replica_calls_pass(init, {"device"})
+    flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src).replace(", device=x.device", ""))
+    init = next(f for f in flow.all_functions() if f.name.value == "init_hidden")
+    assert not flow.replica_calls_pass(init, {"device"})

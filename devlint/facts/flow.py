@@ -1052,6 +1052,23 @@ class DeviceFlow:
         callers = [m for m, f in cls.methods.items() if name in f.self_calls]
         return bool(callers) and all(m in INIT_METHODS for m in callers)
 
+    def replica_calls_pass(self, fn: cst.FunctionDef, names: Set[str]) -> bool:
+        """Whether ``fn`` is called from code that runs in a replica, and
+        every such call of the file passes each parameter in ``names`` a
+        value that cannot be None (``self.init_hidden(b, device=x.device)``):
+        a branch of ``fn`` for those left at None never runs there."""
+        calls = [
+            bound
+            for caller in self.all_functions()
+            if caller is not fn and self.runs_in_replica(caller)
+            for bound in self.function(caller).call_sites.get(fn, [])
+        ]
+        return bool(calls) and all(
+            name in bound and bound[name].kind in (TENSOR, DEVICE, NUMBER, MODULE) and not bound[name].maybe_none
+            for bound in calls
+            for name in names
+        )
+
     def home_of(self, origin: cst.CSTNode, asker: cst.FunctionDef) -> Optional[cst.FunctionDef]:
         """The function whose body holds ``origin``."""
         if origin in self.function(asker).origin_names:
