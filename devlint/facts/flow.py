@@ -2551,7 +2551,8 @@ class _Interpreter:
             # part's output
             tensors = [(e.slice.value, v) for e, v in zip(node.slice, idx) if isinstance(e.slice, cst.Index) and v.kind == TENSOR]
             if tensors and any(stage_of(v.device) for v in (base, *(v for _, v in tensors))):
-                self._stage_mix([(node.value, base), *tensors], node)
+                # what a tensor indexes has dimensions (a row of the inputs too)
+                self._stage_mix([(node.value, replace(base, scalar=False)), *tensors], node)
         if base.kind == TENSOR:
             self._index_meetings(base, idx, node)
             # schedule[epoch]: one row, as iterating gives it (of a 1-D tensor, a 0-dim one)
@@ -2905,6 +2906,10 @@ class _Interpreter:
             if fn is not None:
                 # self.cell.init_hidden(b): what that method of the file returns
                 return self._apply_summary(fn, args, module_method=True, call=node, env=env)
+            if stage_of(recv.device) and self.stages is not None and self.stages.dispatched and self._holds_part(recv_node, m):
+                # self.model.embed_tokens(ids): a part of a part on a stage
+                # is on it (its hook moves what it is given)
+                return _tensor(recv.device)
             return UNKNOWN_VALUE
         if recv.kind == SEQ:
             if m in ("append", "add") and args and isinstance(recv_node, cst.Name):
@@ -2963,6 +2968,11 @@ class _Interpreter:
         others = [(a.value, v) for a, v in args if v.kind == TENSOR]
         if m in _BINARY_METHODS and others:
             self._check([recv, *(v for _, v in others)], node, f"method {m}", nodes=[func.value, *(n for n, _ in others)])
+            if self.stages is not None and self.stages.dispatched and any(stage_of(v.device) for v in (recv, *(v for _, v in others))):
+                # x.masked_fill(mask, v), x.masked_scatter(mask, src),
+                # x.index_select(0, idx): the tensors it is given meet x on
+                # its device, as an operator's operands do
+                self._stage_mix([(func.value, recv), *others], node)
         # what a tensor on the CPU by design computes is there by design, and
         # so is ls.bmm(z) of a z there by design: ls has to be on the CPU too
         design = recv.device == CPU and (_by_design(recv) or m in _BINARY_METHODS and _by_design(*(v for _, v in others)))
@@ -3142,6 +3152,19 @@ class _Interpreter:
         inputs = [t for arg, v in given if not _cpu_by_convention(arg) for t in _tensors_in(v)]
         self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
         return _tensor(LOCAL)
+
+    def _holds_part(self, recv_node: cst.BaseExpression, m: str) -> bool:
+        """Whether ``self.<attr>.<m>`` is a submodule (not a method) of the
+        class the part ``self.<attr>`` holds."""
+        if self.cls is None or not (
+            isinstance(recv_node, cst.Attribute) and isinstance(recv_node.value, cst.Name) and recv_node.value.value == self.self_name
+        ):
+            return False
+        a = self.facts.class_attribute(self.cls.name, recv_node.attr.value)
+        if a is None or a.kind != "module" or not a.module_class:
+            return False
+        held = self.facts.class_attribute(a.module_class, m)
+        return held is not None and held.kind in ("module", "nn_container")
 
     def _submodule_method(self, recv_node: cst.BaseExpression, m: str) -> Optional[cst.FunctionDef]:
         """``m`` of the class a submodule attribute ``self.<attr>`` holds,
