@@ -401,3 +401,24 @@ class Tagger(Base):
 """
     found = handovers(src)
     assert [(f[1], f[5]) for f in found] == [("row", True)]
+
+
+
+def test_a_tensor_parameter_every_caller_passes_on_a_stage_is_on_it():
+    # the annotation says a tensor, not where: the callers do (a mask moved
+    # past the blocks, handed to a helper that indexes the inputs with it)
+    src = TWO_SPREADING.format(which="first") + """
+
+class Masked(Base):
+    def __init__(self):
+        super().__init__()
+        self.stack = Stack()
+
+    def forward(self, ids, mask: torch.Tensor):
+        h = self.stack(ids)
+        return self._kept(ids, mask.to(h.device))
+
+    def _kept(self, ids: torch.Tensor, mask: torch.Tensor):
+        return ids[mask == 1]
+"""
+    assert [(f[1], f[5]) for f in handovers(src, "_kept")] == [("ids", True)]

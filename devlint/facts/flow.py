@@ -249,6 +249,12 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         pinned, other = (a, b) if a.pinned else (b, a)
         if other.device == LOCAL and not (other.moved & pinned.born):
             return replace(pinned, anchor=None)  # on its own path it is what it was born (0-dim or not)
+    if a.kind == b.kind == TENSOR and LOCAL in (a.device, b.device) and stage_device(LAST) in (a.device, b.device):
+        # in a model a device_map splits: moved past the blocks on one path
+        # (``mask.to(inputs_embeds.device)`` where the model embeds the ids
+        # itself), with the inputs on the other: the path that moved it
+        # meets the inputs on another GPU
+        return replace(a if a.device != LOCAL else b, anchor=None)
     kind = a.kind if a.kind == b.kind else UNKNOWN
     device = a.device if a.device == b.device else ANY
     born = a.born | b.born if device in PINNED and a.born and b.born else frozenset()
@@ -1505,7 +1511,11 @@ class _Interpreter:
         env.update(
             (k, replace(v, guessed=False) if v.guessed and k in operands else v)  # forward's input, used as a tensor
             for k, v in self.hints.items()
-            if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU or v.kind == NONE or v.falsy)
+            # (a stage every caller's tensor is on holds for a parameter
+            # annotated as a tensor too: the annotation names no device)
+            if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU or v.kind == NONE or v.falsy or (
+                stage_of(v.device) and env[k].kind == TENSOR and env[k].device == LOCAL
+            ))
         )
         env.update((k, v) for k, v in self.overrides.items() if k in env or "." in k)
         for k in self.flows.body_facts(self.node).maybe_other:
