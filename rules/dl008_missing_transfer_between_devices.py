@@ -18,11 +18,14 @@ map fills the GPUs in the order the model registers its parts, and
 accelerate moves each part's inputs to it; so what comes out of the blocks
 (`self.layers`, or a part that holds them, `self.model`), or out of a part
 registered after them (`self.norm`, `self.lm_head`), may be on the last GPU,
-while the model's inputs, its own parameters and the parts registered before
-the blocks are on the first. The rule flags the two meeting in an operation,
-an index or a loss in `forward` (the labels against the logits, a padding
-mask built from `input_ids` indexing them, the model's own bias added to
-them). Calling a part is never flagged: its hook moves what it is given.
+and so may every piece of a second part holding blocks (the text embedding
+`self.model.embed_tokens` of a language model registered after a vision
+encoder), while the model's inputs, its own parameters and the parts
+registered before the blocks are on the first. The rule flags the two
+meeting in an operation, a tensor method (`x.masked_scatter(mask, src)`), an
+index or a loss in `forward` (the labels against the logits, a padding mask
+built from `input_ids` indexing them, the model's own bias added to them).
+Calling a part is never flagged: its hook moves what it is given.
 
 ## Why is this bad?
 A layer only accepts inputs on the device of its weights; PyTorch does not

@@ -37,6 +37,21 @@ def returns(src: str, name: str) -> Value:
     return flow.function(fn).returns
 
 
+
+def test_join_keeps_a_tensor_moved_past_the_blocks_of_a_split_model():
+    from devlint.facts.flow import UNKNOWN
+    from devlint.facts.stages import FIRST, LAST, stage_device
+
+    last = Value(TENSOR, stage_device(LAST))
+    # moved to the last stage on one path, with the inputs on the other:
+    # the path that moved it is the one that meets the inputs on another GPU
+    assert join(last, Value(TENSOR, LOCAL)).device == stage_device(LAST)
+    assert join(Value(TENSOR, LOCAL), last).device == stage_device(LAST)
+    # the first stage and the inputs' device are one; two stages join to none
+    assert join(Value(TENSOR, stage_device(FIRST)), last).device == ANY
+    assert join(Value(UNKNOWN, LOCAL), last).device == ANY
+
+
 # -- the domain -----------------------------------------------------------------
 
 

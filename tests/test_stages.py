@@ -337,3 +337,88 @@ def test_a_helper_forward_hands_the_inputs_sees_them_on_the_first_device():
     # the same mask moved first: nothing handed over
     moved = HELPER.format(tower="Tower.build(4)").replace("[ones, mask]", "[ones, mask.to(ones.device)]")
     assert handovers("from types import SimpleNamespace as Record\n" + moved, method="features") == []
+
+
+TWO_SPREADING = SPLIT_BASE + """
+
+class Stack(Base):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(10, 8)
+        self.layers = nn.ModuleList([Layer() for _ in range(4)])
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        for layer in self.layers:
+            h = layer(h)
+        return h
+
+
+class Pair(Base):
+    def __init__(self):
+        super().__init__()
+        self.first = Stack()
+        self.second = Stack()
+
+    def forward(self, ids, mask):
+        embeds = self.{which}.embed(ids)
+        return embeds.masked_fill(mask == 0, 0.0), self.second(embeds), torch.cat([mask, mask])
+"""
+
+
+def test_a_spreading_part_after_another_is_on_the_last_stage_with_its_pieces():
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(TWO_SPREADING.format(which="second"))))
+    pair = Stages(facts, facts.classes["Pair"], "self")
+    assert pair.spreading == ["first", "second"]
+    # the first spreading part has no stage of its own (its pieces start
+    # where the inputs are); the one the map fills after it is past it
+    assert pair.of_attribute("first") is None and pair.of_attribute("second") == "last"
+
+
+def test_a_tensor_method_meets_its_tensor_arguments_across_stages():
+    # self.second.embed(ids) is on the last stage: the mask from the inputs
+    # meets it in masked_fill; self.first.embed(ids) is with the inputs
+    found = handovers(TWO_SPREADING.format(which="second"))
+    assert [(f[1], f[2], f[5]) for f in found] == [("mask == 0", "between", True)]
+    assert handovers(TWO_SPREADING.format(which="first")) == []
+
+
+def test_a_row_of_the_inputs_indexed_by_a_tensor_from_another_stage_has_dimensions():
+    src = TWO_SPREADING.format(which="first") + """
+
+class Tagger(Base):
+    def __init__(self):
+        super().__init__()
+        self.stack = Stack()
+
+    def forward(self, ids):
+        h = self.stack(ids)
+        keep = h.sum(-1) > 0
+        rows = []
+        for i, row in enumerate(ids):
+            rows.append(row[keep[i]])
+        return rows
+"""
+    found = handovers(src)
+    assert [(f[1], f[5]) for f in found] == [("row", True)]
+
+
+
+def test_a_tensor_parameter_every_caller_passes_on_a_stage_is_on_it():
+    # the annotation says a tensor, not where: the callers do (a mask moved
+    # past the blocks, handed to a helper that indexes the inputs with it)
+    src = TWO_SPREADING.format(which="first") + """
+
+class Masked(Base):
+    def __init__(self):
+        super().__init__()
+        self.stack = Stack()
+
+    def forward(self, ids, mask: torch.Tensor):
+        h = self.stack(ids)
+        return self._kept(ids, mask.to(h.device))
+
+    def _kept(self, ids: torch.Tensor, mask: torch.Tensor):
+        return ids[mask == 1]
+"""
+    assert [(f[1], f[5]) for f in handovers(src, "_kept")] == [("ids", True)]

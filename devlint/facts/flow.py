@@ -252,6 +252,12 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         pinned, other = (a, b) if a.pinned else (b, a)
         if other.device == LOCAL and not (other.moved & pinned.born):
             return replace(pinned, anchor=None)  # on its own path it is what it was born (0-dim or not)
+    if a.kind == b.kind == TENSOR and LOCAL in (a.device, b.device) and stage_device(LAST) in (a.device, b.device):
+        # in a model a device_map splits: moved past the blocks on one path
+        # (``mask.to(inputs_embeds.device)`` where the model embeds the ids
+        # itself), with the inputs on the other: the path that moved it
+        # meets the inputs on another GPU
+        return replace(a if a.device != LOCAL else b, anchor=None)
     kind = a.kind if a.kind == b.kind else UNKNOWN
     device = a.device if a.device == b.device else ANY
     born = a.born | b.born if device in PINNED and a.born and b.born else frozenset()
@@ -1554,7 +1560,11 @@ class _Interpreter:
         env.update(
             (k, replace(v, guessed=False) if v.guessed and k in operands else v)  # forward's input, used as a tensor
             for k, v in self.hints.items()
-            if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU or v.kind == NONE or v.falsy)
+            # (a stage every caller's tensor is on holds for a parameter
+            # annotated as a tensor too: the annotation names no device)
+            if k in env and (env[k] == LOCAL_UNKNOWN or v.device == CPU or v.kind == NONE or v.falsy or (
+                stage_of(v.device) and env[k].kind == TENSOR and env[k].device == LOCAL
+            ))
         )
         env.update((k, v) for k, v in self.overrides.items() if k in env or "." in k)
         for k in self.flows.body_facts(self.node).maybe_other:
@@ -2622,7 +2632,8 @@ class _Interpreter:
             # part's output
             tensors = [(e.slice.value, v) for e, v in zip(node.slice, idx) if isinstance(e.slice, cst.Index) and v.kind == TENSOR]
             if tensors and any(stage_of(v.device) for v in (base, *(v for _, v in tensors))):
-                self._stage_mix([(node.value, base), *tensors], node)
+                # what a tensor indexes has dimensions (a row of the inputs too)
+                self._stage_mix([(node.value, replace(base, scalar=False)), *tensors], node)
         if base.kind == TENSOR:
             self._index_meetings(base, idx, node)
             # schedule[epoch]: one row, as iterating gives it (of a 1-D tensor, a 0-dim one)
@@ -2999,6 +3010,10 @@ class _Interpreter:
             if fn is not None:
                 # self.cell.init_hidden(b): what that method of the file returns
                 return self._apply_summary(fn, args, module_method=True, call=node, env=env)
+            if stage_of(recv.device) and self.stages is not None and self.stages.dispatched and self._holds_part(recv_node, m):
+                # self.model.embed_tokens(ids): a part of a part on a stage
+                # is on it (its hook moves what it is given)
+                return _tensor(recv.device)
             return UNKNOWN_VALUE
         if recv.kind == SEQ:
             if m in ("append", "add") and args and isinstance(recv_node, cst.Name):
@@ -3059,6 +3074,11 @@ class _Interpreter:
         others = [(a.value, v) for a, v in args if v.kind == TENSOR]
         if m in _BINARY_METHODS and others:
             self._check([recv, *(v for _, v in others)], node, f"method {m}", nodes=[func.value, *(n for n, _ in others)])
+            if self.stages is not None and self.stages.dispatched and any(stage_of(v.device) for v in (recv, *(v for _, v in others))):
+                # x.masked_fill(mask, v), x.masked_scatter(mask, src),
+                # x.index_select(0, idx): the tensors it is given meet x on
+                # its device, as an operator's operands do
+                self._stage_mix([(func.value, recv), *others], node)
         # what a tensor on the CPU by design computes is there by design, and
         # so is ls.bmm(z) of a z there by design: ls has to be on the CPU too
         design = recv.device == CPU and (_by_design(recv) or m in _BINARY_METHODS and _by_design(*(v for _, v in others)))
@@ -3238,6 +3258,19 @@ class _Interpreter:
         inputs = [t for arg, v in given if not _cpu_by_convention(arg) for t in _tensors_in(v)]
         self._check([_tensor(LOCAL, anchor=f"{self.self_name}.{m}"), *inputs], node, "submodule")
         return _tensor(LOCAL)
+
+    def _holds_part(self, recv_node: cst.BaseExpression, m: str) -> bool:
+        """Whether ``self.<attr>.<m>`` is a submodule (not a method) of the
+        class the part ``self.<attr>`` holds."""
+        if self.cls is None or not (
+            isinstance(recv_node, cst.Attribute) and isinstance(recv_node.value, cst.Name) and recv_node.value.value == self.self_name
+        ):
+            return False
+        a = self.facts.class_attribute(self.cls.name, recv_node.attr.value)
+        if a is None or a.kind != "module" or not a.module_class:
+            return False
+        held = self.facts.class_attribute(a.module_class, m)
+        return held is not None and held.kind in ("module", "nn_container")
 
     def _submodule_method(self, recv_node: cst.BaseExpression, m: str) -> Optional[cst.FunctionDef]:
         """``m`` of the class a submodule attribute ``self.<attr>`` holds,

@@ -30,7 +30,8 @@ registered after them, may be on the last. Its keys:
   output of a part registered before the spreading ones;
 - ``"last"``: the output of a spreading part (the blocks of
   ``self.layers``, ``self.model``), or of a part registered after one
-  (``self.norm``, ``self.lm_head``).
+  (``self.norm``, ``self.lm_head``); and a spreading part registered after
+  another one, all of it (``self.model.embed_tokens`` after ``self.visual``).
 
 Calling a part hands nothing over (its hook moves the inputs); the first
 and the last meeting in an operation, an index or a loss is a handover.
@@ -164,6 +165,11 @@ class Stages:
         """The stage of the pinned submodule ``self.<attr>`` (None for a
         container whose blocks are spread: see :meth:`spread`)."""
         if self.dispatched:
+            if attr in self.spreading[1:]:
+                # a spreading part the map fills after another one: all of
+                # it, its first pieces too (``self.model.embed_tokens`` after
+                # ``self.visual``), is past the first one's last device
+                return LAST
             return self.order.get(attr)
         code = self.pinned.get(attr)
         if code is None or self.spread(attr):
