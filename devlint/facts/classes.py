@@ -1120,13 +1120,7 @@ class _FactsBuilder:
             classes = set()
             for r in finder.returns:
                 inner, _, _ = _strip_placement(r) if r is not None else (None, None, None)
-                c: Optional[str] = None
-                if isinstance(inner, cst.Call):
-                    c = self.facts.class_of_call(inner.func)
-                    if c is not None and not self.facts.is_module_class(c):
-                        c = None
-                elif isinstance(inner, cst.Name):
-                    c = local.get(inner.value) or None
+                c = self._module_instance_class(inner, local)
                 if c is None:
                     classes = set()
                     break
@@ -1414,14 +1408,18 @@ class _FactsBuilder:
         elif q not in _MODULE_WRAPPERS:
             return none
         wrapped = value.args[0].value
-        c: Optional[str] = None
-        if isinstance(wrapped, cst.Call):
-            c = self.facts.class_of_call(wrapped.func)
-            if c is not None and not self.facts.is_module_class(c):
-                c = None
-        elif isinstance(wrapped, cst.Name):
-            c = modules.get(wrapped.value)
+        c = self._module_instance_class(wrapped, modules)
         return (q, c, wrapped) if c else none
+
+    def _module_instance_class(self, expr: Optional[cst.BaseExpression], names: Dict[str, str]) -> Optional[str]:
+        """The module class ``expr`` is an instance of: a call of a module
+        class (``Block(d)``), or a name ``names`` maps to one; else None."""
+        if isinstance(expr, cst.Call):
+            c = self.facts.class_of_call(expr.func)
+            return c if c is not None and self.facts.is_module_class(c) else None
+        if isinstance(expr, cst.Name):
+            return names.get(expr.value) or None
+        return None
 
     def returned_module_container(self, call: cst.BaseExpression) -> Tuple[str, str]:
         """(container, element class) for a call of a helper of this file
