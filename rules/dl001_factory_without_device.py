@@ -265,7 +265,7 @@ class RNN(nn.Module):
                     continue  # a function that holds no tensor following the inputs, and returns to no caller here
             fns = scan.torch_functions(call.func)
             if not (fns & (DEVICE_FACTORIES | {"from_numpy"}) or scan.refers_to(call.func, LEGACY_TENSOR_CONSTRUCTORS)
-                    or call.func in scan.cpu_helpers or any(layer_parameter(q) for q in scan.resolve(call.func))):
+                    or call.func in scan.cpu_helpers or _layer_called_in_scope(scan, call)):
                 if call.cls is None or not call.func or call.func.count(".") != 1:
                     continue
                 if factory_attributes is None:
@@ -359,6 +359,28 @@ class RNN(nn.Module):
             if attr is not None and attr.factory == name:
                 return f"`{code_of(func)}(...)` (`torch.{name}` by default)"
         return f"`torch.{name}`"
+
+
+#: builtins called by a plain name: none of them is a layer the function built
+_BUILTIN_CALLS = frozenset({
+    "len", "range", "print", "super", "isinstance", "issubclass", "int", "float", "bool", "str", "list", "tuple",
+    "dict", "set", "zip", "enumerate", "getattr", "setattr", "hasattr", "min", "max", "sum", "sorted", "any", "all",
+    "type", "iter", "next", "map", "filter", "round", "abs", "repr", "reversed", "id", "callable", "vars",
+})
+
+
+def _layer_called_in_scope(scan, call) -> bool:
+    """``nn.Linear(d, k)`` in a function that also calls a plain name (a
+    bound on the flow's fact: the function calls the name it binds the
+    layer to, ``head = nn.Linear(d, k); head(x)``; builders that return or
+    collect layers for a model call none)."""
+    if not any(layer_parameter(q) for q in scan.resolve(call.func)):
+        return False
+    return any(
+        c.func is not None and "." not in c.func and c.func not in _BUILTIN_CALLS and not scan.resolve(c.func)
+        and (c.cls, c.method, c.function) == (call.cls, call.method, call.function)
+        for c in scan.calls
+    )
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:

@@ -904,6 +904,8 @@ class DeviceFlow:
         if found is None:
             found = self._body[node] = _BodyFacts(self.facts, self.numpy_imported)
             walk(node.body, found)
+            if found.layers_built and found.layer_names & found.called_names:
+                found.source = True  # head = nn.Linear(d, k); head(x): its CPU weights meet x
         return found
 
     def _function_callers(self, node: cst.FunctionDef) -> List[cst.FunctionDef]:
@@ -1319,6 +1321,10 @@ class _BodyFacts(cst.CSTVisitor):
         self.places = False
         #: the names it passes as ``collate_fn=``
         self.collate_fns: Set[str] = set()
+        #: it builds a torch.nn layer with weights; ``layer_names``: the
+        #: plain names it binds one to
+        self.layers_built = False
+        self.layer_names: Set[str] = set()
         #: names it tests with ``isinstance`` against a type that is not a
         #: tensor (``isinstance(img, Image.Image)``, ``(list, tuple)``): they
         #: may hold something else than a tensor
@@ -1341,6 +1347,9 @@ class _BodyFacts(cst.CSTVisitor):
         # after the value: ``x = torch.Tensor(x)`` reads the argument first
         for t in original_node.targets:
             self._rebind(t.target, original_node.value)
+        value = original_node.value
+        if isinstance(value, cst.Call) and layer_parameter(self.facts.qualify(value.func) or "") is not None:
+            self.layer_names.update(n for t in original_node.targets for n in target_names(t.target) if "." not in n)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
         if original_node.value is not None:
@@ -1421,7 +1430,11 @@ class _BodyFacts(cst.CSTVisitor):
             self.source = True  # a factory: without device= on the CPU, with one maybe on a named GPU
             return
         if layer_parameter(q) is not None:
-            self.source = True  # nn.Linear(8, 4): a layer whose weights are made on the CPU
+            # nn.Linear(8, 4): a layer whose weights are made on the CPU; a
+            # source only where the function calls it (``head = nn.Linear(..);
+            # head(x)``), not where it builds layers for a model (``return
+            # nn.Sequential(...)``, ``layers.append(nn.Conv2d(...))``)
+            self.layers_built = True
             return
         name = q.rsplit(".", 1)[-1]
         if name in _NO_MEETING or not (q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)):
