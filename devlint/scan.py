@@ -17,6 +17,7 @@ import ast
 from typing import Dict, FrozenSet, Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from devlint.torch_api import (
+    FUNCTOOLS_WRAPPERS,
     BARE_CONTAINER_ANNOTATIONS,
     DEVICE_FACTORIES as _FACTORY_NAMES,
     KNOWN_MODULE_BASES,
@@ -551,7 +552,7 @@ class ScanSummary:
             func = node.func  # type: ignore[union-attr]
             if type(func) is ast.Call:
                 func = func.func  # type: ignore[union-attr]
-            return self.refers_to(_dotted(func), _FUNCTOOLS_WRAPPERS)
+            return self.refers_to(_dotted(func), FUNCTOOLS_WRAPPERS)
         if not _is_container(node):
             return False
         return self._holds_module(node) or self._filled_with_module(cls, "." + attr)
@@ -1011,10 +1012,6 @@ def _container_name(node: ast.AST) -> str:
     if type(node) is ast.Attribute and type(node.value) is ast.Name:  # type: ignore[attr-defined]
         return "." + node.attr  # type: ignore[attr-defined]
     return ""
-
-
-#: the functools wrappers the semantic pass sees holding a module
-_FUNCTOOLS_WRAPPERS = frozenset({"functools.partial", "functools.cache", "functools.lru_cache"})
 
 
 def _is_container(node: Optional[ast.AST]) -> bool:

@@ -598,3 +598,30 @@ def catches_stop_iteration(kind: Optional[cst.BaseExpression]) -> bool:
         return any(catches_stop_iteration(e.value) for e in kind.elements)
     name = code_of(kind).rsplit(".", 1)[-1]
     return name in ("StopIteration", "Exception", "BaseException")
+
+
+class _Rebound(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: Set[str] = set()
+
+    def _add(self, target: cst.BaseExpression) -> None:
+        if isinstance(target, cst.Name):
+            self.names.add(target.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._add(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._add(node.target)
+
+
+def rebound_names(body: cst.CSTNode) -> Set[str]:
+    """The plain names an assignment anywhere in ``body`` binds (``x = ...``,
+    ``x += ...``, ``x: T = ...``)."""
+    found = _Rebound()
+    walk(body, found)
+    return found.names

@@ -145,6 +145,11 @@ FX_TRACING_TESTS = frozenset(
 )
 FX_PROXY_CLASSES = frozenset({"torch.fx.Proxy", "torch.fx.proxy.Proxy"})
 
+#: functools wrappers that keep the callable they are given and are no
+#: ``nn.Module`` (a module inside one is not registered):
+#: ``partial(net, k=3)``, ``cache(net)``, ``lru_cache(net)``
+FUNCTOOLS_WRAPPERS = frozenset({"functools.partial", "functools.cache", "functools.lru_cache"})
+
 
 #: torch functions that take tensors but do not return one tensor
 _NOT_ONE_TENSOR = frozenset(

@@ -122,6 +122,8 @@ devices, the finding has no fix.
 
 from __future__ import annotations
 
+import builtins
+
 import libcst as cst
 
 from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
@@ -361,14 +363,6 @@ class RNN(nn.Module):
         return f"`torch.{name}`"
 
 
-#: builtins called by a plain name: none of them is a layer the function built
-_BUILTIN_CALLS = frozenset({
-    "len", "range", "print", "super", "isinstance", "issubclass", "int", "float", "bool", "str", "list", "tuple",
-    "dict", "set", "zip", "enumerate", "getattr", "setattr", "hasattr", "min", "max", "sum", "sorted", "any", "all",
-    "type", "iter", "next", "map", "filter", "round", "abs", "repr", "reversed", "id", "callable", "vars",
-})
-
-
 def _layer_called_in_scope(scan, call) -> bool:
     """``nn.Linear(d, k)`` in a function that also calls a plain name (a
     bound on the flow's fact: the function calls the name it binds the
@@ -377,7 +371,7 @@ def _layer_called_in_scope(scan, call) -> bool:
     if not any(layer_parameter(q) for q in scan.resolve(call.func)):
         return False
     return any(
-        c.func is not None and "." not in c.func and c.func not in _BUILTIN_CALLS and not scan.resolve(c.func)
+        c.func is not None and "." not in c.func and not hasattr(builtins, c.func) and not scan.resolve(c.func)
         and (c.cls, c.method, c.function) == (call.cls, call.method, call.function)
         for c in scan.calls
     )

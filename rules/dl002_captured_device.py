@@ -122,8 +122,7 @@ import libcst as cst
 from devlint.facts.flow import CURRENT, FIXED, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import code_of, keyword_arg
-from devlint.walk import walk
+from devlint.syntax import code_of, keyword_arg, rebound_names
 
 
 class CapturedDevice(Rule):
@@ -530,30 +529,7 @@ def _defaulted_parameter(fn: cst.FunctionDef, device: cst.CSTNode) -> Optional[T
         return None
     if not isinstance(param.default, (cst.SimpleString, cst.Integer, cst.Call)):
         return None
-    rebinds = _Rebinds(device.value)
-    walk(fn.body, rebinds)
-    return None if rebinds.found else (device.value, param.default)
-
-
-class _Rebinds(cst.CSTVisitor):
-    """Whether a body assigns ``name`` anywhere (``device = x.device``)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.found = False
-
-    def _target(self, target: cst.CSTNode) -> None:
-        if isinstance(target, cst.Name) and target.value == self.name:
-            self.found = True
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._target(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target)
+    return None if device.value in rebound_names(fn.body) else (device.value, param.default)
 
 
 def _anchor_for(origin: cst.CSTNode, anchors: Sequence[str]) -> Optional[str]:

@@ -263,38 +263,6 @@ class Head(nn.Module):
         self._properties: List[Set[str]] = []
         # expressions in the body of a ``try`` whose handler catches StopIteration
         self._guarded: Set[int] = set()
-        # the ``if`` statements around the node being visited
-        self._ifs: List[cst.If] = []
-
-    def visit_If(self, node: cst.If) -> None:
-        self._ifs.append(node)
-
-    def leave_If(self, original_node: cst.If) -> None:
-        self._ifs.pop()
-
-    def _fallback_the_replica_skips(self, node: cst.CSTNode) -> bool:
-        """``if device is None: device = next(self.parameters()).device`` in a
-        method whose every call from code that runs in a replica passes
-        ``device`` (``self.init_hidden(b, device=x.device)``): the fallback is
-        for other callers, and a replica never takes it."""
-        m = self.context.current_method
-        if m is None or not self._ifs:
-            return False
-        params = {p.name.value for p in (*m.params.posonly_params, *m.params.params, *m.params.kwonly_params)}
-        guards = set()
-        for stmt in self._ifs:
-            if not _within(node, stmt.body):
-                continue
-            test = stmt.test
-            if (
-                isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-                and isinstance(test.comparisons[0].operator, cst.Is)
-                and isinstance(test.left, cst.Name) and test.left.value in params
-                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
-            ):
-                guards.add(test.left.value)
-        return bool(guards) and self.context.device_flow.replica_calls_pass(m, guards)
-
     def visit_Try(self, node: cst.Try) -> None:
         if any(catches_stop_iteration(h.type) for h in node.handlers):
             collector = _Expressions()
@@ -317,7 +285,9 @@ class Head(nn.Module):
             return False
         ctx = self.context
         if ctx.in_forward:
-            return not self._fallback_the_replica_skips(node)
+            # (a fallback for callers that pass no device, which no replica takes)
+            m = ctx.current_method
+            return m is None or not self.context.device_flow.replica_skips(m, node)
         m = ctx.current_method
         return m is not None and bool(self._properties) and m.name.value in self._properties[-1]
 
@@ -511,24 +481,6 @@ class Head(nn.Module):
             expr, cst.parse_expression(held), f"use `{held}` (may not be the first parameter)", FixSafety.UNSAFE
         )
         self.report(expr, message, fix=fix)
-
-
-def _within(node: cst.CSTNode, block: cst.BaseSuite) -> bool:
-    """Whether ``node`` is under ``block``."""
-    found = _Finds(node)
-    walk(block, found)
-    return found.found
-
-
-class _Finds(cst.CSTVisitor):
-    def __init__(self, target: cst.CSTNode) -> None:
-        self.target = target
-        self.found = False
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is self.target:
-            self.found = True
-        return not self.found
 
 
 def _no_tensor(module_class: str) -> str:

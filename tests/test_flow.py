@@ -1535,6 +1535,19 @@ def test_replica_calls_that_always_pass_a_device():
     flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src))
     init = next(f for f in flow.all_functions() if f.name.value == "init_hidden")
     assert flow.replica_calls_pass(init, {"device"})
+    fallback = next(n for n in _calls(init) if "parameters" in cst.Module(body=[]).code_for_node(n.func))
+    assert flow.replica_skips(init, fallback)
     flow, _, _ = _flow("import torch\nimport torch.nn as nn\n" + textwrap.dedent(src).replace(", device=x.device", ""))
     init = next(f for f in flow.all_functions() if f.name.value == "init_hidden")
     assert not flow.replica_calls_pass(init, {"device"})
+
+
+def _calls(fn: cst.FunctionDef) -> List[cst.Call]:
+    found: List[cst.Call] = []
+
+    class _C(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.append(node)
+
+    fn.visit(_C())
+    return found

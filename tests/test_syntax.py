@@ -75,3 +75,11 @@ def test_a_one_line_loop_gets_no_fix_that_would_break_it():
     found = [d for d in lint_source(src, "t.py", codes=["DL011"]).diagnostics]
     assert [d.code for d in found] == ["DL011"]
     assert found[0].fix is None
+
+
+def test_rebound_names_reads_every_kind_of_assignment():
+    import libcst as cst
+    from devlint.syntax import rebound_names
+
+    body = cst.parse_module("a = 1\nif c:\n    b += 2\nd: int = 3\ne: int\nf(x)\n")
+    assert rebound_names(body) == {"a", "b", "d"}

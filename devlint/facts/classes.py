@@ -41,6 +41,7 @@ from devlint.syntax import (
     string_value,
 )
 from devlint.torch_api import (
+    FUNCTOOLS_WRAPPERS,
     COMPLEX_DTYPES,
     COMPLEX_MAKERS,
     COMPLEX_PRESERVING,
@@ -1405,7 +1406,7 @@ class _FactsBuilder:
         if isinstance(func, cst.Call):
             if q not in _CACHING_WRAPPERS or len(value.args) != 1:
                 return none
-        elif q not in _MODULE_WRAPPERS:
+        elif q not in FUNCTOOLS_WRAPPERS:
             return none
         wrapped = value.args[0].value
         c = self._module_instance_class(wrapped, modules)
@@ -1679,8 +1680,6 @@ class _LocalContainer:
 
 #: functools wrappers that keep the callable they are given: ``lru_cache(...)(f)``
 _CACHING_WRAPPERS = frozenset({"functools.lru_cache"})
-#: ... and those called with it directly: ``partial(f, k=3)``, ``cache(f)``, ``lru_cache(f)``
-_MODULE_WRAPPERS = frozenset({"functools.partial", "functools.cache", "functools.lru_cache"})
 
 _EMPTY_CONTAINER_CALLS = {"list": "list", "dict": "dict", "tuple": "tuple", "collections.OrderedDict": "dict", "OrderedDict": "dict"}
 

@@ -452,13 +452,16 @@ _VALUE_METHODS = {
 #: methods of ``str`` that ``torch.Tensor`` and ``nn.Module`` lack: a value
 #: they are called on is text, and text is on no device
 #: (``prompt = template.format(name=name.lower())``)
-_TEXT_METHODS = {
-    **dict.fromkeys(("lower", "upper", "strip", "lstrip", "rstrip", "format", "format_map", "capitalize", "casefold",
-                     "title", "zfill", "ljust", "rjust", "center", "removeprefix", "removesuffix", "splitlines",
-                     "expandtabs", "swapcase", "translate", "partition", "rpartition", "rsplit"), None),
-    **dict.fromkeys(("startswith", "endswith", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower",
-                     "isnumeric", "isdecimal", "isidentifier", "istitle"), "number"),
-}
+_TEXT_METHODS = frozenset({
+    "lower", "upper", "strip", "lstrip", "rstrip", "format", "format_map", "capitalize", "casefold", "title", "zfill",
+    "ljust", "rjust", "center", "removeprefix", "removesuffix", "splitlines", "expandtabs", "swapcase", "translate",
+    "partition", "rpartition", "rsplit",
+})
+#: ... and those that test it (a bool)
+_TEXT_TESTS = frozenset({
+    "startswith", "endswith", "isdigit", "isalpha", "isalnum", "isspace", "isupper", "islower", "isnumeric",
+    "isdecimal", "isidentifier", "istitle",
+})
 _NUMBER_BUILTINS = frozenset({"len", "int", "float", "bool", "round", "isinstance", "issubclass", "hasattr", "callable", "id", "hash", "ord"})
 _OTHER_BUILTINS = frozenset({"str", "repr", "print", "format", "type", "dict", "set", "frozenset", "open", "vars", "dir", "super", "object", "Exception", "ValueError", "TypeError", "RuntimeError", "NotImplementedError", "AssertionError", "KeyError", "IndexError"})
 _SAME_DEVICE_ATTRS = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad"})
@@ -657,6 +660,7 @@ class DeviceFlow:
         self._in_progress: Set[tuple] = set()
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
         self._held: Dict[str, Set[str]] = {}
+        self._none_guards: Dict[cst.FunctionDef, Dict[int, FrozenSet[str]]] = {}
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
         self._takes_inputs: Dict[cst.FunctionDef, bool] = {}
         self._tested: Dict[cst.FunctionDef, Set[str]] = {}
@@ -1059,6 +1063,20 @@ class DeviceFlow:
             return True
         callers = [m for m, f in cls.methods.items() if name in f.self_calls]
         return bool(callers) and all(m in INIT_METHODS for m in callers)
+
+    def replica_skips(self, fn: cst.FunctionDef, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is in the body of ``if <param> is None:`` in ``fn``
+        (``if device is None: device = next(self.parameters()).device``) for
+        a parameter every call from replica code passes a value that cannot
+        be None: a replica never runs it."""
+        guards = self._none_guards.get(fn)
+        if guards is None:
+            finder = _NoneGuards()
+            walk(fn.body, finder)
+            guards = self._none_guards[fn] = finder.guards
+        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        names = guards.get(id(node), frozenset()) & params
+        return bool(names) and self.replica_calls_pass(fn, names)
 
     def replica_calls_pass(self, fn: cst.FunctionDef, names: Set[str]) -> bool:
         """Whether ``fn`` is called from code that runs in a replica, and
@@ -1736,8 +1754,7 @@ class _Interpreter:
         proxies holding no data and no device. None for any other test;
         else whether the test is negated (``if not is_torch_fx_proxy(x):``,
         whose *else* branch is the tracing one)."""
-        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-        inner = test.expression if negated else test  # type: ignore[attr-defined]
+        inner, negated = _negation(test)
         if not isinstance(inner, cst.Call):
             return None
         q = self.facts.qualify(inner.func) or ""
@@ -3047,8 +3064,8 @@ class _Interpreter:
             return recv  # torch.Generator().manual_seed(0): the generator itself
         if recv.kind not in (TENSOR, UNKNOWN):
             return UNKNOWN_VALUE
-        if recv.kind == UNKNOWN and m in _TEXT_METHODS:
-            return NUMBER_VALUE if _TEXT_METHODS[m] else OTHER_VALUE
+        if recv.kind == UNKNOWN and (m in _TEXT_METHODS or m in _TEXT_TESTS):
+            return NUMBER_VALUE if m in _TEXT_TESTS else OTHER_VALUE
         if follows(recv):
             if m in TENSOR_ONLY_ATTRS or m in _BINARY_METHODS and m not in ("add", "index", "count", "pop"):
                 recv = _tensor(recv.device)  # x.softmax(-1): x is a tensor
@@ -3762,6 +3779,27 @@ def _none_tests(test: cst.BaseExpression) -> Tuple[List[str], List[str]]:
     return [], []
 
 
+class _NoneGuards(cst.CSTVisitor):
+    """For each node in the body of ``if x is None:`` statements: the names
+    those tests show to be None there (by node id)."""
+
+    def __init__(self) -> None:
+        self.guards: Dict[int, FrozenSet[str]] = {}
+        self._stack: List[FrozenSet[str]] = []
+
+    def visit_If_body(self, node: cst.If) -> None:
+        self._stack.append(frozenset(_none_tests(node.test)[0]))
+
+    def leave_If_body(self, node: cst.If) -> None:
+        self._stack.pop()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        names = frozenset().union(*self._stack) if self._stack else frozenset()
+        if names:
+            self.guards[id(node)] = names
+        return super().on_visit(node)
+
+
 class _Tests(cst.CSTVisitor):
     """The tests of ``if`` statements and conditional expressions, not
     those of functions and classes defined inside."""
@@ -3817,11 +3855,17 @@ def _decided(test: cst.BaseExpression, env: Env) -> Tuple[bool, bool]:
     return False, False
 
 
+def _negation(test: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
+    """``not <e>`` -> (e, True); any other test -> (test, False)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return test.expression, True
+    return test, False
+
+
 def _truth_test(test: cst.BaseExpression) -> Tuple[Optional[str], bool]:
     """The name an ``if`` tests for truth (``if flag``, ``if not flag``),
     and whether the test negates it."""
-    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-    inner = test.expression if negated else test  # type: ignore[attr-defined]
+    inner, negated = _negation(test)
     return (inner.value if isinstance(inner, cst.Name) else None), negated
 
 

@@ -26,6 +26,7 @@ from devlint.syntax import (
     keyword_arg,
     positional_args,
     free_names,
+    rebound_names,
     ref_of,
     self_attribute,
     string_value,
@@ -1294,22 +1295,10 @@ def map_location_parameter(facts: FileFacts, fn: cst.FunctionDef) -> Optional[Tu
         by_name.setdefault(p.name.value, -1)
     defaults = {p.name.value: p.default for p in params + list(fn.params.kwonly_params)}
     found: List[Tuple[int, str]] = []
-    rebound: Set[str] = set()
+    rebound = rebound_names(fn.body)
     calls: List[cst.Call] = []
 
     class _Collect(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            if isinstance(node.target, cst.Name):
-                rebound.add(node.target.value)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if isinstance(node.target, cst.Name):
-                rebound.add(node.target.value)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            if isinstance(node.target, cst.Name) and node.value is not None:
-                rebound.add(node.target.value)
-
         def visit_Call(self, node: cst.Call) -> None:
             calls.append(node)
 
