@@ -281,6 +281,25 @@ def test_cpu_indices_into_device_tensors_are_fine_but_not_the_reverse():
     assert sorted(m[1:] for m in meetings(src)) == [(4, 5, "index")]  # c: mixed indices into x are fine
 
 
+def test_a_write_takes_its_indices_to_the_written_tensor_but_a_read_does_not():
+    # index_put_ moves its indices to the written tensor's device (seen on a
+    # real H200: a CPU table written at CUDA indices runs); the values written
+    # must be there already, and x[i] += v reads x[i] first
+    src = """
+    def f(x: torch.Tensor, idx: torch.Tensor):
+        hits = torch.zeros(10, dtype=torch.bool)
+        hits[idx] = True
+        sums = torch.zeros(10)
+        sums[idx] += 1.0
+        out = torch.zeros(10)
+        out[idx] = x
+        row = torch.zeros(10)
+        row[0] = x  # a copy_: crosses devices
+        return hits, sums, out, row
+    """
+    assert sorted(m[1:] for m in meetings(src)) == [(5, 6, "index"), (7, 8, "index")]
+
+
 def test_value_only_uses_and_moves_are_no_meeting():
     src = """
     def f(x: torch.Tensor, n: int):

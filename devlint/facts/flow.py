@@ -1862,10 +1862,18 @@ class _Interpreter:
         if isinstance(target, cst.Subscript):
             base = self._expr(target.value, env)
             idx = [self._index_value(e, env) for e in target.slice]
-            if base.kind == TENSOR and base.device == LOCAL and v.pinned and not v.mixes_anywhere():
-                if any(i.kind == TENSOR for i in idx):  # x[mask] = cpu_values: index_put_
-                    self._meet_all(v, target, "index", base.anchor or "")
-            self._index_meetings(base, idx, target)
+            # x[0] = v is a copy_, which crosses devices; x[tensor] = v is an
+            # index_put_, whose values must be on x's device (a 0-dim one is moved)
+            advanced = base.kind == TENSOR and any(i.kind == TENSOR for i in idx)
+            if advanced and base.device == LOCAL and v.pinned and not v.mixes_anywhere():
+                self._meet_all(v, target, "index", base.anchor or "")  # x[mask] = cpu_values
+            elif advanced and base.pinned and not base.mixes_anywhere() and v.kind == TENSOR and v.device == LOCAL and not v.scalar:
+                self._meet_all(base, target, "index", v.anchor or "")  # cpu_table[i] = x: values from the GPU
+            if augmented:  # x[i] += v reads x[i] first: an index read
+                self._index_meetings(base, idx, target)
+            # a plain write (index_put_) takes its indices to the written
+            # tensor's device, from the CPU or from another GPU; only the
+            # values must be there (above)
             if base.kind == SEQ and isinstance(target.value, cst.Name):
                 env[target.value.value] = _seq(elem=join(base.elem, v), known=False)
             if base.kind == BATCH and isinstance(target.value, cst.Name):
