@@ -591,15 +591,17 @@ def test_standard_input_named_in_the_project_sees_the_project(tmp_path, monkeypa
     assert "DL004" in _cli_check(tmp_path, "train.py", "models.py")
 
 
-def test_a_relay_taken_as_a_module_orders_its_importer_after_what_it_relays(tmp_path, monkeypatch):
+@pytest.mark.parametrize("relay", ["from .rotations import random_angles\n", "from .rotations import *  # noqa\n"])
+def test_a_relay_taken_as_a_module_orders_its_importer_after_what_it_relays(tmp_path, monkeypatch, relay):
     """``from pkg import geometry`` then ``geometry.random_angles()``, where
-    ``pkg/geometry/__init__.py`` relays ``rotations.py``: the importer runs
-    after ``rotations.py`` on a cold run, so it sees the summary; a module
-    inside the relayed package importing it orders nothing (the cycle)."""
+    ``pkg/geometry/__init__.py`` relays ``rotations.py`` (by name, or by a
+    star import): the importer runs after ``rotations.py`` on a cold run, so
+    it sees the summary, and the pre-filter knows the relayed helper; a
+    module inside the relayed package importing it orders nothing (the cycle)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pkg" / "geometry").mkdir(parents=True)
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "geometry" / "__init__.py").write_text("from .rotations import random_angles\n")
+    (tmp_path / "pkg" / "geometry" / "__init__.py").write_text(relay)
     (tmp_path / "pkg" / "geometry" / "rotations.py").write_text(
         "import torch\nimport pkg.geometry\n\n\ndef random_angles(n):\n    return torch.rand(n), torch.rand(n)\n"
     )

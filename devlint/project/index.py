@@ -236,10 +236,29 @@ class ProjectIndex:
                     # a package that relays its modules' functions
                     # (``from pkg import geometry``; ``geometry.random_angles``
                     # defined in ``pkg/geometry/rotations.py``)
-                    for name in self.aliases.get(mod, {}):
+                    for name in self._relayed_names(mod):
                         found = self.function(f"{mod}.{name}", importer)
                         if found is not None and key in found[1]:
                             out.add(f"{local}.{name}")
+        return out
+
+    def _relayed_names(self, mod: str, seen: Optional[Set[str]] = None) -> Set[str]:
+        """The names ``mod`` relays: its imported names, and the public
+        functions and classes each ``from .x import *`` brings (through
+        further star imports too; ``from .rotation import *`` in
+        ``pkg/geometry/__init__.py``)."""
+        seen = set() if seen is None else seen
+        if mod in seen or len(seen) > 4 * _MAX_HOPS:
+            return set()
+        seen.add(mod)
+        out: Set[str] = set()
+        for name, source in self.aliases.get(mod, {}).items():
+            if not name.startswith("*"):
+                out.add(name)
+                continue
+            summary = self.summaries.get(source, {})
+            out.update(n for part in ("functions", "classes") for n in summary.get(part, {}) if not n.startswith("_"))
+            out.update(n for n in self._relayed_names(source, seen) if not n.startswith("_"))
         return out
 
     def imported_modules(self, module: Optional[str]) -> Dict[str, str]:
