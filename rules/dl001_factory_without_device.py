@@ -14,8 +14,9 @@ place that fails when the model runs on a GPU:
   kernel in `F.conv1d(signal, kernel)`);
 - a submodule's weights (`self.rnn(x, (h0, c0))` with a CPU state, CPU ids
   into an embedding, a CPU mask passed as a keyword);
-- an index (a CPU table indexed by a device index, CPU values put into a
-  device tensor through a mask);
+- an index (a CPU table read at a device index, CPU values put into a
+  device tensor through a mask; writing into a CPU table at device indices
+  is fine: the write takes its indices to the table's device);
 - the value a module's `forward` returns (a model on a GPU hands its caller
   a CPU tensor, and `DataParallel` cannot gather it);
 - a collective (`dist.all_reduce(t)`: NCCL takes CUDA tensors only);
