@@ -625,3 +625,27 @@ def rebound_names(body: cst.CSTNode) -> Set[str]:
     found = _Rebound()
     walk(body, found)
     return found.names
+
+
+def bound_parameters(fn: cst.FunctionDef, args: Sequence[cst.Arg], method: bool = False) -> Dict[str, int]:
+    """Parameter name -> the position in ``args`` of the argument a call
+    passes to it (positional and keyword arguments; nothing past a
+    ``*args``/``**kw``). ``method``: ``fn`` is called through an instance,
+    so its first parameter is taken (unless it is a ``staticmethod``)."""
+    params = [*fn.params.posonly_params, *fn.params.params]
+    if method and params and not any((dotted_name(d.decorator) or "") == "staticmethod" for d in fn.decorators):
+        params = params[1:]
+    names = {p.name.value for p in (*params, *fn.params.kwonly_params)}
+    out: Dict[str, int] = {}
+    i = 0
+    for pos, a in enumerate(args):
+        if a.star:
+            break
+        if a.keyword is None:
+            if i < len(params):
+                out[params[i].name.value] = pos
+            i += 1
+        elif a.keyword.value in names:
+            out[a.keyword.value] = pos
+    return out
+

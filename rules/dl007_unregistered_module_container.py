@@ -69,7 +69,9 @@ its `from torch.nn import ...`, or an `import torch.nn as nn` is added.
 
 Also flagged, under DataParallel only: a plain container of modules that are
 also registered another way (each also assigned as an attribute, `self.net =
-nn.Sequential(*layers)`, `self.add_module(name, m)`, `setattr(self, name, m)`)
+nn.Sequential(*layers)`, `self.add_module(name, m)`, `setattr(self, name, m)`,
+or handed to a function of the file that registers it on some module:
+`set_module_by_path(self.net, path, m)` ending in `setattr(parent, last, m)`)
 when `forward` (or what it calls) reaches them through the container (`for
 layer in self.layers: x = layer(x)`): `.to()` moves them, but a replica's
 copy of the module keeps the same container, holding the original modules on

@@ -180,6 +180,48 @@ def test_module_containers_and_how_they_are_registered():
     assert by_name["wrapped"].kind == "nn_container"
 
 
+def test_a_module_handed_to_a_helper_that_registers_it_is_registered():
+    # set_module_by_path(root, path, m) ends in setattr(parent, last, m):
+    # whatever it hangs the module on registers it; a helper that only
+    # reads its argument registers nothing
+    facts = _facts(
+        """
+        import torch.nn as nn
+
+        def install(root, path, module):
+            *parents, last = path.split(".")
+            setattr(root.get_submodule(".".join(parents)), last, module)
+
+        def attach(parent, name, *, child):
+            parent.add_module(name, child)
+
+        def describe(module):
+            return str(module)
+
+        class M(nn.Module):
+            def __init__(self, backbone, paths):
+                super().__init__()
+                self.by_path = {}
+                self.by_keyword = {}
+                self.described = {}
+                for p in paths:
+                    a = nn.Linear(2, 2)
+                    install(backbone, p, a)
+                    self.by_path[p] = a
+                    b = nn.Linear(2, 2)
+                    attach(backbone, p, child=b)
+                    self.by_keyword[p] = b
+                    c = nn.Linear(2, 2)
+                    describe(c)
+                    self.described[p] = c
+        """
+    )
+    by_name = {a.name: a for a in facts.classes["M"].assignments}
+    assert by_name["by_path"].registered_elsewhere
+    assert by_name["by_keyword"].registered_elsewhere
+    assert by_name["described"].kind == "module_container" and not by_name["described"].registered_elsewhere
+
+
 def test_an_assignment_through_a_property_setter_is_no_plain_attribute():
     """``self.w = v`` where the class defines ``@w.setter`` calls the setter
     (gpytorch's mixture weights copy into a registered parameter): the class

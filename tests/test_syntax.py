@@ -9,7 +9,7 @@ import libcst as cst
 
 from devlint.engine import lint_source
 from devlint.facts.classes import build_facts
-from devlint.syntax import LINES, blocks, statements
+from devlint.syntax import LINES, blocks, bound_parameters, statements
 
 
 def _stmt(src: str) -> cst.CSTNode:
@@ -83,3 +83,15 @@ def test_rebound_names_reads_every_kind_of_assignment():
 
     body = cst.parse_module("a = 1\nif c:\n    b += 2\nd: int = 3\ne: int\nf(x)\n")
     assert rebound_names(body) == {"a", "b", "d"}
+
+
+def test_bound_parameters_of_a_call():
+    fn = cst.parse_module("def f(self, a, b=1, *rest, c, d=2): pass\n").body[0]
+    call = cst.parse_expression("f(x, y, d=z)")
+    assert bound_parameters(fn, call.args) == {"self": 0, "a": 1, "d": 2}
+    assert bound_parameters(fn, call.args, method=True) == {"a": 0, "b": 1, "d": 2}
+    starred = cst.parse_expression("f(x, *ys, c=z)")
+    assert bound_parameters(fn, starred.args, method=True) == {"a": 0}
+    static = cst.parse_module("@staticmethod\ndef g(a, b): pass\n").body[0]
+    assert bound_parameters(static, call.args, method=True) == {"a": 0, "b": 1}
+

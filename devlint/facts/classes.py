@@ -29,6 +29,7 @@ from devlint.syntax import (
     _strip_placement,
     _uses_name,
     blocks,
+    bound_parameters,
     code_of,
     dotted_name,
     dynamic_self_attribute,
@@ -687,6 +688,8 @@ class _FactsBuilder:
         #: call node id -> returned_module_container's answer
         self._returned_container_cache: Dict[int, Tuple[str, str]] = {}
         self._module_functions: Optional[Dict[str, cst.FunctionDef]] = None
+        #: module-level function name -> the parameters it registers
+        self._registering_cache: Dict[str, Set[str]] = {}
 
     # -- imports -----------------------------------------------------------
     def _add_import(self, local: str, target: str) -> None:
@@ -766,6 +769,19 @@ class _FactsBuilder:
                     c in declares for c in self.facts.lineage(cls.name)
                 ):
                     cls.dispatched = changed = True
+
+    def registered_arguments(self, name: str) -> Set[str]:
+        """The parameters a module-level function of the file registers as
+        submodules of something (``setattr(parent, last, new_mod)``,
+        ``parent.add_module(k, m)``, ``register_module``): a module handed
+        to it is registered, wherever the helper hangs it
+        (``set_module_by_path(self.net, path, wrapper)``). Built once a
+        function."""
+        cache = self._registering_cache
+        if name not in cache:
+            fn = self._module_function_nodes().get(name)
+            cache[name] = _registered_parameters(fn) if fn is not None else set()
+        return cache[name]
 
     def _module_function_nodes(self) -> Dict[str, cst.FunctionDef]:
         """The module-level ``def``s of the file by name (built once)."""
@@ -1617,6 +1633,37 @@ class _FactsBuilder:
         return [k for k, v in items if self._is_tensor_expr(v, local_tensors)]
 
 
+def _registered_parameters(fn: cst.FunctionDef) -> Set[str]:
+    """The parameters of ``fn`` its body registers as a submodule of some
+    object: the value of ``setattr(obj, name, p)`` or the module of
+    ``obj.add_module(name, p)`` / ``obj.register_module(name, p)``."""
+    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    out: Set[str] = set()
+    for call in _calls_in(fn.body):
+        func, args = call.func, [a for a in call.args if a.keyword is None and not a.star]
+        if isinstance(func, cst.Name) and func.value == "setattr" and len(args) == 3:
+            value = args[2].value
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module") and len(args) == 2:
+            value = args[1].value
+        else:
+            continue
+        if isinstance(value, cst.Name) and value.value in params:
+            out.add(value.value)
+    return out
+
+
+def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
+    """Every call under ``node``, nested functions and classes included."""
+    found: List[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+
+    node.visit(_Calls())
+    return found
+
+
 class _ReturnsAndAssigns(cst.CSTVisitor):
     """The ``return`` values (None for a bare ``return``) and the plain
     ``name = value`` assignments, in source order, of one function body,
@@ -2070,6 +2117,13 @@ class _AttributeCollector(cst.CSTVisitor):
         if cls_name is not None and self.b.facts.is_module_class(cls_name):
             for a in node.args:
                 self._mark_registered(a.value)
+        if isinstance(func, cst.Name) and func.value != "setattr":
+            registers = self.b.registered_arguments(func.value)
+            if registers:  # set_module_by_path(self.net, path, wrapper): the helper registers it
+                fn = self.b._module_function_nodes()[func.value]
+                for param, pos in bound_parameters(fn, node.args).items():
+                    if param in registers:
+                        self._mark_registered(node.args[pos].value)
         if dotted_name(func) == "setattr" and len(node.args) == 3 and dotted_name(node.args[0].value) == self.self_name:
             self._mark_registered(node.args[2].value)
             # setattr(self, f"scale_{i}", torch.ones(c)): an attribute like self.x = ...

@@ -64,6 +64,7 @@ from devlint.facts.training import (
 from devlint.syntax import (
     LINES,
     blocks,
+    bound_parameters,
     code_of,
     cpu_device_only,
     current_device_only,
@@ -3756,22 +3757,8 @@ def _cpu_by_convention(arg: cst.Arg) -> bool:
 def _bind_arguments(fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], method: bool) -> Dict[str, Value]:
     """Parameter name -> the value a call passes to it (positional and
     keyword arguments; ``*args``/``**kw`` are not followed)."""
-    params = [*fn.params.posonly_params, *fn.params.params]
-    if method and params and "staticmethod" not in _decorators(fn):
-        params = params[1:]
-    names = {p.name.value for p in (*params, *fn.params.kwonly_params)}
-    out: Dict[str, Value] = {}
-    i = 0
-    for a, v in args:
-        if a.star:
-            break
-        if a.keyword is None:
-            if i < len(params):
-                out[params[i].name.value] = v
-            i += 1
-        elif a.keyword.value in names:
-            out[a.keyword.value] = v
-    return out
+    bound = bound_parameters(fn, [a for a, _ in args], method)
+    return {name: args[pos][1] for name, pos in bound.items()}
 
 
 def _none_tests(test: cst.BaseExpression) -> Tuple[List[str], List[str]]:
