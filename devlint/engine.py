@@ -160,6 +160,7 @@ def _scan_filter(text: str, rules: List[Type[Rule]], project=None, keep: Optiona
         summary.loader_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "loader")
         summary.load_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "loads")
         summary.parameter_properties = project.index.parameter_properties(summary.imports, project.module, project.is_package)
+        summary.record_classes |= project.index.record_classes(summary.imports, project.module, project.is_package)
     out = []
     for r in rules:
         try:
@@ -402,8 +403,8 @@ def _summary_only(result: FileResult, text: str, project, exports: Sequence[str]
         scan = scan_source(text)
     if scan is not None:
         scan.project_names = project.index.project_names(scan.imports, project.module, project.is_package)
-        if not any(scan.class_may_be_module(c) for c in scan.bases) and not (exports and scan.function_names):
-            return
+        if not any(scan.class_may_be_module(c) for c in scan.bases) and not (exports and scan.function_names) and not scan.record_classes:
+            return  # (a class of tensor fields: an importer's annotation may name it)
         if not needs_parse(scan, exports):
             # only which classes are modules: the scan says, no parse
             def absolute(name: str) -> str:

@@ -157,6 +157,17 @@ class ScanSummary:
         #: static or class method, and whether some parameter (``self`` apart)
         #: may hold a tensor (see :meth:`may_hold_local_tensors_in`)
         self.function_inputs: Dict[Tuple[Optional[str], str], Tuple[bool, bool]] = {}
+        #: ... and the class names its parameters are annotated with
+        #: (``outputs: "DetectionOutput"``, ``Optional[...]`` of one)
+        self.annotated_classes: Dict[Tuple[Optional[str], str], Set[str]] = {}
+        #: classes whose body annotates a field as a tensor (a model-output
+        #: dataclass); in a project run also the imported project classes
+        #: that do (the index knows them): a parameter annotated with one
+        #: holds tensors that follow the inputs
+        self.record_classes: Set[str] = set()
+        #: class of this file -> the fields its body annotates as tensors (a
+        #: superset of ``ClassFacts.tensor_fields``: any annotation naming a tensor type)
+        self.tensor_fields: Dict[str, List[str]] = {}
         #: in a project run: local names bound to a class or module of the
         #: project (the index knows them; this walk cannot see inside), each
         #: of which may be a module class
@@ -422,6 +433,8 @@ class ScanSummary:
             return True
         if any(self.class_may_be_module(c) for c in self.bases):
             return True
+        if self.record_classes and any(names & self.record_classes for names in self.annotated_classes.values()):
+            return True  # outputs: DetectionOutput, whose fields are tensors
         for call in self.calls:
             for q in self.resolve(call.func):
                 if q.startswith(("torch.nn.functional.", "torch.linalg.", "torch.fft.", "torch.special.", "torch.distributed.")):
@@ -446,7 +459,7 @@ class ScanSummary:
         if info is None or function in self.called_names:
             return True
         static, tensor_inputs = info
-        if tensor_inputs:
+        if tensor_inputs or self.annotated_classes.get((cls, function), set()) & self.record_classes:
             return True
         return cls is not None and not static and self.class_may_be_module(cls)
 
@@ -822,6 +835,9 @@ class _Scanner:
                 if outermost:
                     top = node.name if cls is None else top
                     s.function_inputs[(cls, node.name)] = _inputs(node, cls is not None)
+                    annotated = _annotated_classes(node)
+                    if annotated:
+                        s.annotated_classes[(cls, node.name)] = annotated
                 if outermost:
                     a = node.args
                     named = list(zip(a.args[len(a.args) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
@@ -850,6 +866,9 @@ class _Scanner:
                         s.class_body_names.update(x.id for x in stmt.targets if type(x) is ast.Name)
                     elif type(stmt) is ast.AnnAssign and type(stmt.target) is ast.Name:
                         s.class_body_names.add(stmt.target.id)
+                        if _names_tensor(stmt.annotation):
+                            s.record_classes.add(cls)  # logits: Optional[torch.FloatTensor] = None
+                            s.tensor_fields.setdefault(cls, []).append(stmt.target.id)
             elif t is Import:
                 self._import(node)
                 continue
@@ -1003,6 +1022,36 @@ def _inputs(node: ast.AST, method: bool) -> Tuple[bool, bool]:
             continue  # a literal or named default: a number, a string, a constant
         return static, True
     return static, False
+
+
+def _names_tensor(annotation: ast.AST) -> bool:
+    """An annotation that names a tensor type somewhere (``Tensor``,
+    ``Optional[torch.FloatTensor]``)."""
+    for n in ast.walk(annotation):
+        t = type(n)
+        if (t is ast.Name and n.id.endswith("Tensor")) or (t is ast.Attribute and n.attr.endswith("Tensor")):  # type: ignore[attr-defined]
+            return True
+    return False
+
+
+def _annotated_classes(node: ast.AST) -> Set[str]:
+    """The names a function's parameters are annotated with, as written or
+    in quotes, ``Optional[...]`` taken off (``outputs: "DetectionOutput"``)."""
+    out: Set[str] = set()
+    args = node.args  # type: ignore[attr-defined]
+    for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        ann = a.annotation
+        if ann is None:
+            continue
+        if type(ann) is ast.Constant and isinstance(ann.value, str):
+            out.add(ann.value.strip())
+            continue
+        if type(ann) is ast.Subscript and (_dotted(ann.value) or "").rsplit(".", 1)[-1] == "Optional":
+            ann = ann.slice
+        name = _dotted(ann)
+        if name:
+            out.add(name)
+    return out
 
 
 def _container_name(node: ast.AST) -> str:

@@ -649,3 +649,17 @@ def bound_parameters(fn: cst.FunctionDef, args: Sequence[cst.Arg], method: bool 
             out[a.keyword.value] = pos
     return out
 
+
+def annotates_tensor(node: cst.BaseExpression, optional: bool = False) -> bool:
+    """``torch.Tensor``, ``Tensor``, ``torch.FloatTensor``: one tensor.
+    ``optional``: also ``Optional[torch.FloatTensor]`` and ``Tensor | None``."""
+    if optional:
+        if isinstance(node, cst.Subscript) and (dotted_name(node.value) or "").rsplit(".", 1)[-1] == "Optional" and len(node.slice) == 1:
+            inner = node.slice[0].slice
+            return isinstance(inner, cst.Index) and annotates_tensor(inner.value)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+            sides = (node.left, node.right)
+            return any(isinstance(s, cst.Name) and s.value == "None" for s in sides) and any(annotates_tensor(s) for s in sides)
+    d = dotted_name(node) or ""
+    return d.rsplit(".", 1)[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor", "IntTensor") and d.split(".", 1)[0] in ("torch", d)
+

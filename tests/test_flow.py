@@ -300,6 +300,44 @@ def test_a_write_takes_its_indices_to_the_written_tensor_but_a_read_does_not():
     assert sorted(m[1:] for m in meetings(src)) == [(5, 6, "index"), (7, 8, "index")]
 
 
+def test_the_tensor_fields_of_an_annotated_output_class_follow_the_inputs():
+    # a parameter annotated with a class whose body declares tensor fields
+    # (a model-output dataclass): its fields are tensors on the inputs'
+    # device; rebound, it says nothing more; other fields are no tensors
+    src = """
+    class Output:
+        boxes: Optional[torch.FloatTensor] = None
+        name: str = ""
+
+    def f(out: Output, n: int):
+        return out.boxes * torch.ones(n, 4)
+
+    def g(out: "Output", n: int):
+        out = out.to_tuple()
+        return out.boxes * torch.ones(n, 4)
+
+    def h(out: Output, n: int):
+        return out.name, torch.ones(n, 4)
+    """
+    assert sorted(m for m in meetings(src) if m[0] in "fgh") == [("f", 7, 7, "operator")]
+
+
+def test_isinstance_of_a_list_makes_a_python_sequence_in_that_branch():
+    src = """
+    def f(x: torch.Tensor, sizes):
+        if isinstance(sizes, (list, tuple)):
+            sizes = torch.tensor(sizes)
+        return x * sizes
+
+    def g(x: torch.Tensor, sizes):
+        if not isinstance(sizes, list):
+            return x * sizes
+        return x * torch.tensor(sizes)
+    """
+    found = sorted(m for m in meetings(src))
+    assert [m[0] for m in found] == ["f", "g"] and all(m[3] == "operator" for m in found)
+
+
 def test_value_only_uses_and_moves_are_no_meeting():
     src = """
     def f(x: torch.Tensor, n: int):

@@ -693,3 +693,30 @@ def test_a_following_function_given_a_device_is_read_as_any_unknown_call(tmp_pat
     alone = [(d.code, d.line) for d in _check(tmp_path, project=False)["ssim.py"].diagnostics]
     assert alone == [("DL001", 11)]
     assert [(d.code, d.line) for d in _check(tmp_path)["ssim.py"].diagnostics] == alone
+
+
+def test_an_output_class_of_another_module_lends_its_tensor_fields(tmp_path, monkeypatch):
+    """``outputs: DetectionOutput`` imported from the modeling module, whose
+    body annotates tensors (a module with no nn.Module class of its own
+    still gets a summary for it): the post-processing file passes the
+    pre-filter and its CPU sizes meet ``outputs.boxes``."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "det").mkdir()
+    (tmp_path / "det" / "__init__.py").write_text("")
+    (tmp_path / "det" / "outputs.py").write_text(
+        "from dataclasses import dataclass\nfrom typing import Optional\n\nimport torch\n\n\n"
+        "@dataclass\nclass DetectionOutput:\n    boxes: Optional[torch.FloatTensor] = None\n"
+    )
+    (tmp_path / "det" / "post.py").write_text(
+        "import torch\n\nfrom .outputs import DetectionOutput\n\n\n"
+        "def rescale(outputs: DetectionOutput, h: int, w: int):\n"
+        "    scale = torch.tensor([w, h, w, h])\n    return outputs.boxes * scale\n"
+    )
+    out = _cli_check(tmp_path, ".")
+    assert "det/post.py:7" in out and "meets `outputs.boxes`" in out
+    from devlint.scan import scan_source
+
+    scan = scan_source((tmp_path / "det" / "post.py").read_text())
+    assert not scan.may_hold_local_tensors()  # alone the scan sees no tensor here
+    scan.record_classes = {"DetectionOutput"}
+    assert scan.may_hold_local_tensors() and scan.may_hold_local_tensors_in(None, "rescale")

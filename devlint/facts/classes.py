@@ -25,6 +25,7 @@ import libcst as cst
 from devlint.facts.store import FactStore, Provider
 from devlint.syntax import (
     LINES,
+    annotates_tensor,
     is_device_name,
     _strip_placement,
     _uses_name,
@@ -218,6 +219,9 @@ class ClassFacts:
     forward_opaque_writes: List[str] = field(default_factory=list)
     #: names assigned in the class body (class attributes)
     class_attributes: List[str] = field(default_factory=list)
+    #: fields the class body annotates as one tensor (a model-output
+    #: dataclass: ``logits: Optional[torch.FloatTensor] = None``)
+    tensor_fields: List[str] = field(default_factory=list)
     #: container attribute -> the device expressions its elements were placed
     #: on, one per placement site (``for i, b in enumerate(self.blocks):
     #: b.to(devices[i % n])``, ``nn.ModuleList([B().to(d0), B().to(d1)])``)
@@ -873,6 +877,10 @@ class _FactsBuilder:
                             cls.defines_device = True
                         if not (isinstance(small, cst.AnnAssign) and small.value is None):
                             cls.class_attributes.extend(t.value for t in targets if isinstance(t, cst.Name))
+                        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and annotates_tensor(
+                            small.annotation.annotation, optional=True
+                        ):
+                            cls.tensor_fields.append(small.target.value)
                         if any(isinstance(t, cst.Name) and t.value == "_no_split_modules" for t in targets):
                             cls.no_split = _string_list(small.value)
                             self.facts.split_units.update(cls.no_split)

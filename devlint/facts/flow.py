@@ -63,6 +63,7 @@ from devlint.facts.training import (
 )
 from devlint.syntax import (
     LINES,
+    annotates_tensor,
     blocks,
     bound_parameters,
     code_of,
@@ -660,6 +661,8 @@ class DeviceFlow:
         self._memo: Dict[tuple, FunctionFlow] = {}
         self._in_progress: Set[tuple] = set()
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
+        #: annotation name -> the tensor fields of its class (``tensor_fields``)
+        self._tensor_fields: Dict[str, FrozenSet[str]] = {}
         self._held: Dict[str, Set[str]] = {}
         self._none_guards: Dict[cst.FunctionDef, Dict[int, FrozenSet[str]]] = {}
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
@@ -902,6 +905,36 @@ class DeviceFlow:
                 name, _ = _truth_test(test)
                 if name is not None:
                     found.add(name)
+        return found
+
+    def tensor_fields(self, annotation: cst.BaseExpression) -> FrozenSet[str]:
+        """The fields a parameter's annotated class declares as one tensor
+        (``outputs: "DetectionOutput"``, ``Optional[...]`` of it; its bases'
+        too), for a class of the file or of the project; empty for anything
+        else."""
+        if isinstance(annotation, cst.SimpleString):
+            text = string_value(annotation)
+            try:
+                annotation = cst.parse_expression(text) if text else annotation
+            except cst.ParserSyntaxError:
+                return frozenset()
+        if isinstance(annotation, cst.Subscript) and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Optional":
+            inner = annotation.slice[0].slice if len(annotation.slice) == 1 else None
+            annotation = inner.value if isinstance(inner, cst.Index) else annotation
+        name = dotted_name(annotation)
+        if not name:
+            return frozenset()
+        if name not in self.facts.classes:
+            name = self.facts.qualify_dotted(name) or name  # a class another module defines
+        found = self._tensor_fields.get(name)
+        if found is None:
+            fields: Set[str] = set()
+            if self.facts.class_facts(name) is not None:
+                for c in self.facts.lineage(name):
+                    cf = self.facts.class_facts(c)
+                    if cf is not None:
+                        fields.update(cf.tensor_fields)
+            found = self._tensor_fields[name] = frozenset(fields)
         return found
 
     def body_facts(self, node: cst.FunctionDef) -> "_BodyFacts":
@@ -1157,10 +1190,6 @@ def _decorators(node: cst.FunctionDef) -> Set[str]:
     return {dotted_name(d.decorator) or "" for d in node.decorators}
 
 
-def _annotates_tensor(node: cst.BaseExpression) -> bool:
-    """``torch.Tensor``, ``Tensor``, ``torch.FloatTensor``: one tensor."""
-    d = dotted_name(node) or ""
-    return d.rsplit(".", 1)[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor") and d.split(".", 1)[0] in ("torch", d)
 
 
 def _asks_for_torch_tensors(node: cst.Call) -> bool:
@@ -1480,6 +1509,9 @@ class _Interpreter:
         self.cpu_only = False
         #: functions defined in this one's body, by name
         self.local_functions: Dict[str, cst.FunctionDef] = {}
+        #: parameter -> (its first value, the tensor fields its annotated
+        #: class declares): see ``DeviceFlow.tensor_fields``
+        self._records: Dict[str, Tuple[Value, FrozenSet[str]]] = {}
         self.facts = flows.facts
         self.node = node
         #: a method inherited from a base class of the file, run for an
@@ -1570,7 +1602,16 @@ class _Interpreter:
                 # follow the inputs as an unannotated argument's do
                 env[name] = LOCAL_UNKNOWN
             elif ann and "Tensor" not in ann and "Any" not in ann:
-                env[name] = OTHER_VALUE  # annotated as something else: tuple[int, int], Config, ...
+                fields = self.flows.tensor_fields(p.annotation.annotation)
+                if fields:
+                    # outputs: DetectionOutput, a class whose body annotates
+                    # tensors: an object of what the caller passes, its
+                    # tensor fields with the inputs (identity marks it: a
+                    # rebinding drops the fields)
+                    env[name] = replace(LOCAL_UNKNOWN, anchor=name)
+                    self._records[name] = (env[name], fields)
+                else:
+                    env[name] = OTHER_VALUE  # annotated as something else: tuple[int, int], Config, ...
             elif p.default is not None and isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and not (
                 isinstance(p.default, cst.Name) and p.default.value == "None"
             ):
@@ -1668,6 +1709,13 @@ class _Interpreter:
             then_env.update((n, NONE_VALUE) for n in none_then if n in env)
             else_env = dict(env)
             else_env.update((n, NONE_VALUE) for n in none_else if n in env)
+            seq_then, seq_else = _sequence_tests(stmt.test)
+            for names, branch in ((seq_then, then_env), (seq_else, else_env)):
+                for n in names:
+                    # if isinstance(sizes, list): torch.tensor(sizes) makes a tensor there
+                    v = env.get(n)
+                    if v is not None and v.kind != SEQ:
+                        branch[n] = _seq(elem=LOCAL_UNKNOWN if v.device == LOCAL else UNKNOWN_VALUE, known=False)
             then_dead, else_dead = _decided(stmt.test, env)
             tracing = self._tracing_test(stmt.test)
             if tracing is not None:
@@ -1794,7 +1842,7 @@ class _Interpreter:
         elif isinstance(small, cst.AnnAssign):
             if small.value is not None:
                 v = self._expr(small.value, env)
-                if v.kind == UNKNOWN and _annotates_tensor(small.annotation.annotation):
+                if v.kind == UNKNOWN and annotates_tensor(small.annotation.annotation):
                     v = as_tensor(v)  # scores: torch.Tensor = critic(x): the author says it is one
                 self._store(small.target, v, env)
         elif isinstance(small, cst.AugAssign):
@@ -2508,6 +2556,9 @@ class _Interpreter:
         if isinstance(node.value, cst.Name) and node.value.value == self.self_name and self.self_name:
             return self._self_attribute(attr, node)
         base = self._expr(node.value, env)
+        record = self._records.get(node.value.value) if isinstance(node.value, cst.Name) and self._records else None
+        if record is not None and base is record[0] and attr in record[1]:
+            return _tensor(LOCAL, anchor=key)  # outputs.logits of outputs: DetectionOutput
         if base.kind == TENSOR:
             if attr in _SAME_DEVICE_ATTRS:
                 return replace(base, anchor=None)
@@ -3855,6 +3906,25 @@ def _negation(test: cst.BaseExpression) -> Tuple[cst.BaseExpression, bool]:
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         return test.expression, True
     return test, False
+
+
+#: what ``isinstance(x, T)`` tests a Python sequence with
+_SEQUENCE_TYPES = frozenset({"list", "tuple", "List", "Tuple", "Sequence"})
+
+
+def _sequence_tests(test: cst.BaseExpression) -> Tuple[List[str], List[str]]:
+    """Names an ``if`` test shows to be a Python list or tuple in its body
+    and in its else branch: ``isinstance(x, list)``, ``isinstance(x, (list,
+    tuple))``, ``not isinstance(x, List)``."""
+    inner, negated = _negation(test)
+    if not (isinstance(inner, cst.Call) and dotted_name(inner.func) == "isinstance" and len(inner.args) == 2):
+        return [], []
+    subject, kinds = inner.args[0].value, inner.args[1].value
+    types = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    names = [(dotted_name(t) or "").rsplit(".", 1)[-1] for t in types]
+    if not isinstance(subject, cst.Name) or not names or not all(n in _SEQUENCE_TYPES for n in names):
+        return [], []
+    return ([], [subject.value]) if negated else ([subject.value], [])
 
 
 def _truth_test(test: cst.BaseExpression) -> Tuple[Optional[str], bool]:

@@ -308,6 +308,30 @@ class ProjectIndex:
                         break
         return out
 
+    def record_classes(self, imports: Dict[str, List[str]], importer: Optional[str], is_package: bool = False) -> Set[str]:
+        """The local names of a file's ``imports`` bound to a project class
+        whose body (or a base's, through the project) annotates a field as a
+        tensor: ``from .modeling import DetectionOutput``."""
+        out: Set[str] = set()
+        for local, targets in imports.items():
+            for t in targets:
+                t = absolute(t, importer, is_package) or ""
+                if t and not t.startswith("torch") and self._declares_tensor_fields(t, importer, 0):
+                    out.add(local)
+                    break
+        return out
+
+    def _declares_tensor_fields(self, dotted: str, importer: Optional[str], depth: int) -> bool:
+        if depth > _MAX_HOPS or self.resolve(dotted, importer) is None:
+            return False
+        cls = self.class_facts(dotted, importer)
+        if cls is None:
+            return False
+        if cls.tensor_fields:
+            return True
+        mod = self.resolve(dotted, importer)[0]  # type: ignore[index]
+        return any(self._declares_tensor_fields(b, mod, depth + 1) for b in cls.bases)
+
     def _is_module(self, dotted: str, importer: Optional[str]) -> bool:
         pkg = script_package(importer)
         return any(c in self.summaries for c in (dotted, f"{pkg}.{dotted}" if pkg else None) if c)

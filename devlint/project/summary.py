@@ -28,7 +28,7 @@ from devlint.walk import walk
 from devlint.facts.classes import AttributeFacts, ClassFacts, FileFacts, FunctionFacts
 
 #: bump when the shape or the meaning of a summary changes
-SUMMARY_VERSION = 4
+SUMMARY_VERSION = 5
 
 #: ClassFacts fields a dependent file never reads as they are (every
 #: assignment with its source text); a subclass in another file reads only
@@ -192,6 +192,7 @@ def export_light(scan: Any, module: str, absolute: Callable[[str], str], text: s
             "name": name, "line": lines.get(name, 0), "bases": shown,
             "is_module": scan.class_may_be_module(name), "defines_device": not scan.class_may_lack_device(name),
             "anchor_tensor": _light_anchor(scan, name), "light": True,
+            "tensor_fields": list(scan.tensor_fields.get(name, ())),
         }
     return {"version": SUMMARY_VERSION, "module": module, "classes": dict(sorted(classes.items()))}
 
