@@ -549,25 +549,144 @@ def test_simulated_cuda_queries_never_reach_the_driver():
     assert torch.backends.cudnn.enabled == cudnn_enabled
 
 
+def _driverless_plans():
+    """The environments where user code sees CUDA devices no real GPU backs:
+    the simulated path, and the CPU standing for every rank's GPU (a ddp
+    case's step 3)."""
+    from devlint.harness import env as E
+
+    stand_in = E.DevicePlan(E.REAL, [torch.device("cpu")] * 2, "real (cpu)")
+    return E, [E.Environment(E.make_plan(2, True)), E.Environment(stand_in, cuda_visible=True)]
+
+
+def test_driverless_environments_answer_the_drivers_questions():
+    # Seen on an H200 (2026-12-04, torch 2.11.0+cu130): optimizer.step() in
+    # the CPU run of a ddp case asked torch.cuda.is_current_stream_capturing()
+    # (it does when CUDA is built and is_available() says True) and got "no
+    # CUDA-capable device is detected". Each call below reached the driver
+    # on a CUDA build without a GPU, or a stub that raises on a CPU build.
+    E, environments = _driverless_plans()
+    for environment in environments:
+        with E.environment(environment):
+            assert environment.driverless and torch.cuda.is_available()
+            assert torch.cuda.is_current_stream_capturing() is False
+            torch.cuda.synchronize()
+            torch.cuda.synchronize(1)
+            with pytest.raises(AssertionError, match="Invalid device id"):
+                torch.cuda.synchronize(2)
+            assert torch.cuda.current_stream(1).device == torch.device("cuda", 1)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            end.record()
+            assert start.elapsed_time(end) == 0.0
+            # random state: saved, restored, seeded by torch.manual_seed
+            torch.manual_seed(3)
+            assert torch.cuda.initial_seed() == 3
+            state = torch.cuda.get_rng_state(1)
+            torch.cuda.seed_all()
+            assert not torch.equal(torch.cuda.get_rng_state(1), state)
+            torch.cuda.set_rng_state(state, 1)
+            assert torch.equal(torch.cuda.get_rng_state(1), state)
+            assert len(torch.cuda.get_rng_state_all()) == 2
+            with torch.random.fork_rng(device_type="cuda"):
+                torch.cuda.manual_seed_all(5)
+            assert torch.equal(torch.cuda.get_rng_state(1), state)
+            # memory queries
+            assert torch.cuda.memory_allocated() == torch.cuda.max_memory_allocated(1) == 0
+            free, total = torch.cuda.mem_get_info()
+            assert free == total > 0
+            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.empty_cache()
+            assert torch.cuda.is_bf16_supported()
+            assert torch.cuda.get_device_name(1) == torch.cuda.get_device_properties(1).name
+            assert torch.ones(2).pin_memory().device == torch.device("cpu")
+            with torch.cuda.device(1):
+                assert torch.cuda.current_device() == 1
+
+
+def test_cpu_standing_in_for_gpus_trains_with_amp_and_the_cuda_calls():
+    # a training step as scripts write it, on the CPU that stands for each
+    # rank's GPU: autocast, GradScaler, an optimizer that asks about graph
+    # capture as torch 2.11's does (torch.backends.cuda.is_built() and
+    # torch.cuda.is_available(): true on a CUDA build), synchronize
+    E, (_, environment) = _driverless_plans()
+    with E.environment(environment):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2).to("cuda")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cuda")
+        before = model.weight.detach().clone()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(torch.randn(4, 3, device="cuda")).pow(2).mean()
+        scaler.scale(loss).backward()
+        assert not torch.cuda.is_current_stream_capturing()  # what 2.11's Optimizer.step asks first
+        scaler.step(optimizer)
+        scaler.update()
+        torch.cuda.synchronize()
+        assert model.weight.device == torch.device("cpu")
+        assert not torch.equal(model.weight.detach(), before)
+
+
+def test_driver_errors_of_composite_ops_run_on_cpu_twins():
+    # Seen on an H200 (simulated path, CUDA build): F.one_hot on a fake CUDA
+    # tensor and nn.EmbeddingBag's offsets (torch.arange(device=input.device)
+    # inside F.embedding_bag) make a CUDA tensor with a factory that has no
+    # fake argument, outside the fake mode: the real CUDA backend starts and
+    # says "No CUDA GPUs are available" (here: "Found no NVIDIA driver"). A
+    # CPU build says "not linked with support for cuda" and runs the op on
+    # CPU twins; so does a CUDA build now
+    E, environment = _simulated()
+    for message in E._NO_DRIVER:
+        assert E._needs_cpu_twins(RuntimeError(f"CUDA error: {message} on your system"))
+    assert not E._needs_cpu_twins(RuntimeError("Expected all tensors to be on the same device"))
+    calls = []
+
+    def like_a_cuda_build(x, n):  # fails as the real backend does when it meets a fake CUDA tensor
+        calls.append(x.device)
+        if x.device.type == "cuda":
+            raise RuntimeError("No CUDA GPUs are available")
+        return torch.nn.functional.one_hot(x, n)
+
+    with E.environment(environment):
+        y = torch.tensor([0, 2, 1]).to("cuda:1")
+        out = E._DeviceMap(environment)._call(like_a_cuda_build, (y, 3), {})
+        assert out.device == torch.device("cuda", 1) and out.shape == (3, 3)
+        assert calls == [torch.device("cuda", 1), torch.device("cpu")]
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            E._DeviceMap(environment)._call(like_a_cuda_build, (y, torch.ones(3, 2).to("cuda:0")), {})
+        # the ops themselves, on whichever build runs this
+        assert torch.nn.functional.one_hot(y, 3).device == y.device
+        bag = torch.nn.EmbeddingBag(5, 2).to("cuda:1")
+        assert bag(torch.tensor([[0, 1], [2, 3]]).to("cuda:1")).shape == (2, 2)
+
+
 def test_real_plans_leave_the_cuda_entry_points_alone(monkeypatch):
     # the simulated path's stand-ins must never replace the real GPU's
     from torch._subclasses import fake_tensor
 
     from devlint.harness import env as E
 
+    simulated = E.Environment(E.make_plan(2, True))  # (imports torch._dynamo before _is_compiled lies)
     guards = []
     monkeypatch.setattr(torch.cuda, "init", lambda: None)
     monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet", lambda: guards.append(1), raising=False)
     monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
-    names = ("get_device_capability", "Stream", "current_stream", "_exchange_device", "_lazy_init")
+    names = ("get_device_capability", "Stream", "current_stream", "_exchange_device", "_lazy_init", "is_current_stream_capturing")
     before = [getattr(torch.cuda, n) for n in names] + [fake_tensor.run_fallback_kernel, torch.backends.cudnn.enabled]
     one_gpu = E.DevicePlan(E.REAL, [torch.device("cuda", 0), torch.device("cpu")], "real (cuda:0 + cpu)")
-    for plan in (one_gpu, E.CPU_PLAN):
-        with E.environment(E.Environment(plan)):
+    for plan, visible in ((one_gpu, True), (E.CPU_PLAN, False)):  # (the worker's CPU run sees no CUDA)
+        with E.environment(E.Environment(plan, cuda_visible=visible)):
             now = [getattr(torch.cuda, n) for n in names] + [fake_tensor.run_fallback_kernel, torch.backends.cudnn.enabled]
             assert now == before
+    # the CPU standing for every rank's GPU (ddp step 3): torch.cuda's
+    # questions answered, but no CUDA tensor exists there to guard or fake
+    stand_in = E.DevicePlan(E.REAL, [torch.device("cpu")] * 2, "real (cpu)")
+    with E.environment(E.Environment(stand_in, cuda_visible=True)):
+        assert all(getattr(torch.cuda, n) is not b for n, b in zip(names, before))
+        assert (fake_tensor.run_fallback_kernel, torch.backends.cudnn.enabled) == tuple(before[-2:])
+    assert [getattr(torch.cuda, n) for n in names] == before[: len(names)]
     assert guards == []
-    with E.environment(E.Environment(E.make_plan(2, True))):
+    with E.environment(simulated):
         assert guards == [1]  # a CUDA build: device guards made no-ops where no GPU is visible
 
 
