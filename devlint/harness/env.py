@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -212,6 +213,53 @@ def _no_mode() -> Iterator[None]:
 
 _DEPTH = 0
 _CURRENT: Optional[Environment] = None
+#: this process made the CUDA device guard a no-op (see :func:`environment`)
+_GUARD_SET = False
+#: whether a forked child of this process could not run backward() (None: not asked yet)
+_FORK_REFUSED: Optional[bool] = None
+
+
+def _start_autograd() -> None:
+    """A first ``backward()`` in this process, before the CUDA device guard
+    becomes a no-op. Autograd's engine counts the devices of every guard
+    once, at its first backward, and starts a thread per device beside the
+    CPU; a process with such threads marks its forked children, where
+    ``backward()`` is then refused ("Unable to handle autograd's threading
+    in combination with fork-based multiprocessing"). The no-op guard counts
+    one CUDA device; the real one, with no GPU visible, none."""
+    with _no_mode(), torch.enable_grad():
+        torch.ones(1, requires_grad=True).sum().backward()
+
+
+def fork_breaks_autograd() -> bool:
+    """A process forked from this one could not run ``backward()`` (seen on
+    a CUDA build, 2026-12-04, before :func:`_start_autograd`: a ddp case's
+    ranks, forked from the worker, failed step 3 at ``loss.backward()``).
+    Asked once, by a forked child, and only where the guard was made a
+    no-op (a CUDA build's simulated path); a CPU build never sets it."""
+    global _FORK_REFUSED
+    if not _GUARD_SET:
+        return False
+    if _FORK_REFUSED is None:
+        _FORK_REFUSED = not _backward_survives_fork()
+    return _FORK_REFUSED
+
+
+def _backward_survives_fork() -> bool:
+    with _no_mode(), torch.enable_grad():
+        torch.ones(1, requires_grad=True).sum().backward()  # the worker's own autograd, as cases use it
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                torch.ones(1, requires_grad=True).sum().backward()
+                code = 0
+            finally:
+                os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def current_environment() -> Environment:
     if _CURRENT is None:
         raise RuntimeError("devlint harness: no device environment is active")
@@ -531,7 +579,11 @@ def environment(env: Environment) -> Iterator[Environment]:
             # __enter__ does when torch.cuda.is_available() is False, which
             # here it reads patched to True). The C++ side keeps a visible
             # GPU's guard; the change lasts for the process (no undo exists)
-            torch._C._ensureCUDADeviceGuardSet()
+            global _GUARD_SET
+            if not _GUARD_SET:
+                _start_autograd()  # first: see fork_breaks_autograd
+                torch._C._ensureCUDADeviceGuardSet()
+                _GUARD_SET = True
         from torch._subclasses import fake_tensor as fake_module
 
         real_fallback = getattr(fake_module, "run_fallback_kernel", None)
