@@ -372,7 +372,8 @@ def _cuda() -> int:
 def test_real_gpu_path_confirms_dl001_fixtures():
     files = [p for p in WITH_CASES if p.parent.name == "DL001"]
     results = verify_jobs([_job(p) for p in files], simulate=False, timeout=300, workers=1)
-    expected = "real (cuda:0 + cpu)" if _cuda() == 1 else "real ("
+    # one GPU: a case that runs clean on cuda:0 + cpu is run again simulated
+    expected = ("real (cuda:0 + cpu)", "simulated (1 real GPU: this case needs 2)") if _cuda() == 1 else ("real (",)
     for r in results:
         assert r["device_path"].startswith(expected), r["device_path"]
         assert r["verdict"] == "confirmed", json.dumps(r, indent=1, default=str)[:3000]
@@ -712,6 +713,45 @@ def test_ranks_forked_after_the_simulated_path_can_run_backward(monkeypatch):
     assert E._GUARD_SET == (torch.cuda._is_compiled() and hasattr(torch._C, "_ensureCUDADeviceGuardSet"))
     assert E._backward_survives_fork()
     assert not E.fork_breaks_autograd()
+
+
+def test_one_gpu_path_leaves_what_it_cannot_show_to_the_simulated_path(monkeypatch):
+    # Seen on an H200 (2026-12-04): DL002/bad_device_chosen_by_type_test picks
+    # "cuda" if x.is_cuda else "cpu"; on cuda:0 + cpu the model "on cuda:1" is
+    # on the CPU, x.is_cuda is False, and the case came out "finding not
+    # reproduced": a false alarm, where the machine simply cannot show the bug
+    from devlint.harness import supervise as S
+
+    path = FIXTURES / "DL002" / "bad_device_chosen_by_type_test.py"
+    real_supervise = S._supervise
+    passes = []
+
+    def one_gpu_machine(job, folder, simulate, timeout, child, skip=()):
+        passes.append((simulate, list(skip)))
+        if simulate:
+            return real_supervise(job, folder, simulate, timeout, child, skip)
+        return [
+            {"case": "model_on_second_gpu", "placement": "as_written", "devices": 2, "device_path": S.ONE_GPU,
+             "original": {"status": "not reproduced", "detail": "ran without error under the placement"},
+             "fixed": {"status": "ok", "outputs": [{"shape": [4, 6, 8], "device": "cpu", "dtype": "float32"}]},
+             "equivalence": {"status": "equal", "detail": "1 output tensor bitwise equal"},
+             "reached": {str(path.relative_to(ROOT)): list(range(1, 60))}},
+        ]
+
+    monkeypatch.setattr(S, "_supervise", one_gpu_machine)
+    [r] = verify_jobs([_job(path)], simulate=False, timeout=120)
+    assert passes == [(False, []), (True, [])]
+    assert r["verdict"] == "confirmed", r["why"]
+    assert r["device_path"] == "simulated (1 real GPU: this case needs 2)"
+    assert re.search(MISMATCH, r["original"]["error"]["message"])
+    assert "the CPU stands for cuda:1" in r["why"] and r["why"].endswith("the verdict is the simulated path's)")
+    # only a clean run of a case that wants more devices than cuda:0 + cpu
+    row = {"device_path": S.ONE_GPU, "devices": 2, "original": {"status": "not reproduced"}}
+    assert S._needs_a_second_gpu(row)
+    assert not S._needs_a_second_gpu(dict(row, devices=1))
+    assert not S._needs_a_second_gpu(dict(row, original={"status": "reproduced"}))
+    assert not S._needs_a_second_gpu(dict(row, device_path="real (2x NVIDIA H200)"))
+    assert not S._needs_a_second_gpu(dict(row, device_path=SIMULATED_2))
 
 
 def test_one_gpu_gather_refuses_cpu_outputs_only_from_the_gpu_replica():
