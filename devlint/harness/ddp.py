@@ -16,7 +16,8 @@ Two halves:
 The ranks are forked from the worker (it has imported torch; a group starts
 in milliseconds) where no GPU is visible, and started as
 ``python -m devlint.harness.ddp SPEC`` elsewhere (a process that used CUDA
-cannot fork one that does).
+cannot fork one that does) and where a forked rank could not run
+``backward()`` (:func:`fork_ranks`).
 """
 
 from __future__ import annotations

@@ -704,6 +704,7 @@ def _stand_in_for_the_driver(env: Environment, patch: Callable[[Any, str, Any], 
         patch(torch.cuda, name, getattr(rng, name))
     # memory: the counters already read 0 before CUDA is initialised;
     # these call the allocator or cudart directly
+
     def mem_get_info(device: Any = None) -> tuple:
         """(free, total): the whole memory is free (nothing is allocated)."""
         total = SimulatedDeviceProperties(_checked_index(device, env)).total_memory
