@@ -372,7 +372,8 @@ def _cuda() -> int:
 def test_real_gpu_path_confirms_dl001_fixtures():
     files = [p for p in WITH_CASES if p.parent.name == "DL001"]
     results = verify_jobs([_job(p) for p in files], simulate=False, timeout=300, workers=1)
-    expected = "real (cuda:0 + cpu)" if _cuda() == 1 else "real ("
+    # one GPU: a case that runs clean on cuda:0 + cpu is run again simulated
+    expected = ("real (cuda:0 + cpu)", "simulated (1 real GPU: this case needs 2)") if _cuda() == 1 else ("real (",)
     for r in results:
         assert r["device_path"].startswith(expected), r["device_path"]
         assert r["verdict"] == "confirmed", json.dumps(r, indent=1, default=str)[:3000]
@@ -549,26 +550,208 @@ def test_simulated_cuda_queries_never_reach_the_driver():
     assert torch.backends.cudnn.enabled == cudnn_enabled
 
 
+def _driverless_plans():
+    """The environments where user code sees CUDA devices no real GPU backs:
+    the simulated path, and the CPU standing for every rank's GPU (a ddp
+    case's step 3)."""
+    from devlint.harness import env as E
+
+    stand_in = E.DevicePlan(E.REAL, [torch.device("cpu")] * 2, "real (cpu)")
+    return E, [E.Environment(E.make_plan(2, True)), E.Environment(stand_in, cuda_visible=True)]
+
+
+def test_driverless_environments_answer_the_drivers_questions():
+    # Seen on an H200 (2026-12-04, torch 2.11.0+cu130): optimizer.step() in
+    # the CPU run of a ddp case asked torch.cuda.is_current_stream_capturing()
+    # (it does when CUDA is built and is_available() says True) and got "no
+    # CUDA-capable device is detected". Each call below reached the driver
+    # on a CUDA build without a GPU, or a stub that raises on a CPU build.
+    E, environments = _driverless_plans()
+    for environment in environments:
+        with E.environment(environment):
+            assert environment.driverless and torch.cuda.is_available()
+            assert torch.cuda.is_current_stream_capturing() is False
+            torch.cuda.synchronize()
+            torch.cuda.synchronize(1)
+            with pytest.raises(AssertionError, match="Invalid device id"):
+                torch.cuda.synchronize(2)
+            assert torch.cuda.current_stream(1).device == torch.device("cuda", 1)
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            end.record()
+            assert start.elapsed_time(end) == 0.0
+            # random state: saved, restored, seeded by torch.manual_seed
+            torch.manual_seed(3)
+            assert torch.cuda.initial_seed() == 3
+            state = torch.cuda.get_rng_state(1)
+            torch.cuda.seed_all()
+            assert not torch.equal(torch.cuda.get_rng_state(1), state)
+            torch.cuda.set_rng_state(state, 1)
+            assert torch.equal(torch.cuda.get_rng_state(1), state)
+            assert len(torch.cuda.get_rng_state_all()) == 2
+            with torch.random.fork_rng(device_type="cuda"):
+                torch.cuda.manual_seed_all(5)
+            assert torch.equal(torch.cuda.get_rng_state(1), state)
+            # memory queries
+            assert torch.cuda.memory_allocated() == torch.cuda.max_memory_allocated(1) == 0
+            free, total = torch.cuda.mem_get_info()
+            assert free == total > 0
+            torch.cuda.reset_peak_memory_stats()
+            torch.cuda.empty_cache()
+            assert torch.cuda.is_bf16_supported()
+            assert torch.cuda.get_device_name(1) == torch.cuda.get_device_properties(1).name
+            assert torch.ones(2).pin_memory().device == torch.device("cpu")
+            with torch.cuda.device(1):
+                assert torch.cuda.current_device() == 1
+
+
+def test_cpu_standing_in_for_gpus_trains_with_amp_and_the_cuda_calls():
+    # a training step as scripts write it, on the CPU that stands for each
+    # rank's GPU: autocast, GradScaler, an optimizer that asks about graph
+    # capture as torch 2.11's does (torch.backends.cuda.is_built() and
+    # torch.cuda.is_available(): true on a CUDA build), synchronize
+    E, (_, environment) = _driverless_plans()
+    with E.environment(environment):
+        torch.manual_seed(0)
+        model = torch.nn.Linear(3, 2).to("cuda")
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = torch.amp.GradScaler("cuda")
+        before = model.weight.detach().clone()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(torch.randn(4, 3, device="cuda")).pow(2).mean()
+        scaler.scale(loss).backward()
+        assert not torch.cuda.is_current_stream_capturing()  # what 2.11's Optimizer.step asks first
+        scaler.step(optimizer)
+        scaler.update()
+        torch.cuda.synchronize()
+        assert model.weight.device == torch.device("cpu")
+        assert not torch.equal(model.weight.detach(), before)
+
+
+def test_driver_errors_of_composite_ops_run_on_cpu_twins():
+    # Seen on an H200 (simulated path, CUDA build): F.one_hot on a fake CUDA
+    # tensor and nn.EmbeddingBag's offsets (torch.arange(device=input.device)
+    # inside F.embedding_bag) make a CUDA tensor with a factory that has no
+    # fake argument, outside the fake mode: the real CUDA backend starts and
+    # says "No CUDA GPUs are available" (here: "Found no NVIDIA driver"). A
+    # CPU build says "not linked with support for cuda" and runs the op on
+    # CPU twins; so does a CUDA build now
+    E, environment = _simulated()
+    for message in E._NO_DRIVER:
+        assert E._needs_cpu_twins(RuntimeError(f"CUDA error: {message} on your system"))
+    assert not E._needs_cpu_twins(RuntimeError("Expected all tensors to be on the same device"))
+    calls = []
+
+    def like_a_cuda_build(x, n):  # fails as the real backend does when it meets a fake CUDA tensor
+        calls.append(x.device)
+        if x.device.type == "cuda":
+            raise RuntimeError("No CUDA GPUs are available")
+        return torch.nn.functional.one_hot(x, n)
+
+    with E.environment(environment):
+        y = torch.tensor([0, 2, 1]).to("cuda:1")
+        out = E._DeviceMap(environment)._call(like_a_cuda_build, (y, 3), {})
+        assert out.device == torch.device("cuda", 1) and out.shape == (3, 3)
+        assert calls == [torch.device("cuda", 1), torch.device("cpu")]
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            E._DeviceMap(environment)._call(like_a_cuda_build, (y, torch.ones(3, 2).to("cuda:0")), {})
+        # the ops themselves, on whichever build runs this
+        assert torch.nn.functional.one_hot(y, 3).device == y.device
+        bag = torch.nn.EmbeddingBag(5, 2).to("cuda:1")
+        assert bag(torch.tensor([[0, 1], [2, 3]]).to("cuda:1")).shape == (2, 2)
+
+
 def test_real_plans_leave_the_cuda_entry_points_alone(monkeypatch):
     # the simulated path's stand-ins must never replace the real GPU's
     from torch._subclasses import fake_tensor
 
     from devlint.harness import env as E
 
+    simulated = E.Environment(E.make_plan(2, True))  # (imports torch._dynamo before _is_compiled lies)
     guards = []
     monkeypatch.setattr(torch.cuda, "init", lambda: None)
     monkeypatch.setattr(torch._C, "_ensureCUDADeviceGuardSet", lambda: guards.append(1), raising=False)
     monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
-    names = ("get_device_capability", "Stream", "current_stream", "_exchange_device", "_lazy_init")
+    monkeypatch.setattr(E, "_GUARD_SET", False)
+    names = ("get_device_capability", "Stream", "current_stream", "_exchange_device", "_lazy_init", "is_current_stream_capturing")
     before = [getattr(torch.cuda, n) for n in names] + [fake_tensor.run_fallback_kernel, torch.backends.cudnn.enabled]
     one_gpu = E.DevicePlan(E.REAL, [torch.device("cuda", 0), torch.device("cpu")], "real (cuda:0 + cpu)")
-    for plan in (one_gpu, E.CPU_PLAN):
-        with E.environment(E.Environment(plan)):
+    for plan, visible in ((one_gpu, True), (E.CPU_PLAN, False)):  # (the worker's CPU run sees no CUDA)
+        with E.environment(E.Environment(plan, cuda_visible=visible)):
             now = [getattr(torch.cuda, n) for n in names] + [fake_tensor.run_fallback_kernel, torch.backends.cudnn.enabled]
             assert now == before
-    assert guards == []
+    # the CPU standing for every rank's GPU (ddp step 3): torch.cuda's
+    # questions answered, but no CUDA tensor exists there to guard or fake
+    stand_in = E.DevicePlan(E.REAL, [torch.device("cpu")] * 2, "real (cpu)")
+    with E.environment(E.Environment(stand_in, cuda_visible=True)):
+        assert all(getattr(torch.cuda, n) is not b for n, b in zip(names, before))
+        assert (fake_tensor.run_fallback_kernel, torch.backends.cudnn.enabled) == tuple(before[-2:])
+    assert [getattr(torch.cuda, n) for n in names] == before[: len(names)]
+    assert guards == [] and not E.fork_breaks_autograd()
+    monkeypatch.setattr(E, "_start_autograd", lambda: guards.append("autograd"))
+    with E.environment(simulated):
+        # a CUDA build: device guards made no-ops where no GPU is visible,
+        # once, after autograd counted the devices (see the next test)
+        assert guards == ["autograd", 1]
+    with E.environment(simulated):
+        assert guards == ["autograd", 1]
+
+
+def test_ranks_forked_after_the_simulated_path_can_run_backward(monkeypatch):
+    # Seen on a CUDA build (2026-12-04): the no-op CUDA guard counts one CUDA
+    # device; a first backward() after it started autograd's device threads,
+    # and every rank forked later failed step 3's loss.backward() with
+    # "Unable to handle autograd's threading in combination with fork-based
+    # multiprocessing". The harness runs autograd once before the guard.
+    # (The guard itself exists on a CUDA build only: there this is the real
+    # thing; on a CPU build it checks the probe the ddp placement asks.)
+    from devlint.harness import env as E
+
+    monkeypatch.setattr(E, "_FORK_REFUSED", None)
     with E.environment(E.Environment(E.make_plan(2, True))):
-        assert guards == [1]  # a CUDA build: device guards made no-ops where no GPU is visible
+        pass
+    assert E._GUARD_SET == (torch.cuda._is_compiled() and hasattr(torch._C, "_ensureCUDADeviceGuardSet"))
+    assert E._backward_survives_fork()
+    assert not E.fork_breaks_autograd()
+
+
+def test_one_gpu_path_leaves_what_it_cannot_show_to_the_simulated_path(monkeypatch):
+    # Seen on an H200 (2026-12-04): DL002/bad_device_chosen_by_type_test picks
+    # "cuda" if x.is_cuda else "cpu"; on cuda:0 + cpu the model "on cuda:1" is
+    # on the CPU, x.is_cuda is False, and the case came out "finding not
+    # reproduced": a false alarm, where the machine simply cannot show the bug
+    from devlint.harness import supervise as S
+
+    path = FIXTURES / "DL002" / "bad_device_chosen_by_type_test.py"
+    real_supervise = S._supervise
+    passes = []
+
+    def one_gpu_machine(job, folder, simulate, timeout, child, skip=()):
+        passes.append((simulate, list(skip)))
+        if simulate:
+            return real_supervise(job, folder, simulate, timeout, child, skip)
+        return [
+            {"case": "model_on_second_gpu", "placement": "as_written", "devices": 2, "device_path": S.ONE_GPU,
+             "original": {"status": "not reproduced", "detail": "ran without error under the placement"},
+             "fixed": {"status": "ok", "outputs": [{"shape": [4, 6, 8], "device": "cpu", "dtype": "float32"}]},
+             "equivalence": {"status": "equal", "detail": "1 output tensor bitwise equal"},
+             "reached": {str(path.relative_to(ROOT)): list(range(1, 60))}},
+        ]
+
+    monkeypatch.setattr(S, "_supervise", one_gpu_machine)
+    [r] = verify_jobs([_job(path)], simulate=False, timeout=120)
+    assert passes == [(False, []), (True, [])]
+    assert r["verdict"] == "confirmed", r["why"]
+    assert r["device_path"] == "simulated (1 real GPU: this case needs 2)"
+    assert re.search(MISMATCH, r["original"]["error"]["message"])
+    assert "the CPU stands for cuda:1" in r["why"] and r["why"].endswith("the verdict is the simulated path's)")
+    # only a clean run of a case that wants more devices than cuda:0 + cpu
+    row = {"device_path": S.ONE_GPU, "devices": 2, "original": {"status": "not reproduced"}}
+    assert S._needs_a_second_gpu(row)
+    assert not S._needs_a_second_gpu(dict(row, devices=1))
+    assert not S._needs_a_second_gpu(dict(row, original={"status": "reproduced"}))
+    assert not S._needs_a_second_gpu(dict(row, device_path="real (2x NVIDIA H200)"))
+    assert not S._needs_a_second_gpu(dict(row, device_path=SIMULATED_2))
 
 
 def test_one_gpu_gather_refuses_cpu_outputs_only_from_the_gpu_replica():

@@ -478,6 +478,56 @@ def test_a_fix_that_changes_the_training_is_caught(tmp_path, edit):
     assert re.match(r"rank [01]: outputs differ \(max abs diff", r["equivalence"]["detail"])
 
 
+#: a training step that asks torch.cuda what scripts ask it (seen on an
+#: H200, torch 2.11: optimizer.step() asks is_current_stream_capturing())
+CUDA_CALLS = (
+    "        optimizer.step()\n",
+    "        optimizer.step()\n"
+    "        assert not torch.cuda.is_current_stream_capturing()\n"
+    "        torch.cuda.synchronize()\n"
+    "        torch.cuda.set_rng_state(torch.cuda.get_rng_state())\n"
+    "        torch.cuda.reset_peak_memory_stats()\n"
+    "        assert torch.cuda.memory_allocated() == 0\n"
+    "        torch.cuda.current_stream().synchronize()\n",
+)
+
+
+def test_the_cuda_calls_of_a_training_step_run_on_every_path_of_a_rank(tmp_path):
+    # under the placement (fake cuda:<rank>) and in step 3, where the CPU
+    # stands for each rank's GPU and is_available() still says True: none
+    # of these may reach the driver (a CUDA build without a GPU: "no
+    # CUDA-capable device is detected"; a CPU build: "Torch not compiled
+    # with CUDA enabled")
+    original = _variant(tmp_path, "original.py", CUDA_CALLS)
+    fixed = _variant(tmp_path, "fixed.py", CUDA_CALLS, RANK_DEVICE)
+    r = _run("two_steps", original=original, fixed=fixed)
+    assert r["original"]["error"]["replica"] == "rank 1 of 2"
+    assert r["fixed"]["status"] == "ok", r["fixed"]
+    assert r["equivalence"]["status"] == "equal", r["equivalence"]
+
+
+def test_no_forked_ranks_once_autograd_would_refuse_them(monkeypatch):
+    # Seen on a CUDA build (2026-12-04): the simulated path makes CUDA's
+    # device guard a no-op, which counts one CUDA device, so the worker's
+    # first backward() started autograd's device threads; a rank forked
+    # after that failed step 3 at loss.backward() with "Unable to handle
+    # autograd's threading in combination with fork-based multiprocessing"
+    from devlint.harness import ddp
+    from devlint.harness import env as E
+
+    monkeypatch.setattr(ddp, "can_fork", lambda: True)
+    monkeypatch.setattr(E, "fork_breaks_autograd", lambda: False)
+    assert ddp.fork_ranks(0) and not ddp.fork_ranks(1)
+    monkeypatch.setattr(E, "fork_breaks_autograd", lambda: True)
+    assert not ddp.fork_ranks(0)
+    started = []
+    real_launch = ddp.launch
+    monkeypatch.setattr(ddp, "launch", lambda *a, **k: started.append(a[0]) or real_launch(*a, **k))
+    r = _run("device_ids_zero")
+    assert started and all(cmd[1:3] == ["-m", "devlint.harness.ddp"] for cmd in started)
+    assert r["original"]["error"]["replica"] == "rank 1 of 2"
+
+
 def test_ranks_started_as_fresh_interpreters(monkeypatch):
     """The path real GPUs take (a process that used CUDA cannot fork one
     that does): ``python -m devlint.harness.ddp SPEC`` per rank."""

@@ -16,7 +16,8 @@ Two halves:
 The ranks are forked from the worker (it has imported torch; a group starts
 in milliseconds) where no GPU is visible, and started as
 ``python -m devlint.harness.ddp SPEC`` elsewhere (a process that used CUDA
-cannot fork one that does).
+cannot fork one that does) and where a forked rank could not run
+``backward()`` (:func:`fork_ranks`).
 """
 
 from __future__ import annotations
@@ -447,6 +448,17 @@ def _warm(world: int) -> None:
     E.Environment(E.make_plan(world, simulate=True))
 
 
+def fork_ranks(gpus: int) -> bool:
+    """Whether the ranks are forked from this process (milliseconds) rather
+    than started as fresh interpreters (seconds): not where a GPU is visible
+    (a process that may have used CUDA cannot fork one that does), and not
+    where a forked rank's ``backward()`` would be refused
+    (:func:`env.fork_breaks_autograd`)."""
+    from devlint.harness import env as E
+
+    return gpus == 0 and can_fork() and not E.fork_breaks_autograd()
+
+
 def run_case(job: dict, name: str, meta: dict, timeout: float) -> dict:
     """The worker's run of a ``ddp`` case: the three steps over two groups,
     within ``timeout`` seconds, merged into one result."""
@@ -455,9 +467,7 @@ def run_case(job: dict, name: str, meta: dict, timeout: float) -> dict:
     world = meta["devices"]
     gpus = 0 if job.get("simulate") else E.real_gpu_count()
     real = gpus >= world
-    # a process that may have used CUDA (a GPU is visible) cannot fork one
-    # that does: fresh interpreters there, forks on a machine without GPU
-    fork = not real and gpus == 0 and can_fork()
+    fork = fork_ranks(gpus)
     if fork:
         _warm(world)
     result: Dict[str, Any] = {"case": name, "placement": "ddp", "devices": world, "device_path": path_label(world, real)}

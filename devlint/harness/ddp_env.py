@@ -562,8 +562,6 @@ def rank_environment(ctx: Rank, env: E.Environment) -> Iterator[Rank]:
 
         patch(torch.Tensor, "backward", backward)
         patch(torch.autograd, "backward", lambda tensors, *a, **k: _reducer_check(ctx))
-        if hasattr(torch.cuda, "is_current_stream_capturing"):  # optimizers ask before a step
-            patch(torch.cuda, "is_current_stream_capturing", lambda: False)
     elif ctx.nccl:
         wrapper = type("DistributedDataParallel", (RecordedDistributedDataParallel,), {"_devlint_rank": ctx})
     else:

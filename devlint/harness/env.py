@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -122,6 +123,14 @@ class Environment:
     def simulated(self) -> bool:
         return self.fake_mode is not None
 
+    @property
+    def driverless(self) -> bool:
+        """User code is told CUDA is there (``is_available()``) but no real
+        GPU backs its CUDA devices: the simulated path, and the CPU standing
+        for every GPU (a ``ddp`` case's step 3). ``torch.cuda``'s queries of
+        the driver are answered by the harness there."""
+        return self.simulated or (self.cuda_visible and all(t.type == "cpu" for t in self.plan.targets))
+
     def target(self, index: int) -> torch.device:
         return self.plan.targets[index % self.plan.count]
 
@@ -204,6 +213,51 @@ def _no_mode() -> Iterator[None]:
 
 _DEPTH = 0
 _CURRENT: Optional[Environment] = None
+#: this process made the CUDA device guard a no-op (see :func:`environment`)
+_GUARD_SET = False
+#: whether a forked child of this process could not run backward() (None: not asked yet)
+_FORK_REFUSED: Optional[bool] = None
+
+
+def _start_autograd() -> None:
+    """A first ``backward()`` in this process, before the CUDA device guard
+    becomes a no-op. Autograd's engine counts the devices of every guard
+    once, at its first backward, and starts a thread per device beside the
+    CPU; a process with such threads marks its forked children, where
+    ``backward()`` is then refused ("Unable to handle autograd's threading
+    in combination with fork-based multiprocessing"). The no-op guard counts
+    one CUDA device; the real one, with no GPU visible, none."""
+    with _no_mode(), torch.enable_grad():
+        torch.ones(1, requires_grad=True).sum().backward()
+
+
+def fork_breaks_autograd() -> bool:
+    """A process forked from this one could not run ``backward()`` (seen on
+    a CUDA build, 2026-12-04, before :func:`_start_autograd`: a ddp case's
+    ranks, forked from the worker, failed step 3 at ``loss.backward()``).
+    Asked once, by a forked child, and only where the guard was made a
+    no-op (a CUDA build's simulated path); a CPU build never sets it."""
+    global _FORK_REFUSED
+    if not _GUARD_SET:
+        return False
+    if _FORK_REFUSED is None:
+        _FORK_REFUSED = not _backward_survives_fork()
+    return _FORK_REFUSED
+
+
+def _backward_survives_fork() -> bool:
+    with _no_mode(), torch.enable_grad():
+        torch.ones(1, requires_grad=True).sum().backward()  # the worker's own autograd, as cases use it
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            code = 1
+            try:
+                torch.ones(1, requires_grad=True).sum().backward()
+                code = 0
+            finally:
+                os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
 
 
 def current_environment() -> Environment:
@@ -234,6 +288,10 @@ class _DeviceMap(TorchFunctionMode):
                 self._fake_if_needed(self_tensor, target), target or torch.device("cpu"),
                 non_blocking=bool(kwargs.get("non_blocking", False)),
             )
+        if name == "pin_memory" and self_tensor is not None and env.driverless and _is_tensor_method(func):
+            # page-locked memory is the driver's; without a GPU behind the
+            # CUDA devices, a tensor's own memory serves as well
+            return self_tensor
         if name in ("__getitem__", "__setitem__") and env.is_fake(self_tensor) and self_tensor.device.type == "cuda":
             return _fake_cuda_indexing(func, name, self_tensor, args[1], args[2:], kwargs)
         if env.simulated:
@@ -347,13 +405,28 @@ class NoFakeKernelError(RuntimeError):
 
 def _needs_cpu_twins(exc: BaseException) -> bool:
     """The op failed because the simulation cannot follow fake CUDA tensors:
-    a binding that sets a CUDA device guard on a CPU-only build, or an op
+    a binding that sets a CUDA device guard on a CPU-only build, an op
     without a fake kernel whose fallback would allocate real CUDA memory
-    (``nn.GRU``)."""
+    (``nn.GRU``), or (CUDA build) an op that reached the real driver."""
     if isinstance(exc, NoFakeKernelError):
         return True
     text = str(exc)
-    return "not linked with support for cuda" in text or "from the 'CUDA' backend" in text
+    return "not linked with support for cuda" in text or "from the 'CUDA' backend" in text or any(
+        message in text for message in _NO_DRIVER
+    )
+
+
+#: what a CUDA build says when an op reaches the real driver without a
+#: usable GPU: a composite op (``F.one_hot``, ``F.embedding_bag``'s offsets)
+#: makes a CUDA tensor with a factory that has no fake argument, outside the
+#: fake mode, so the real CUDA backend initialises (on a CPU build the same
+#: factory says "not linked with support for cuda")
+_NO_DRIVER = (
+    "Found no NVIDIA driver",
+    "No CUDA GPUs are available",
+    "no CUDA-capable device is detected",
+    "CUDA driver version is insufficient",
+)
 
 
 _RNN_OPS = ("gru", "lstm", "rnn_tanh", "rnn_relu")
@@ -458,7 +531,12 @@ def environment(env: Environment) -> Iterator[Environment]:
         torch.cuda.init()
         # cuDNN's first use checks the capability of every counted device too
         torch.backends.cudnn.version()
-    if env.plan.kind == REAL and visible and any(t.type == "cpu" for t in env.plan.targets):
+    if (
+        env.plan.kind == REAL
+        and visible
+        and any(t.type == "cpu" for t in env.plan.targets)
+        and any(t.type == "cuda" for t in env.plan.targets)
+    ):
         real_properties = torch.cuda.get_device_properties
 
         def properties(device=None):
@@ -501,8 +579,11 @@ def environment(env: Environment) -> Iterator[Environment]:
             # __enter__ does when torch.cuda.is_available() is False, which
             # here it reads patched to True). The C++ side keeps a visible
             # GPU's guard; the change lasts for the process (no undo exists)
-            torch._C._ensureCUDADeviceGuardSet()
-        patch(torch.cuda, "_lazy_init", lambda: None)
+            global _GUARD_SET
+            if not _GUARD_SET:
+                _start_autograd()  # first: see fork_breaks_autograd
+                torch._C._ensureCUDADeviceGuardSet()
+                _GUARD_SET = True
         from torch._subclasses import fake_tensor as fake_module
 
         real_fallback = getattr(fake_module, "run_fallback_kernel", None)
@@ -525,22 +606,6 @@ def environment(env: Environment) -> Iterator[Environment]:
             # device when CUDA is (or, patched, looks) available: on a machine
             # with fewer real GPUs than simulated ones that is a real error
             patch(fake_module, "init_gpu_context", lambda device: None)
-        patch(torch.cuda, "synchronize", lambda *a, **k: None)
-        patch(torch.cuda, "get_device_name", lambda *a, **k: SimulatedDeviceProperties.name)
-        # torch.cuda.get_device_properties/_capability read the driver (a NameError
-        # on `_get_device_properties` once _lazy_init is a no-op)
-        patch(torch.cuda, "get_device_properties", lambda device=None: SimulatedDeviceProperties(_checked_index(device, env)))
-        patch(torch.cuda, "get_device_capability", lambda device=None: SimulatedDeviceProperties(_checked_index(device, env)).capability)
-        # torch.cuda.device(i) / device_of(t): swap the current device (real: cudaSetDevice)
-        patch(torch.cuda, "_exchange_device", lambda d: _exchange(env, d))
-        patch(torch.cuda, "_maybe_exchange_device", lambda d: _exchange(env, d))
-        # streams: real ones are created and queried through the driver; work
-        # on fake tensors is never queued, so a simulated stream is always done
-        patch(torch.cuda, "Stream", SimulatedStream)
-        patch(torch.cuda, "current_stream", lambda device=None: env.streams.get(_checked_index(device, env)) or SimulatedStream.default(device))
-        patch(torch.cuda, "default_stream", SimulatedStream.default)
-        patch(torch.cuda, "set_stream", lambda stream: _set_stream(env, stream))
-        patch(torch.cuda, "Event", SimulatedEvent)
         from torch.backends import cudnn as cudnn_module
 
         # cuDNN's checks (RNN flatten_parameters, the C++ RNN and convolution
@@ -567,6 +632,8 @@ def environment(env: Environment) -> Iterator[Environment]:
 
         patch(nn.Module, "to", module_to)
         patch(nn.Module, "cuda", module_cuda)
+    if env.driverless:
+        _stand_in_for_the_driver(env, patch)
     if env.cuda_visible and not env.plan.real_data_parallel:
         from torch.nn import parallel as parallel_package
         from torch.nn.parallel import data_parallel as dp_module
@@ -588,6 +655,119 @@ def environment(env: Environment) -> Iterator[Environment]:
                 delattr(owner, name)
             else:
                 setattr(owner, name, value)
+
+
+def _stand_in_for_the_driver(env: Environment, patch: Callable[[Any, str, Any], None]) -> None:
+    """Answer what ``torch.cuda`` would ask the driver, where user code sees
+    CUDA devices that no real GPU backs (``env.driverless``). On a CUDA
+    build each of these reaches the real driver once ``is_available()``
+    says True ("no CUDA-capable device is detected", "Found no NVIDIA
+    driver"); on a CPU build, a stub that raises. Seen on an H200
+    (2026-12-04, torch 2.11): ``optimizer.step()`` asks
+    ``torch.cuda.is_current_stream_capturing()`` when CUDA is built and
+    available, in the CPU run of a ddp case's step 3."""
+    # lazy initialisation would load the driver; nothing here needs it
+    patch(torch.cuda, "_lazy_init", lambda: None)
+    # optimizers' graph-capture check before a step (torch 2.11), and
+    # BatchNorm's (nn.modules._functions): no graph is ever captured here
+    patch(torch.cuda, "is_current_stream_capturing", lambda: False)
+
+    def on_device(device: Any = None, *rest: Any) -> None:
+        """Nothing to do on any device, once ``device`` is one the plan has."""
+        _checked_index(device, env)
+
+    patch(torch.cuda, "synchronize", on_device)
+    patch(torch.cuda, "get_device_name", lambda device=None: SimulatedDeviceProperties(_checked_index(device, env)).name)
+    # torch.cuda.get_device_properties/_capability read the driver (a NameError
+    # on `_get_device_properties` once _lazy_init is a no-op)
+    patch(torch.cuda, "get_device_properties", lambda device=None: SimulatedDeviceProperties(_checked_index(device, env)))
+    patch(torch.cuda, "get_device_capability", lambda device=None: SimulatedDeviceProperties(_checked_index(device, env)).capability)
+    # autocast(dtype=torch.bfloat16) asks it; the simulated device is an
+    # Ampere-class GPU (capability 8.0), which has bf16
+    patch(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)
+    # torch.cuda.device(i) / device_of(t): swap the current device (real: cudaSetDevice)
+    patch(torch.cuda, "_exchange_device", lambda d: _exchange(env, d))
+    patch(torch.cuda, "_maybe_exchange_device", lambda d: _exchange(env, d))
+    # streams: real ones are created and queried through the driver; no work
+    # is ever queued on a device without a GPU, so every stream is done
+    patch(torch.cuda, "Stream", SimulatedStream)
+    patch(torch.cuda, "current_stream", lambda device=None: env.streams.get(_checked_index(device, env)) or SimulatedStream.default(device))
+    patch(torch.cuda, "default_stream", SimulatedStream.default)
+    patch(torch.cuda, "set_stream", lambda stream: _set_stream(env, stream))
+    patch(torch.cuda, "Event", SimulatedEvent)
+    # the random number generator of each device: a CPU generator per
+    # device (get_rng_state would index torch.cuda.default_generators, empty
+    # without a GPU); torch.manual_seed seeds them through manual_seed_all
+    rng = SimulatedGenerators(env)
+    for name in ("get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all",
+                 "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed"):
+        patch(torch.cuda, name, getattr(rng, name))
+    # memory: the counters already read 0 before CUDA is initialised;
+    # these call the allocator or cudart directly
+
+    def mem_get_info(device: Any = None) -> tuple:
+        """(free, total): the whole memory is free (nothing is allocated)."""
+        total = SimulatedDeviceProperties(_checked_index(device, env)).total_memory
+        return total, total
+
+    patch(torch.cuda, "mem_get_info", mem_get_info)
+    for name in ("reset_peak_memory_stats", "reset_accumulated_memory_stats", "reset_max_memory_allocated", "reset_max_memory_cached"):
+        if hasattr(torch.cuda, name):
+            patch(torch.cuda, name, on_device)
+    patch(torch.cuda, "set_per_process_memory_fraction", lambda fraction, device=None: on_device(device))
+
+
+class SimulatedGenerators:
+    """``torch.cuda``'s random-state functions over one CPU generator per
+    logical device: states are saved and restored (``fork_rng``, activation
+    checkpointing, resuming a run), seeds are kept; the numbers a CUDA
+    generator would draw are not reproduced (nothing is drawn on a device
+    without a GPU: fake tensors have no values, and step 3 runs on the CPU)."""
+
+    def __init__(self, env: Environment) -> None:
+        self.env = env
+        self.generators: Dict[int, torch.Generator] = {}
+
+    def _generator(self, device: Any = None) -> torch.Generator:
+        if isinstance(device, str) and device == "cuda":
+            device = None
+        index = _checked_index(device, self.env)
+        if index not in self.generators:
+            self.generators[index] = torch.Generator()
+            self.generators[index].manual_seed(torch.initial_seed())
+        return self.generators[index]
+
+    def get_rng_state(self, device: Any = "cuda") -> torch.Tensor:
+        return self._generator(device).get_state()
+
+    def get_rng_state_all(self) -> List[torch.Tensor]:
+        return [self.get_rng_state(i) for i in range(self.env.plan.count)]
+
+    def set_rng_state(self, new_state: torch.Tensor, device: Any = "cuda") -> None:
+        with _no_mode():
+            self._generator(device).set_state(new_state.clone())
+
+    def set_rng_state_all(self, new_states: Any) -> None:
+        for i, state in enumerate(new_states):
+            self.set_rng_state(state, i)
+
+    def manual_seed(self, seed: int) -> None:
+        self._generator().manual_seed(int(seed))
+
+    def manual_seed_all(self, seed: int) -> None:
+        for i in range(self.env.plan.count):
+            self._generator(i).manual_seed(int(seed))
+
+    def seed(self) -> None:
+        self._generator().seed()
+
+    def seed_all(self) -> None:
+        seed = self._generator(0).seed()
+        for i in range(1, self.env.plan.count):
+            self._generator(i).manual_seed(seed)
+
+    def initial_seed(self) -> int:
+        return self._generator().initial_seed()
 
 
 _MISSING = object()
@@ -711,7 +891,8 @@ _stream_ids = itertools.count(1)
 
 class SimulatedEvent:
     """``torch.cuda.Event`` on a simulated device: recorded on a stream that
-    never has work, so it is always complete. It has no timings to read."""
+    never has work, so it is always complete, and no time passes between
+    two events."""
 
     def __init__(self, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> None:
         self.device: Optional[torch.device] = None
@@ -729,6 +910,12 @@ class SimulatedEvent:
 
     def synchronize(self) -> None:
         pass
+
+    def elapsed_time(self, end_event: "SimulatedEvent") -> float:
+        """Milliseconds between two events: none, no work ran between them."""
+        if self.device is None or end_event.device is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return 0.0
 
 
 def _index(value: Any, env: Environment) -> int:

@@ -238,6 +238,8 @@ def verify_jobs(
         n = max(1, min(workers, len(jobs)))
         with ThreadPoolExecutor(max_workers=n) as pool:
             list(pool.map(serve, range(n)))
+        if not simulate:
+            _simulate_what_one_gpu_cannot_show(jobs, per_file, tmp, timeout, workers)
     results = []
     for i, job in enumerate(jobs):
         for r in per_file.get(i, []):
@@ -247,8 +249,75 @@ def verify_jobs(
             if "original" in r:
                 r["findings"] = findings
             r["verdict"], r["why"] = judge(r, findings)
+            if "one_gpu" in r:
+                r["why"] += f" ({r['one_gpu']})"
             results.append(r)
     return results
+
+
+#: the device path of a machine with one GPU (env.make_plan): cuda:0, and
+#: the CPU standing for every further device
+ONE_GPU = "real (cuda:0 + cpu)"
+
+
+def _needs_a_second_gpu(r: dict) -> bool:
+    """The case ran clean on the one-GPU path although it wants two or more
+    devices: the CPU standing for cuda:1 cannot show a bug that needs a
+    second GPU (code that tests `x.is_cuda` sees False there)."""
+    return (
+        r.get("device_path") == ONE_GPU
+        and isinstance(r.get("devices"), int)
+        and r["devices"] > 1
+        and r.get("original", {}).get("status") == "not reproduced"
+    )
+
+
+def _simulate_what_one_gpu_cannot_show(
+    jobs: Sequence[FileJob], per_file: Dict[int, List[dict]], tmp: str, timeout: float, workers: int
+) -> None:
+    """Run again, on the simulated path, each case that ran clean on
+    ``cuda:0 + cpu`` and wants more devices than that machine has GPUs; its
+    result is the simulated run's, and says so (``device_path``,
+    ``one_gpu``). Seen on an H200: DL002's "cuda" if x.is_cuda else "cpu"
+    picks the CPU on the CPU that stands for cuda:1, and came out "finding
+    not reproduced", a false alarm on a machine that cannot show the bug."""
+    again = {i: [r["case"] for r in rows if _needs_a_second_gpu(r)] for i, rows in per_file.items()}
+    again = {i: names for i, names in again.items() if names}
+    if not again:
+        return
+    pending: "queue.Queue[int]" = queue.Queue()
+    for i in sorted(again):
+        pending.put(i)
+    rerun: Dict[int, List[dict]] = {}
+
+    def serve(k: int) -> None:
+        child = _Child(os.path.join(tmp, f"simulated-worker-{k}"), True)
+        try:
+            while True:
+                try:
+                    i = pending.get_nowait()
+                except queue.Empty:
+                    return
+                others = [r["case"] for r in per_file[i] if r["case"] not in again[i]]
+                rerun[i] = _supervise(jobs[i], os.path.join(tmp, f"simulated-{i}"), True, timeout, child, skip=others)
+        finally:
+            child.close()
+
+    n = max(1, min(workers, len(again)))
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        list(pool.map(serve, range(n)))
+    for i, rows in rerun.items():
+        by_name = {r["case"]: r for r in rows}
+        for k, r in enumerate(per_file[i]):
+            new = by_name.get(r["case"])
+            if new is None or r["case"] not in again[i]:
+                continue
+            new["device_path"] = f"simulated (1 real GPU: this case needs {r['devices']})"
+            new["one_gpu"] = (
+                f"on {ONE_GPU} the original ran without error, where the CPU stands for cuda:1 and cannot show "
+                f"a bug that needs a second GPU; the verdict is the simulated path's"
+            )
+            per_file[i][k] = new
 
 
 def _write(folder: str, name: str, text: str) -> str:
@@ -282,7 +351,10 @@ def _tail(path: str, lines: int = 6) -> str:
     return "\n".join(kept)
 
 
-def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child: "_Child") -> List[dict]:
+def _supervise(
+    job: FileJob, folder: str, simulate: bool, timeout: float, child: "_Child", skip: Sequence[str] = ()
+) -> List[dict]:
+    """Run the job's cases (but those in ``skip``) in ``child``; one row per case run."""
     name = os.path.basename(job.path) or "case.py"
     project = None
     if job.project_files:
@@ -299,7 +371,7 @@ def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child:
         "project": project,
         "simulate": simulate,
         "same": job.unchanged,
-        "skip": [],
+        "skip": list(skip),
         "timeout": timeout,
     }
     order: Optional[List[dict]] = None
@@ -313,13 +385,15 @@ def _supervise(job: FileJob, folder: str, simulate: bool, timeout: float, child:
         current = outcome.get("current")
         if current is not None:  # the child died or hung inside this case
             done[current] = {"case": current, outcome["kind"]: outcome["detail"]}
-        payload["skip"] = list(done)
-        if outcome.get("finished") or (order is not None and all(m["name"] in done for m in order)):
+        payload["skip"] = list(done) + list(skip)
+        if outcome.get("finished") or (order is not None and all(m["name"] in done or m["name"] in skip for m in order)):
             break
         if current is None and outcome.get("kind"):  # died before reaching a case
             return [{"case": "-", "file_error": outcome["detail"]}]
     rows = []
     for meta in order or []:
+        if meta["name"] in skip:
+            continue
         r = done.get(meta["name"], {"case": meta["name"], "harness_error": "no result"})
         r.setdefault("placement", meta.get("placement", "-"))
         r.setdefault("devices", meta.get("devices", "-"))
