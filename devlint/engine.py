@@ -154,11 +154,13 @@ def _scan_filter(text: str, rules: List[Type[Rule]], project=None, keep: Optiona
         keep.append(summary)  # the project summary reuses it
     if project is not None:
         summary.project_names = project.index.project_names(summary.imports, project.module, project.is_package)
-        summary.cpu_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "returns")
-        summary.parameter_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "first_parameter")
-        summary.wrap_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "wraps")
-        summary.loader_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "loader")
-        summary.load_helpers = project.index.helpers(summary.imports, project.module, project.is_package, "loads")
+        found = project.index.helpers_by_key(summary.imports, project.module, project.is_package,
+                                             ("returns", "first_parameter", "wraps", "loader", "loads"))
+        summary.cpu_helpers = found["returns"]
+        summary.parameter_helpers = found["first_parameter"]
+        summary.wrap_helpers = found["wraps"]
+        summary.loader_helpers = found["loader"]
+        summary.load_helpers = found["loads"]
         summary.parameter_properties = project.index.parameter_properties(summary.imports, project.module, project.is_package)
         summary.record_classes |= project.index.record_classes(summary.imports, project.module, project.is_package)
     out = []

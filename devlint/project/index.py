@@ -218,7 +218,14 @@ class ProjectIndex:
         the CPU; ``first_parameter``; ``wraps``): ``create_grid`` for ``from
         utils import create_grid``, ``U.create_grid`` for ``import pkg.utils
         as U``."""
-        out: Set[str] = set()
+        return self.helpers_by_key(imports, importer, is_package, (key,))[key]
+
+    def helpers_by_key(self, imports: Dict[str, List[str]], importer: Optional[str], is_package: bool,
+                       keys: Sequence[str]) -> Dict[str, Set[str]]:
+        """:meth:`helpers` for several keys in one pass over the imports
+        (each resolution once, not once per key): key -> names. Consults
+        what the calls of :meth:`helpers` one key at a time would."""
+        out: Dict[str, Set[str]] = {k: set() for k in keys}
         pkg = script_package(importer)
         for local, targets in imports.items():
             for t in targets:
@@ -226,20 +233,28 @@ class ProjectIndex:
                 if not t or t.startswith("torch"):
                     continue
                 found = self.function(t, importer)
-                if found is not None and key in found[1]:
-                    out.add(local)
+                if found is not None:
+                    for k in keys:
+                        if k in found[1]:
+                            out[k].add(local)
                 for mod in (t, f"{pkg}.{t}" if pkg else ""):
                     for name, record in self.summaries.get(mod, {}).get("functions", {}).items():
-                        if key in record:
+                        hit = False
+                        for k in keys:
+                            if k in record:
+                                hit = True
+                                out[k].add(f"{local}.{name}")
+                        if hit:
                             self._consult(mod)
-                            out.add(f"{local}.{name}")
                     # a package that relays its modules' functions
                     # (``from pkg import geometry``; ``geometry.random_angles``
                     # defined in ``pkg/geometry/rotations.py``)
                     for name in self._relayed_names(mod):
                         found = self.function(f"{mod}.{name}", importer)
-                        if found is not None and key in found[1]:
-                            out.add(f"{local}.{name}")
+                        if found is not None:
+                            for k in keys:
+                                if k in found[1]:
+                                    out[k].add(f"{local}.{name}")
         return out
 
     def _relayed_names(self, mod: str, seen: Optional[Set[str]] = None) -> Set[str]:

@@ -293,7 +293,13 @@ def function_summaries(store: Any, exports: Sequence[str], text: str, scan: Any 
         loaders = store[Training].scopes
     wraps = kinds is None or any("wraps" in k for k in kinds.values())
     helpers = store[Scripts].wrap_helpers if wraps else {}
-    scripts = store[Scripts] if kinds is None or any("unwraps" in k for k in kinds.values()) else None
+    # a function returns a parameter's ``.module`` only through a ``.module``
+    # read in it or a ``getattr(m, "module", m)``: without either, no
+    # ``unwraps_params`` (the script facts' whole walk is not needed)
+    unwraps = kinds is None or any(
+        "unwraps" in k and (fn in scan.module_readers or "module" in scan.strings) for fn, k in kinds.items()
+    )
+    scripts = store[Scripts] if unwraps else None
     lines: Dict[str, int] = {}
     for m in _DEF_LINE.finditer(text):
         lines.setdefault(m.group(1), text.count("\n", 0, m.start()) + 1)
