@@ -15,7 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from devlint.engine import fix_source
 from devlint.harness.distributed import describe_exit as _describe_exit
@@ -217,27 +217,13 @@ def verify_jobs(
     ``workers`` child processes run at once; each runs files one after the
     other (importing torch once), and is replaced when a case crashes it or
     overruns ``timeout``."""
-    pending: "queue.Queue[int]" = queue.Queue()
-    for i in range(len(jobs)):
-        pending.put(i)
     per_file: Dict[int, List[dict]] = {}
     with tempfile.TemporaryDirectory(prefix="devlint-verify-") as tmp:
 
-        def serve(k: int) -> None:
-            child = _Child(os.path.join(tmp, f"worker-{k}"), simulate)
-            try:
-                while True:
-                    try:
-                        i = pending.get_nowait()
-                    except queue.Empty:
-                        return
-                    per_file[i] = _supervise(jobs[i], os.path.join(tmp, str(i)), simulate, timeout, child)
-            finally:
-                child.close()
+        def run(i: int, child: "_Child") -> None:
+            per_file[i] = _supervise(jobs[i], os.path.join(tmp, str(i)), simulate, timeout, child)
 
-        n = max(1, min(workers, len(jobs)))
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            list(pool.map(serve, range(n)))
+        _drain(list(range(len(jobs))), workers, os.path.join(tmp, "worker"), simulate, run)
         if not simulate:
             _simulate_what_one_gpu_cannot_show(jobs, per_file, tmp, timeout, workers)
     results = []
@@ -272,6 +258,31 @@ def _needs_a_second_gpu(r: dict) -> bool:
     )
 
 
+def _drain(indices: Sequence[int], workers: int, child_dir: str, simulate: bool, run: Callable[[int, "_Child"], None]) -> None:
+    """``run(i, child)`` for every index, on at most ``workers`` threads,
+    each with one child process of its own (``child_dir-<k>``), reused for
+    the files it takes."""
+    pending: "queue.Queue[int]" = queue.Queue()
+    for i in indices:
+        pending.put(i)
+
+    def serve(k: int) -> None:
+        child = _Child(f"{child_dir}-{k}", simulate)
+        try:
+            while True:
+                try:
+                    i = pending.get_nowait()
+                except queue.Empty:
+                    return
+                run(i, child)
+        finally:
+            child.close()
+
+    n = max(1, min(workers, len(indices)))
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        list(pool.map(serve, range(n)))
+
+
 def _simulate_what_one_gpu_cannot_show(
     jobs: Sequence[FileJob], per_file: Dict[int, List[dict]], tmp: str, timeout: float, workers: int
 ) -> None:
@@ -285,27 +296,13 @@ def _simulate_what_one_gpu_cannot_show(
     again = {i: names for i, names in again.items() if names}
     if not again:
         return
-    pending: "queue.Queue[int]" = queue.Queue()
-    for i in sorted(again):
-        pending.put(i)
     rerun: Dict[int, List[dict]] = {}
 
-    def serve(k: int) -> None:
-        child = _Child(os.path.join(tmp, f"simulated-worker-{k}"), True)
-        try:
-            while True:
-                try:
-                    i = pending.get_nowait()
-                except queue.Empty:
-                    return
-                others = [r["case"] for r in per_file[i] if r["case"] not in again[i]]
-                rerun[i] = _supervise(jobs[i], os.path.join(tmp, f"simulated-{i}"), True, timeout, child, skip=others)
-        finally:
-            child.close()
+    def run(i: int, child: "_Child") -> None:
+        others = [r["case"] for r in per_file[i] if r["case"] not in again[i]]
+        rerun[i] = _supervise(jobs[i], os.path.join(tmp, f"simulated-{i}"), True, timeout, child, skip=others)
 
-    n = max(1, min(workers, len(again)))
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        list(pool.map(serve, range(n)))
+    _drain(sorted(again), workers, os.path.join(tmp, "simulated-worker"), True, run)
     for i, rows in rerun.items():
         by_name = {r["case"]: r for r in rows}
         for k, r in enumerate(per_file[i]):
