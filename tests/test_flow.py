@@ -295,7 +295,10 @@ def test_a_write_takes_its_indices_to_the_written_tensor_but_a_read_does_not():
         out[idx] = x
         row = torch.zeros(10)
         row[0] = x  # a copy_: crosses devices
-        return hits, sums, out, row
+        rows = torch.zeros(4, 10)
+        for i in torch.arange(4):
+            rows[i] = x  # a 0-dim index: PyTorch selects, then copies
+        return hits, sums, out, row, rows
     """
     assert sorted(m[1:] for m in meetings(src)) == [(5, 6, "index"), (7, 8, "index")]
 

@@ -1911,9 +1911,11 @@ class _Interpreter:
         if isinstance(target, cst.Subscript):
             base = self._expr(target.value, env)
             idx = [self._index_value(e, env) for e in target.slice]
-            # x[0] = v is a copy_, which crosses devices; x[tensor] = v is an
-            # index_put_, whose values must be on x's device (a 0-dim one is moved)
-            advanced = base.kind == TENSOR and any(i.kind == TENSOR for i in idx)
+            # x[0] = v is a copy_, which crosses devices, and so is x[i] = v of
+            # a 0-dim index (``for i in torch.arange(n)``: PyTorch takes
+            # ``i.item()`` and selects); x[tensor] = v is an index_put_, whose
+            # values must be on x's device (a 0-dim one is moved)
+            advanced = base.kind == TENSOR and any(i.kind == TENSOR and not i.scalar for i in idx)
             if advanced and base.device == LOCAL and v.pinned and not v.mixes_anywhere():
                 self._meet_all(v, target, "index", base.anchor or "")  # x[mask] = cpu_values
             elif advanced and base.pinned and not base.mixes_anywhere() and v.kind == TENSOR and v.device == LOCAL and not v.scalar:
