@@ -720,3 +720,35 @@ def test_an_output_class_of_another_module_lends_its_tensor_fields(tmp_path, mon
     assert not scan.may_hold_local_tensors()  # alone the scan sees no tensor here
     scan.record_classes = {"DetectionOutput"}
     assert scan.may_hold_local_tensors() and scan.may_hold_local_tensors_in(None, "rescale")
+
+
+def test_an_import_for_annotations_orders_the_files_where_it_closes_no_cycle(tmp_path, monkeypatch):
+    """``if TYPE_CHECKING: from .outputs import DetectionOutput``: the
+    importer is checked after ``outputs.py`` (whose summary then lends the
+    class's tensor fields); an annotation-only import whose target already
+    waits for the importer is left out (it would close a cycle), and of two
+    such imports between the same modules only the first is taken."""
+    from devlint.project.plan import _after_typing_imports
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "det").mkdir()
+    (tmp_path / "det" / "__init__.py").write_text("")
+    (tmp_path / "det" / "outputs.py").write_text(
+        "from dataclasses import dataclass\nfrom typing import Optional\n\nimport torch\n\n\n"
+        "@dataclass\nclass DetectionOutput:\n    boxes: Optional[torch.FloatTensor] = None\n"
+    )
+    (tmp_path / "det" / "post.py").write_text(
+        "from typing import TYPE_CHECKING\n\nimport torch\n\nif TYPE_CHECKING:\n    from .outputs import DetectionOutput\n\n\n"
+        "def rescale(outputs: \"DetectionOutput\", h: int, w: int):\n"
+        "    scale = torch.tensor([w, h, w, h])\n    return outputs.boxes * scale\n"
+    )
+    files = ["det/__init__.py", "det/outputs.py", "det/post.py"]
+    waves = [set(w) for w in make_plan(files, ["."]).waves]
+    at = {f: next(i for i, w in enumerate(waves) if f in w) for f in files}
+    assert at["det/outputs.py"] < at["det/post.py"]
+    out = _cli_check(tmp_path, ".")
+    assert "det/post.py:10" in out and "meets `outputs.boxes`" in out
+    # a typing import whose target already waits for its source is left out
+    assert _after_typing_imports([["a"], ["b"]], {"b": ["a"]}, {"a": {"b"}}) == [["a"], ["b"]]
+    assert _after_typing_imports([["a", "b"]], {}, {"a": {"b"}}) == [["b"], ["a"]]
+    assert _after_typing_imports([["a", "b"]], {}, {"a": {"b"}, "b": {"a"}}) in ([["b"], ["a"]], [["a"], ["b"]])

@@ -7,7 +7,8 @@ Only imports that run when the module is imported order the files: one
 inside a function (a lazy import) or under ``if TYPE_CHECKING:`` does not,
 or every package that imports its submodules lazily would be one import
 cycle (transformers' would hold 2,480 files); a ``TYPE_CHECKING`` import
-still says what a name of the module is (a re-export). The reader follows
+still says what a name of the module is (a re-export), and the plan orders
+it where that closes no cycle (``plan._after_typing_imports``). The reader follows
 indentation line by line, skipping triple-quoted strings roughly; where it
 errs, an extra edge costs only parallelism and a missed one only delays a
 dependency, so the dependent file sees fewer cross-file facts (never wrong

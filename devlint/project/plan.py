@@ -183,7 +183,22 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
                 if d and d != fp.module and d not in relays:
                     deps.add(d)  # (``import pkg`` of a relay orders nothing)
             edges[fp.module] = sorted(deps)
-    order = waves(sorted(checked), edges)
+    # an import under ``if TYPE_CHECKING:`` (in the aliases, not the
+    # targets) names a class for annotations (``outputs: "DetectionOutput"``):
+    # its module is summarised, and comes first where that closes no cycle
+    weak: Dict[str, Set[str]] = {}
+    for path, fp in plan.files.items():
+        if fp.module is None:
+            continue
+        typed = set(plan.aliases.get(fp.module, {}).values()) - targets.get(path, set())
+        for d, name in imported_names(typed, fp.module, modules) if typed else ():
+            target = plan.files.get(plan.paths[d])
+            if target is None or d == fp.module or d in relays:
+                continue
+            target.summarize = True
+            target.exports.add(name or "*")
+            weak.setdefault(fp.module, set()).add(d)
+    order = _after_typing_imports(waves(sorted(checked), edges), edges, weak)
     plan.waves = [[plan.paths[m] for m in wave] for wave in order]
     rest = [p for p in paths if p not in plan.files or plan.files[p].module is None]
     if rest:
@@ -191,6 +206,49 @@ def make_plan(paths: Sequence[str], roots: Sequence[str],
     if not plan.waves:
         plan.waves = [list(paths)]
     return plan
+
+
+def _after_typing_imports(order: List[List[str]], edges: Dict[str, List[str]], weak: Dict[str, Set[str]]) -> List[List[str]]:
+    """The waves with each module placed after the modules it imports for
+    annotations only (``weak``), where that closes no cycle: an edge whose
+    target already waits for its source (through the import order or an
+    accepted such edge) is left out. Import cycles stay as they were."""
+    level = {m: i for i, wave in enumerate(order) for m in wave}
+    todo = sorted((a, b) for a, bs in weak.items() for b in bs if a in level and b in level and level[b] >= level[a])
+    if not todo:
+        return order
+    # x waits for y: the import order across waves (inside one wave, a cycle)
+    deps: Dict[str, Set[str]] = {x: {y for y in ys if y in level and level[y] < level[x]} for x, ys in edges.items() if x in level}
+
+    def waits_for(start: str, goal: str) -> bool:
+        seen, stack = {start}, [start]
+        while stack:
+            for y in deps.get(stack.pop(), ()):
+                if y == goal:
+                    return True
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        return False
+
+    for a, b in todo:
+        if not waits_for(b, a):
+            deps.setdefault(a, set()).add(b)
+    placed: Dict[str, int] = {}
+
+    def place(m: str) -> int:
+        found = placed.get(m)
+        if found is None:
+            placed[m] = level[m]  # (acyclic by construction; a guard all the same)
+            found = placed[m] = max([level[m], *(place(y) + 1 for y in deps.get(m, ()))])
+        return found
+
+    for m in sorted(level):
+        place(m)
+    out: List[List[str]] = [[] for _ in range(max(placed.values()) + 1)]
+    for m in sorted(placed):
+        out[placed[m]].append(m)
+    return [w for w in out if w]
 
 
 #: a run follows at most this many imported files it does not check
