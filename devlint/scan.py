@@ -165,8 +165,9 @@ class ScanSummary:
         #: that do (the index knows them): a parameter annotated with one
         #: holds tensors that follow the inputs
         self.record_classes: Set[str] = set()
-        #: class of this file -> the fields its body annotates as tensors (a
-        #: superset of ``ClassFacts.tensor_fields``: any annotation naming a tensor type)
+        #: class of this file -> the fields its body annotates as one tensor
+        #: (``ClassFacts.tensor_fields``, for a summary made from the scan;
+        #: ``record_classes`` is the wider bound: any annotation naming a tensor type)
         self.tensor_fields: Dict[str, List[str]] = {}
         #: in a project run: local names bound to a class or module of the
         #: project (the index knows them; this walk cannot see inside), each
@@ -868,7 +869,8 @@ class _Scanner:
                         s.class_body_names.add(stmt.target.id)
                         if _names_tensor(stmt.annotation):
                             s.record_classes.add(cls)  # logits: Optional[torch.FloatTensor] = None
-                            s.tensor_fields.setdefault(cls, []).append(stmt.target.id)
+                            if _one_tensor(stmt.annotation):  # not hidden_states: Tuple[torch.FloatTensor]
+                                s.tensor_fields.setdefault(cls, []).append(stmt.target.id)
             elif t is Import:
                 self._import(node)
                 continue
@@ -1034,23 +1036,40 @@ def _names_tensor(annotation: ast.AST) -> bool:
     return False
 
 
+def _optional_inner(ann: ast.AST) -> ast.AST:
+    """``T`` for ``Optional[T]``, ``T | None`` and their quoted spellings
+    (as ``syntax.optional_inner`` reads libcst's)."""
+    if type(ann) is ast.Constant and isinstance(ann.value, str):  # type: ignore[attr-defined]
+        try:
+            ann = ast.parse(ann.value.strip(), mode="eval").body  # type: ignore[attr-defined]
+        except SyntaxError:
+            return ann
+    if type(ann) is ast.Subscript and (_dotted(ann.value) or "").rsplit(".", 1)[-1] == "Optional":  # type: ignore[attr-defined]
+        return ann.slice  # type: ignore[attr-defined]
+    if type(ann) is ast.BinOp and type(ann.op) is ast.BitOr:  # type: ignore[attr-defined]
+        for a, b in ((ann.left, ann.right), (ann.right, ann.left)):  # type: ignore[attr-defined]
+            if type(b) is ast.Constant and b.value is None:  # type: ignore[attr-defined]
+                return a
+    return ann
+
+
+def _one_tensor(ann: ast.AST) -> bool:
+    """One tensor, maybe None: ``torch.FloatTensor``, ``Optional[Tensor]``
+    (``syntax.annotates_tensor(..., optional=True)`` on libcst's tree)."""
+    d = _dotted(_optional_inner(ann)) or ""
+    return d.rsplit(".", 1)[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor", "IntTensor") and d.split(".", 1)[0] in ("torch", d)
+
+
 def _annotated_classes(node: ast.AST) -> Set[str]:
     """The names a function's parameters are annotated with, as written or
     in quotes, ``Optional[...]`` taken off (``outputs: "DetectionOutput"``)."""
     out: Set[str] = set()
     args = node.args  # type: ignore[attr-defined]
     for a in (*args.posonlyargs, *args.args, *args.kwonlyargs):
-        ann = a.annotation
-        if ann is None:
-            continue
-        if type(ann) is ast.Constant and isinstance(ann.value, str):
-            out.add(ann.value.strip())
-            continue
-        if type(ann) is ast.Subscript and (_dotted(ann.value) or "").rsplit(".", 1)[-1] == "Optional":
-            ann = ann.slice
-        name = _dotted(ann)
-        if name:
-            out.add(name)
+        if a.annotation is not None:
+            name = _dotted(_optional_inner(a.annotation))
+            if name:
+                out.add(name)
     return out
 
 

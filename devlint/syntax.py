@@ -650,16 +650,43 @@ def bound_parameters(fn: cst.FunctionDef, args: Sequence[cst.Arg], method: bool 
     return out
 
 
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: List[cst.Call] = []
+
+    def visit_Call(self, n: cst.Call) -> None:
+        self.found.append(n)
+
+    def visit_Lambda(self, n: cst.Lambda) -> bool:
+        return False
+
+
+def calls_in(node: cst.CSTNode) -> List[cst.Call]:
+    """Every call under ``node`` in source order, nested functions included,
+    lambdas left out."""
+    finder = _Calls()
+    walk(node, finder)
+    return finder.found
+
+
+def optional_inner(node: cst.BaseExpression) -> cst.BaseExpression:
+    """``T`` for ``Optional[T]`` and for ``T | None`` (either way round);
+    ``node`` itself for any other annotation."""
+    if isinstance(node, cst.Subscript) and (dotted_name(node.value) or "").rsplit(".", 1)[-1] == "Optional" and len(node.slice) == 1:
+        inner = node.slice[0].slice
+        return inner.value if isinstance(inner, cst.Index) else node
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        for a, b in ((node.left, node.right), (node.right, node.left)):
+            if isinstance(b, cst.Name) and b.value == "None":
+                return a
+    return node
+
+
 def annotates_tensor(node: cst.BaseExpression, optional: bool = False) -> bool:
     """``torch.Tensor``, ``Tensor``, ``torch.FloatTensor``: one tensor.
     ``optional``: also ``Optional[torch.FloatTensor]`` and ``Tensor | None``."""
     if optional:
-        if isinstance(node, cst.Subscript) and (dotted_name(node.value) or "").rsplit(".", 1)[-1] == "Optional" and len(node.slice) == 1:
-            inner = node.slice[0].slice
-            return isinstance(inner, cst.Index) and annotates_tensor(inner.value)
-        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-            sides = (node.left, node.right)
-            return any(isinstance(s, cst.Name) and s.value == "None" for s in sides) and any(annotates_tensor(s) for s in sides)
+        node = optional_inner(node)
     d = dotted_name(node) or ""
     return d.rsplit(".", 1)[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor", "IntTensor") and d.split(".", 1)[0] in ("torch", d)
 

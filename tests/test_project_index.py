@@ -695,11 +695,10 @@ def test_a_following_function_given_a_device_is_read_as_any_unknown_call(tmp_pat
     assert [(d.code, d.line) for d in _check(tmp_path)["ssim.py"].diagnostics] == alone
 
 
-def test_an_output_class_of_another_module_lends_its_tensor_fields(tmp_path, monkeypatch):
-    """``outputs: DetectionOutput`` imported from the modeling module, whose
-    body annotates tensors (a module with no nn.Module class of its own
-    still gets a summary for it): the post-processing file passes the
-    pre-filter and its CPU sizes meet ``outputs.boxes``."""
+def _detection_package(tmp_path, monkeypatch, head: str) -> None:
+    """``det/outputs.py`` (an output dataclass of tensor fields) and
+    ``det/post.py``: ``head`` (its imports and the ``def`` line of
+    ``rescale``) then CPU sizes multiplied with ``outputs.boxes``."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "det").mkdir()
     (tmp_path / "det" / "__init__.py").write_text("")
@@ -707,10 +706,19 @@ def test_an_output_class_of_another_module_lends_its_tensor_fields(tmp_path, mon
         "from dataclasses import dataclass\nfrom typing import Optional\n\nimport torch\n\n\n"
         "@dataclass\nclass DetectionOutput:\n    boxes: Optional[torch.FloatTensor] = None\n"
     )
-    (tmp_path / "det" / "post.py").write_text(
+    (tmp_path / "det" / "post.py").write_text(head + "    scale = torch.tensor([w, h, w, h])\n    return outputs.boxes * scale\n")
+
+
+def test_an_output_class_of_another_module_lends_its_tensor_fields(tmp_path, monkeypatch):
+    """``outputs: DetectionOutput`` imported from the modeling module, whose
+    body annotates tensors (a module with no nn.Module class of its own
+    still gets a summary for it): the post-processing file passes the
+    pre-filter and its CPU sizes meet ``outputs.boxes``."""
+    _detection_package(
+        tmp_path,
+        monkeypatch,
         "import torch\n\nfrom .outputs import DetectionOutput\n\n\n"
-        "def rescale(outputs: DetectionOutput, h: int, w: int):\n"
-        "    scale = torch.tensor([w, h, w, h])\n    return outputs.boxes * scale\n"
+        "def rescale(outputs: DetectionOutput, h: int, w: int):\n",
     )
     out = _cli_check(tmp_path, ".")
     assert "det/post.py:7" in out and "meets `outputs.boxes`" in out
@@ -730,17 +738,11 @@ def test_an_import_for_annotations_orders_the_files_where_it_closes_no_cycle(tmp
     such imports between the same modules only the first is taken."""
     from devlint.project.plan import _after_typing_imports
 
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "det").mkdir()
-    (tmp_path / "det" / "__init__.py").write_text("")
-    (tmp_path / "det" / "outputs.py").write_text(
-        "from dataclasses import dataclass\nfrom typing import Optional\n\nimport torch\n\n\n"
-        "@dataclass\nclass DetectionOutput:\n    boxes: Optional[torch.FloatTensor] = None\n"
-    )
-    (tmp_path / "det" / "post.py").write_text(
+    _detection_package(
+        tmp_path,
+        monkeypatch,
         "from typing import TYPE_CHECKING\n\nimport torch\n\nif TYPE_CHECKING:\n    from .outputs import DetectionOutput\n\n\n"
-        "def rescale(outputs: \"DetectionOutput\", h: int, w: int):\n"
-        "    scale = torch.tensor([w, h, w, h])\n    return outputs.boxes * scale\n"
+        "def rescale(outputs: \"DetectionOutput\", h: int, w: int):\n",
     )
     files = ["det/__init__.py", "det/outputs.py", "det/post.py"]
     waves = [set(w) for w in make_plan(files, ["."]).waves]

@@ -566,3 +566,35 @@ def test_factory_attributes_bound_the_attributes_that_hold_a_torch_factory():
     assert seen >= 1
     src = "import torch\nclass C:\n    def __init__(self, fn=len, w=torch.hann_window):\n        self.fn = fn\n        self.w = w\n"
     assert scan_source(src).factory_attributes() == {"w"}
+
+
+def test_output_classes_and_the_annotations_that_name_them():
+    # the scan's tensor fields are the facts' (one tensor, maybe None; not a
+    # tuple of them), its record classes the wider bound; an annotation names
+    # a class bare, quoted or Optional
+    src = textwrap.dedent(
+        """
+        import torch
+        from typing import Optional, Tuple
+
+        class Output:
+            logits: Optional[torch.FloatTensor] = None
+            hidden_states: Optional[Tuple[torch.FloatTensor]] = None
+            mask: torch.BoolTensor | None = None
+            name: str = ""
+
+        class Config:
+            size: int = 3
+
+        def post(out: "Optional[Output]", cfg: Config, other: Output | None, n: int):
+            pass
+        """
+    )
+    from devlint.facts.classes import build_facts
+    import libcst as cst
+
+    scan = scan_source(src)
+    assert scan.tensor_fields == {"Output": build_facts(cst.parse_module(src)).classes["Output"].tensor_fields}
+    assert scan.tensor_fields == {"Output": ["logits", "mask"]}
+    assert scan.record_classes == {"Output"}
+    assert scan.annotated_classes[(None, "post")] == {"Output", "Config", "int"}

@@ -31,6 +31,7 @@ from devlint.syntax import (
     _uses_name,
     blocks,
     bound_parameters,
+    calls_in,
     code_of,
     dotted_name,
     dynamic_self_attribute,
@@ -1647,7 +1648,7 @@ def _registered_parameters(fn: cst.FunctionDef) -> Set[str]:
     ``obj.add_module(name, p)`` / ``obj.register_module(name, p)``."""
     params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
     out: Set[str] = set()
-    for call in _calls_in(fn.body):
+    for call in calls_in(fn.body):
         func, args = call.func, [a for a in call.args if a.keyword is None and not a.star]
         if isinstance(func, cst.Name) and func.value == "setattr" and len(args) == 3:
             value = args[2].value
@@ -1658,18 +1659,6 @@ def _registered_parameters(fn: cst.FunctionDef) -> Set[str]:
         if isinstance(value, cst.Name) and value.value in params:
             out.add(value.value)
     return out
-
-
-def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
-    """Every call under ``node``, nested functions and classes included."""
-    found: List[cst.Call] = []
-
-    class _Calls(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            found.append(call)
-
-    node.visit(_Calls())
-    return found
 
 
 class _ReturnsAndAssigns(cst.CSTVisitor):

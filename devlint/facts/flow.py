@@ -66,6 +66,7 @@ from devlint.syntax import (
     annotates_tensor,
     blocks,
     bound_parameters,
+    calls_in,
     code_of,
     cpu_device_only,
     current_device_only,
@@ -75,6 +76,7 @@ from devlint.syntax import (
     is_explicit_device,
     keyword_arg,
     loop_over_attribute,
+    optional_inner,
     short_code,
     statements,
     string_value,
@@ -918,10 +920,7 @@ class DeviceFlow:
                 annotation = cst.parse_expression(text) if text else annotation
             except cst.ParserSyntaxError:
                 return frozenset()
-        if isinstance(annotation, cst.Subscript) and (dotted_name(annotation.value) or "").rsplit(".", 1)[-1] == "Optional":
-            inner = annotation.slice[0].slice if len(annotation.slice) == 1 else None
-            annotation = inner.value if isinstance(inner, cst.Index) else annotation
-        name = dotted_name(annotation)
+        name = dotted_name(optional_inner(annotation))
         if not name:
             return frozenset()
         if name not in self.facts.classes:
@@ -1190,8 +1189,6 @@ def _decorators(node: cst.FunctionDef) -> Set[str]:
     return {dotted_name(d.decorator) or "" for d in node.decorators}
 
 
-
-
 def _asks_for_torch_tensors(node: cst.Call) -> bool:
     """``return_tensors="pt"``: the keyword with which tokenizers, processors
     and feature extractors are asked to convert their host data into
@@ -1316,23 +1313,6 @@ class _GlooFinder(cst.CSTVisitor):
             self.found = True
 
 
-def _calls_in(node: cst.CSTNode) -> List[cst.Call]:
-    finder = _Calls()
-    walk(node, finder)
-    return finder.found
-
-
-class _Calls(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: List[cst.Call] = []
-
-    def visit_Call(self, n: cst.Call) -> None:
-        self.found.append(n)
-
-    def visit_Lambda(self, n: cst.Lambda) -> bool:
-        return False
-
-
 #: what ``isinstance(x, T)`` tests a tensor with
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
@@ -1431,7 +1411,7 @@ class _BodyFacts(cst.CSTVisitor):
         an array from data (``torch.tensor(x)``, ``torch.Tensor(x).long()``,
         ``np.array(x)``)."""
         out: Set[str] = set()
-        for call in _calls_in(value):
+        for call in calls_in(value):
             q = self.facts.qualify(call.func) or ""
             if q in ("torch.tensor", "torch.as_tensor", "torch.from_numpy") or q in _LEGACY_TENSOR_CONSTRUCTORS or q.startswith("numpy."):
                 for a in call.args:

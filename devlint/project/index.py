@@ -337,15 +337,11 @@ class ProjectIndex:
         return out
 
     def _declares_tensor_fields(self, dotted: str, importer: Optional[str], depth: int) -> bool:
-        if depth > _MAX_HOPS or self.resolve(dotted, importer) is None:
-            return False
-        cls = self.class_facts(dotted, importer)
+        found = self.resolve(dotted, importer) if depth <= _MAX_HOPS else None
+        cls = self.class_facts(dotted, importer) if found is not None else None
         if cls is None:
             return False
-        if cls.tensor_fields:
-            return True
-        mod = self.resolve(dotted, importer)[0]  # type: ignore[index]
-        return any(self._declares_tensor_fields(b, mod, depth + 1) for b in cls.bases)
+        return bool(cls.tensor_fields) or any(self._declares_tensor_fields(b, found[0], depth + 1) for b in cls.bases)
 
     def _is_module(self, dotted: str, importer: Optional[str]) -> bool:
         pkg = script_package(importer)
