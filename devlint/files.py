@@ -18,6 +18,16 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIXES = (".ipynb",)
 
 
+def is_test_file(path: str) -> bool:
+    """A file the test runner runs, by pytest's default collection names:
+    ``test_*.py``, ``*_test.py``, and the ``conftest.py`` whose fixtures the
+    tests use. Such code runs only under the test runner, on the machine
+    that runs the tests."""
+    name = os.path.basename(path)
+    stem, ext = os.path.splitext(name)
+    return ext in (".py", ".ipynb") and (stem.startswith("test_") or stem.endswith("_test") or stem == "conftest")
+
+
 @dataclass
 class Discovery:
     files: List[str] = field(default_factory=list)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Dict, List, Optional, Sequence, Set,
 import libcst as cst
 
 from devlint.diagnostic import Diagnostic, Fix, FixSafety
+from devlint.files import is_test_file
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, FunctionFacts
 from devlint.facts.scripts import PlaceEvent, ScopeFacts, ScriptFacts, Scripts, WrapEvent
 from devlint.facts.store import FactStore, Provider
@@ -110,6 +111,11 @@ class Context:
     def in_module_class(self) -> bool:
         cls = self.current_class
         return cls is not None and cls.is_module
+
+    @property
+    def in_test_file(self) -> bool:
+        """The file is test code (:func:`devlint.files.is_test_file`)."""
+        return is_test_file(self.path)
 
     @property
     def in_forward(self) -> bool:

@@ -77,7 +77,11 @@ layer in self.layers: x = layer(x)`): `.to()` moves them, but a replica's
 copy of the module keeps the same container, holding the original modules on
 the first GPU, so the replica on `cuda:1` feeds them its inputs.
 
-Not flagged: `nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`; lists of
+Not flagged: a container that no method but the one building it reads
+(`self.models = [fit(s) for s in sources]`, used in `__init__` to pick
+training points and never again): the modules serve construction only, so
+nothing that `.to()`, the optimiser or DataParallel would miss ever runs;
+`nn.ModuleList`, `nn.ModuleDict`, `nn.Sequential`; lists of
 things that are not modules; lists of modules that are also registered another
 way and reached in `forward` only through their registered names (or the
 list wrapped in `nn.ModuleList` later); containers built inside `forward`.
@@ -396,6 +400,8 @@ class Router(nn.Module):
         record = cls.assignment_for(method.name.value, name, code_of(value))
         if record is None or record.kind != "module_container":
             return
+        if not record.read_after_build:
+            return  # used while the module is built, never after: nothing is missed
         if record.wrapper:
             self._check_wrapper(target, cls, name, record)
             return

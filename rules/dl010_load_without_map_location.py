@@ -55,6 +55,13 @@ is about, including a file read whole into memory first: bytes from
 `f.read()`, `Path(p).read_bytes()`, an S3 object's `obj["Body"].read()`,
 `blob.download_as_bytes()` or `requests.get(url).content` are flagged.
 
+Also not flagged: a load in test code (a file pytest collects by its
+name, `test_*.py` or `*_test.py`, and `conftest.py`), unless the file runs
+distributed: a test reads what it or its fixtures wrote on the machine that
+runs it (through a trainer's checkpoint callback too, which devlint does not
+see), or data shipped with the tests, which a CPU-only test run has to load
+as well.
+
 Also not flagged: a load fed to the `load_state_dict` of an LR scheduler or
 a GradScaler (a name containing `scheduler` or `scaler`: their states hold
 Python numbers, no tensors), and a loaded object whose every use restores a
@@ -307,6 +314,11 @@ def embeddings(path, device):
                     value = value.value
                 if isinstance(value, cst.Call):
                     self._feeds_state_dict.add(id(value))
+            return
+        if self.context.in_test_file and not self.training.distributed:
+            # a test reads what it or its fixtures wrote on the machine that
+            # runs it, or data shipped with the tests, which a CPU-only
+            # test run loads too
             return
         if not is_torch_load(self.facts, func):
             if isinstance(func, cst.Name):

@@ -182,3 +182,28 @@ def test_load_state_dict_from_url_loads_with_torch_load():
         """
     )
     assert training.scopes["restore"].loaded == {"state": True}
+
+
+def test_dl010_is_silent_in_test_code_unless_it_runs_distributed():
+    from devlint.engine import lint_source
+    from devlint.files import is_test_file
+
+    src = textwrap.dedent(
+        """
+        import torch
+
+        def test_resume(trainer, tmp_path):
+            trainer.fit()  # the checkpoint callback writes best.pt
+            state = torch.load(tmp_path / "best.pt")
+            trainer.model.load_state_dict(state)
+        """
+    )
+    assert [d.code for d in lint_source(src, "src/pkg/resume.py", codes=["DL010"]).diagnostics] == ["DL010"]
+    for path in ("tests/test_resume.py", "pkg/resume_test.py", "tests/conftest.py"):
+        assert is_test_file(path)
+        assert lint_source(src, path, codes=["DL010"]).diagnostics == []
+    for path in ("tests/helpers.py", "src/testing.py", "pkg/contest.py", "test_data.json"):
+        assert not is_test_file(path)
+    distributed = src.replace("import torch\n", "import torch\nimport torch.distributed as dist\n") + "    dist.barrier()\n"
+    # every rank of a distributed test loads rank 0's file onto rank 0's GPU
+    assert [d.code for d in lint_source(distributed, "tests/test_resume.py", codes=["DL010"]).diagnostics] == ["DL010"]

@@ -140,6 +140,10 @@ class AttributeFacts:
     #: for module containers: the same modules are also registered another way
     #: (``nn.Sequential(*layers)``, ``self.add_module(...)``, ``setattr(self, ...)``)
     registered_elsewhere: bool = False
+    #: for module containers: a method other than the one that builds the
+    #: container (of the class or of a subclass in the file) reads it; one
+    #: only its builder reads is used while the module is built, never after
+    read_after_build: bool = True
     #: for module containers written as a literal: every element is a
     #: ``torch.nn`` module with no parameters, buffers or train/eval
     #: behaviour (a loss without ``weight=``/``pos_weight=``, ``nn.ReLU()``)
@@ -746,9 +750,33 @@ class _FactsBuilder:
                 self._finish_module_class(cls)
         self._finish_inherited_reach()
         self._finish_forward_uses()
+        self._finish_container_reads()
         self._finish_anchors()
         self._finish_dispatched()
         return self.facts
+
+    def _finish_container_reads(self) -> None:
+        """Whether anything but its builder reads a plain container of
+        modules (``AttributeFacts.read_after_build``)."""
+        for cls in self.facts.classes.values():
+            records = [r for r in cls.assignments if r.kind == "module_container"]
+            if not records or not cls.is_module or cls.name not in self._class_nodes:
+                continue
+            owners = [cls] + [
+                c for c in self.facts.classes.values()
+                if c is not cls and c.name in self._class_nodes and self._derives_from(c, cls.name, set())
+            ]
+            loaded: Dict[str, Set[str]] = {}  # method -> self attributes it reads
+            for owner in owners:
+                for stmt in statements(self._class_nodes[owner.name]):
+                    if isinstance(stmt, cst.FunctionDef):
+                        params = [p.name.value for p in stmt.params.params]
+                        uses = _SelfAttributeUses(params[0] if params else "self")
+                        walk(stmt.body, uses)
+                        key = stmt.name.value if owner is cls else f"{owner.name}.{stmt.name.value}"
+                        loaded.setdefault(key, set()).update(uses.loaded)
+            for record in records:
+                record.read_after_build = any(record.name in names for m, names in loaded.items() if m != record.method)
 
     def _finish_dispatched(self) -> None:
         """Which module classes a ``device_map`` may split: those that hold,
