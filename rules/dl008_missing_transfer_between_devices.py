@@ -10,6 +10,10 @@ blocks of a spread `nn.ModuleList`, into the final head, and into the loss
 keeps the stage of every tensor of the module's methods (`forward` and what
 it runs), through locals, loops, helpers and moves
 (`devlint/facts/stages.py`); the rule reports what it finds handed over.
+A method of the module that `forward` hands tensors on different stages
+(`return self._gated_skip(skip, decoded)`, the skip from the encoder's GPU,
+the decoded from the decoder's) is run with those stages, and what meets in
+it is flagged there, once, however many calls hand it the same tensors.
 
 A model written to be split by a `device_map` (`from_pretrained(...,
 device_map="auto")`, accelerate's `dispatch_model`) names no device in its
@@ -89,6 +93,7 @@ device (`labels.to("cuda:0")`, `labels.cuda()`) has that move redirected
 from __future__ import annotations
 
 import ast
+from typing import Set
 
 import libcst as cst
 
@@ -282,6 +287,9 @@ class GPT(nn.Module):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         flow = self.context.device_flow
+        # a helper's handover is its own and, when a caller hands it tensors
+        # on stages, the caller's too: one finding
+        seen: Set[int] = set()
         for fn in flow.all_functions():
             cls = flow.class_facts(fn)
             if cls is None or not cls.is_module or fn.name.value not in cls.forward_reachable or not (
@@ -289,7 +297,9 @@ class GPT(nn.Module):
             ):
                 continue
             for handover in flow.function(fn).handovers:
-                self._report(handover)
+                if id(handover.arg) not in seen:
+                    seen.add(id(handover.arg))
+                    self._report(handover)
 
     def _report(self, h: Handover) -> None:
         arg = short_code(h.arg)

@@ -252,8 +252,13 @@ def test_what_meets_the_output_after_the_blocks_is_handed_over():
 
 
 def test_moved_labels_and_a_helper_s_parameters_are_not_handovers():
-    # moved to the logits: nothing to hand over
-    assert handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2")) == []
+    # moved to the logits: nothing to hand over in forward itself; the
+    # helper forward hands the logits to (last device) subtracts the labels,
+    # still on the inputs' device: forward's call hands that over
+    found = handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2"))
+    assert [(f[1], f[3], f[4]) for f in found] == [("labels", "the first device", "`logits`")]
+    assert handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2").replace(
+        "logits - labels", "logits - labels.to(logits.device)")) == []
     # a helper that forward alone calls sees what forward hands it: the
     # logits on the last device meet the model's own parameter (first)
     found = handovers(SPLIT.format(labels="labels", scale="self.scale"), method="_scaled")
@@ -266,7 +271,8 @@ def test_moved_labels_and_a_helper_s_parameters_are_not_handovers():
     assert handovers(other, method="_scaled") == []
     # the model's own parameter meets the logits in forward itself
     found = handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2").replace(
-        "logits = self.head(self.drop(self.stack(ids)))", "logits = self.head(self.drop(self.stack(ids))) * self.scale"))
+        "logits = self.head(self.drop(self.stack(ids)))", "logits = self.head(self.drop(self.stack(ids))) * self.scale"
+    ).replace("logits - labels", "logits - labels.to(logits.device)"))
     assert [(f[1], f[3], f[5]) for f in found] == [("self.scale", "the first device", False)]
 
 

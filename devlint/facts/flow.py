@@ -678,6 +678,9 @@ class DeviceFlow:
         #: a function defined in another's body -> that function (seen as
         #: the enclosing one's flow runs)
         self.nested: Dict[cst.FunctionDef, cst.FunctionDef] = {}
+        #: (class, self name) -> the stage device expressions its methods
+        #: can all write (:attr:`Stages.portable`)
+        self.stage_names: Dict[Tuple[str, str], Dict[str, str]] = {}
         self.module = module
         self._gloo: Optional[bool] = None
         self._collate_fns: Optional[Set[str]] = None
@@ -1515,7 +1518,7 @@ class _Interpreter:
         #: first pinned part given one)
         self.stages: Optional[Stages] = None
         if self.is_module and self.cls is not None and (self.cls.pinned_devices() or self.cls.dispatched):
-            self.stages = Stages(self.facts, self.cls, self.self_name)
+            self.stages = Stages(self.facts, self.cls, self.self_name, flows.stage_names.setdefault((self.cls.name, self.self_name), {}))
         #: in a model a device_map splits, a tensor on the inputs' device is
         #: on a stage of its own only where the parameters are the model's
         #: inputs: a method no other method of the class calls (``forward``)
@@ -2081,7 +2084,7 @@ class _Interpreter:
                 a_node.value if isinstance(a_node, cst.Name) else None
             )
             expression = f"{root}.device" if root else (
-                None if a_key.startswith((EACH, SPREAD)) else self.stages.shown.get(a_key) if self.stages else None
+                None if a_key.startswith((EACH, SPREAD)) else self.stages.shown_as(a_key) if self.stages else None
             )
             if id(a_node) in unsure and root:
                 expression = None
@@ -3394,6 +3397,11 @@ class _Interpreter:
         # (a list or tuple of such tensors too: ``self.update_grid([t])``)
         passed = {k: v for k, v in bound.items() if _holds_pinned(v)}
         passed.update(state or {})
+        if self.stages is not None and self.flows.owner.get(fn) == self.stages.cls.name:
+            # self._merge(h, y) of a module whose parts are on stages: the
+            # tensors it is handed keep their stages in the helper, where
+            # they may meet (its handovers are this call's)
+            passed.update((k, replace(v, anchor=k)) for k, v in bound.items() if v.kind == TENSOR and stage_of(v.device))
         decided = self._decided_arguments(fn, args, bound) if self.hinted else {}
         if decided and not passed:
             # a branch ruled out matters only where the callee puts a
@@ -3421,6 +3429,10 @@ class _Interpreter:
         for m in flow.meetings:
             if m.origin in born:
                 self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg)
+        for h in flow.handovers:
+            if id(h.arg) not in self._handed:
+                self._handed.add(id(h.arg))
+                self.result.handovers.append(h)
         return flow
 
     def _decided_arguments(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]],

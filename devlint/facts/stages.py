@@ -103,10 +103,15 @@ class Stages:
     """The stages of one model-parallel module class, as its method
     ``self_name`` sees them."""
 
-    def __init__(self, facts: FileFacts, cls: ClassFacts, self_name: str) -> None:
+    def __init__(self, facts: FileFacts, cls: ClassFacts, self_name: str,
+                 portable: Optional[Dict[str, str]] = None) -> None:
         self.facts = facts
         self.cls = cls
         self.self_name = self_name
+        #: key -> a device expression any method of the class (with the
+        #: same ``self`` name) can write: shared by the class's methods, so a
+        #: helper handed tensors on stages names them as its caller does
+        self.portable: Dict[str, str] = portable if portable is not None else {}
         #: pinned submodule attribute -> its device expression in ``__init__``
         self.pinned: Dict[str, str] = cls.pinned_devices()
         init = cls.methods.get("__init__")
@@ -157,8 +162,16 @@ class Stages:
             return None  # the map places the parts, not the code
         key = self.key(node)
         if key is not None and key not in self.shown:
-            self.shown[key] = code_of(node) if written_here or self.usable(node) else None
+            usable = self.usable(node)
+            self.shown[key] = code_of(node) if written_here or usable else None
+            if usable:
+                self.portable.setdefault(key, code_of(node))
         return key
+
+    def shown_as(self, key: str) -> Optional[str]:
+        """How this method writes the device of stage ``key`` (None: it
+        cannot)."""
+        return self.shown.get(key) or self.portable.get(key)
 
     # -- keys ----------------------------------------------------------------
     def of_attribute(self, attr: str) -> Optional[str]:
@@ -296,7 +309,7 @@ class Stages:
             return f"the last device (after `{self.self_name}.{self.spreading[0]}`)" if self.spreading else "the last device"
         if key.startswith(SPREAD) or key.startswith(EACH):
             return f"the devices `{self.self_name}.{key.split(':', 1)[1]}` is spread over"
-        text = self.shown.get(key) or (key.split(":", 1)[1] if key.startswith(("name:", "expr:")) else key)
+        text = self.shown_as(key) or (key.split(":", 1)[1] if key.startswith(("name:", "expr:")) else key)
         return f"`{shown_device(text)}`"
 
 
