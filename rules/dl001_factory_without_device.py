@@ -29,9 +29,14 @@ A torch.nn layer with weights built in code that runs on the inputs
 (`head = nn.Linear(d, k)` in `forward`, `nn.Conv2d(...)` in a functional
 helper) and called on them is flagged too: it is no submodule, so nothing
 moves its weights with the model (fix: `.to(<tensor>.device)`; a layer of
-the model belongs in `__init__`, where it is also trained). One built while
-the module is built (`__init__` and what only it calls), with `device=`, or
-moved where it is built is not.
+the model belongs in `__init__`, where it is also trained). So is a module
+class of the file that holds weights (a parameter, a buffer or a submodule,
+itself or through a base class) built there: a functional metric that builds
+its feature network per call (`net = FeatureNet()`) and runs it on the
+caller's images, directly or through a helper it hands the network to
+(`_update(img1, img2, net)`); a module class without weights needs no move.
+One built while the module is built (`__init__` and what only it calls),
+with `device=`, or moved where it is built is not.
 
 It follows the tensor through locals, branches, loops, containers, returns,
 `self.<attr>` state set in the same call, and calls to the file's functions,
@@ -297,6 +302,12 @@ class RNN(nn.Module):
                     f"{shown} in `{found.where}` creates its tensor on the CPU and a collective sends it: "
                     f"NCCL, the backend of multi-GPU training, takes CUDA tensors only"
                 )
+            elif self._builds_layer(origin) and isinstance(origin.func, cst.Name) and origin.func.value in self.facts.classes:  # type: ignore[attr-defined]
+                message = (
+                    f"`{code_of(origin.func)}(...)` in `{found.where}` builds a module whose weights are on the CPU: "  # type: ignore[attr-defined]
+                    f"no submodule, nothing moves it, and it is called on {found.partner_text}, "
+                    f"which fails when that is on a GPU"
+                )
             elif self._builds_layer(origin):
                 message = (
                     f"`{code_of(origin.func)}(...)` in `{found.where}` builds a layer whose weights are on the CPU: "  # type: ignore[attr-defined]
@@ -348,8 +359,13 @@ class RNN(nn.Module):
             self.report(origin, message, fix=self.replace(origin, new, description), related=related)
 
     def _builds_layer(self, origin: cst.CSTNode) -> bool:
-        """``nn.Linear(8, 4)``: a torch.nn layer with weights."""
-        return isinstance(origin, cst.Call) and layer_parameter(self.facts.qualify(origin.func) or "") is not None
+        """``nn.Linear(8, 4)``: a torch.nn layer with weights; ``Scorer()``:
+        a module class of the file that holds weights."""
+        if not isinstance(origin, cst.Call):
+            return False
+        if layer_parameter(self.facts.qualify(origin.func) or "") is not None:
+            return True
+        return isinstance(origin.func, cst.Name) and origin.func.value in self.facts.classes and self.facts.holds_weights(origin.func.value)
 
     def _shown(self, name: str, where: str, origin: cst.CSTNode) -> str:
         """How a message names the call that made the tensor: ``torch.<name>``
@@ -365,12 +381,15 @@ class RNN(nn.Module):
 
 
 def _layer_called_in_scope(scan, call) -> bool:
-    """``nn.Linear(d, k)`` in a function that also calls a plain name (a
+    """``nn.Linear(d, k)`` (or a module class of the file) in a function
+    that also calls a plain name (a
     bound on the flow's fact: the function calls the name it binds the
     layer to, ``head = nn.Linear(d, k); head(x)``; builders that return or
     collect layers for a model call none)."""
-    if not any(layer_parameter(q) for q in scan.resolve(call.func)):
-        return False
+    if not any(layer_parameter(q) for q in scan.resolve(call.func)) and not (
+        call.func and "." not in call.func and scan.class_may_be_module(call.func)
+    ):
+        return False  # (``Scorer()``, a module class of the file, may hold weights)
     return any(
         c.func is not None and "." not in c.func and not hasattr(builtins, c.func) and not scan.resolve(c.func)
         and (c.cls, c.method, c.function) == (call.cls, call.method, call.function)

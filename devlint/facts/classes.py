@@ -441,6 +441,25 @@ class FileFacts:
             return cls.is_module
         return _is_torch_module_name(name)
 
+    def holds_weights(self, class_name: str) -> bool:
+        """An ``nn.Module`` class of the file (or, in a project run, of the
+        project) that holds a parameter, a buffer or a submodule, itself or
+        through a base class, or derives from a ``torch.nn`` layer with
+        weights (``class Head(nn.Linear)``)."""
+        if not self.is_module_class(class_name):
+            return False
+        for name in self.lineage(class_name):
+            cls = self.class_facts(name)
+            if cls is None:
+                if layer_parameter(name) is not None:
+                    return True
+                continue
+            if cls.parameters or cls.buffers or any(
+                a.kind in ("module", "nn_container", "parameter", "buffer") for a in cls.attributes.values()
+            ):
+                return True
+        return False
+
     def lineage(self, class_name: str) -> Iterator[str]:
         """``class_name`` and its bases, breadth first, each once: classes of
         this file and (in a project run) project classes are followed to

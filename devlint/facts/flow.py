@@ -946,6 +946,10 @@ class DeviceFlow:
             walk(node.body, found)
             if found.layers_built and found.layer_names & found.called_names:
                 found.source = True  # head = nn.Linear(d, k); head(x): its CPU weights meet x
+            elif found.layers_built and any(
+                names & found.layer_names for callee, names in found.passed.items() if callee in self.functions
+            ):
+                found.source = True  # net = Scorer(); score(x, net): the helper calls it on x
         return found
 
     def _function_callers(self, node: cst.FunctionDef) -> List[cst.FunctionDef]:
@@ -1356,6 +1360,9 @@ class _BodyFacts(cst.CSTVisitor):
         #: plain names it binds one to
         self.layers_built = False
         self.layer_names: Set[str] = set()
+        #: plain names handed to a function called by its name:
+        #: ``score(x, net)`` -> ``{"score": {"x", "net"}}``
+        self.passed: Dict[str, Set[str]] = {}
         #: names it tests with ``isinstance`` against a type that is not a
         #: tensor (``isinstance(img, Image.Image)``, ``(list, tuple)``): they
         #: may hold something else than a tensor
@@ -1379,7 +1386,10 @@ class _BodyFacts(cst.CSTVisitor):
         for t in original_node.targets:
             self._rebind(t.target, original_node.value)
         value = original_node.value
-        if isinstance(value, cst.Call) and layer_parameter(self.facts.qualify(value.func) or "") is not None:
+        if isinstance(value, cst.Call) and (
+            layer_parameter(self.facts.qualify(value.func) or "") is not None
+            or isinstance(value.func, cst.Name) and value.func.value in self.facts.classes and self.facts.holds_weights(value.func.value)
+        ):
             self.layer_names.update(n for t in original_node.targets for n in target_names(t.target) if "." not in n)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
@@ -1443,6 +1453,12 @@ class _BodyFacts(cst.CSTVisitor):
         if isinstance(func, cst.Name):
             self.called.add(func.value)
             self.called_names.add(func.value)
+            names = {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
+            if names:
+                self.passed.setdefault(func.value, set()).update(names)
+            if func.value in self.facts.classes and self.facts.holds_weights(func.value):
+                self.layers_built = True  # net = Scorer(): a module of the file with weights
+                return
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             self.called.add(func.attr.value)
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name):
@@ -3425,7 +3441,8 @@ class _Interpreter:
             for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
         )
         flow = self.flows.specialised(fn, passed, self.depth + 1)
-        born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)))
+        born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)),
+                                 *(v.born for v in passed.values() if v.kind == MODULE))
         for m in flow.meetings:
             if m.origin in born:
                 self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg)
@@ -3616,6 +3633,11 @@ class _Interpreter:
         fn = self.flows.functions.get(name)
         if fn is not None and fn is not self.node:
             return self._apply_summary(fn, args, module_method=False, call=node, env=env)
+        if name in self.facts.classes and self.facts.holds_weights(name):
+            # net = Scorer(net="alex") in code that runs on the inputs: a
+            # module of the file with weights, made on the CPU as a torch.nn
+            # layer is (see _module_built)
+            return self._module_built(node, name, env)
         if name not in self.flows.functions and name not in self.facts.classes and name not in self.facts.imports:
             placed = self._placed_ref(name)  # a model the module (or an enclosing function) moved
             if placed is not None:
