@@ -38,6 +38,12 @@ caller's images, directly or through a helper it hands the network to
 One built while the module is built (`__init__` and what only it calls),
 with `device=`, or moved where it is built is not.
 
+A tensor created on the CPU and fed to a model the function is handed, its
+parameter annotated as a module (`def complexity(model: nn.Module, shape):
+model(torch.randn(1, *shape))`), meets the model's weights wherever the
+caller put them: flagged. An argument that is only called, with no
+annotation, may be any callable and is not taken for a model.
+
 It follows the tensor through locals, branches, loops, containers, returns,
 `self.<attr>` state set in the same call, and calls to the file's functions,
 methods (also as `ClassName.helper(...)`), properties and submodules'
@@ -124,6 +130,12 @@ Safe: it only adds `device=<tensor>.device` (or `.to(<tensor>.device)` for
 on the inputs' or the module's device where the tensor is created. When no
 such tensor is in scope, or the model splits its stages over several
 devices, the finding has no fix.
+
+Unsafe: a tensor fed to a model the function is handed (`model:
+nn.Module`) with no tensor of the caller's in scope (`dummy =
+torch.randn(1, *shape); model(dummy)`) is created on
+`next(model.parameters()).device`, where the model's weights are: a model
+without parameters raises `StopIteration` there.
 """
 
 from __future__ import annotations
@@ -132,6 +144,7 @@ import builtins
 
 import libcst as cst
 
+from devlint.diagnostic import FixSafety
 from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import code_of, with_keyword_arg
@@ -144,7 +157,7 @@ class FactoryWithoutDevice(Rule):
     name = "factory-without-device"
     brief = "A tensor factory without `device=` whose CPU tensor meets tensors on the model's device"
     message = "`torch.{fn}` in `{method}` creates its tensor on the CPU, not on the model's device"
-    fix_safety = "safe"
+    fix_safety = "safe/unsafe"
     tokens = ("torch",)
     project_keys = ("returns",)
 
@@ -345,6 +358,17 @@ class RNN(nn.Module):
                     self.report(origin, message, no_fix_reason=f"`{found.name}()` returns a sequence of tensors; "
                                 f"give `{found.name.rsplit('.', 1)[-1]}` a `device` to create them on", related=related)
                     continue
+            if not found.anchors and isinstance(origin, cst.Call) and meeting.how == "model argument" and meeting.partner in {
+                p.name.value for p in found.home.params.params
+            }:
+                # dummy = torch.randn(1, *shape); model(dummy): where the model's weights are
+                anchor = f"next({meeting.partner}.parameters()).device"
+                new = _add_device(origin, anchor) if found.name in ("tensor", "as_tensor", "scalar_tensor") or self.facts.is_factory(
+                    origin.func
+                ) else cst.Call(func=cst.Attribute(value=origin, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(anchor))])
+                description = f"create it on `{anchor}` (a model without parameters raises StopIteration there)"
+                self.report(origin, message, fix=self.replace(origin, new, description, FixSafety.UNSAFE), related=related)
+                continue
             if not found.anchors or not isinstance(origin, cst.Call):
                 self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created",
                             related=related)

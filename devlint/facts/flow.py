@@ -156,6 +156,9 @@ class Value:
     #: a tensor by convention only (``forward``'s first parameter, or a
     #: callee's parameter it is passed to), not by evidence: no fix names it
     guessed: bool = False
+    #: a module the signature declares (``model: nn.Module``), not an
+    #: argument only seen called (which may be any callable)
+    declared: bool = False
     #: for a tensor moved by ``.to(...)``/``.cuda()``/``type_as``: the births
     #: of what was moved (a join of it with the unmoved value is a
     #: conditional move, ``t.to(d) if c else t``, not a birth on one path)
@@ -629,6 +632,7 @@ class OriginMeeting:
 _HOW_TEXT = {
     "operator": "an operation", "submodule": "a submodule's weights", "index": "an index", "return": "the other returns",
     "output": "`forward`'s output", "collective": "a collective (NCCL takes CUDA tensors only)",
+    "model argument": "its weights (a model the caller hands over, wherever the caller put it)",
 }
 
 #: classes whose methods run in the data loader, on the CPU
@@ -1600,6 +1604,9 @@ class _Interpreter:
                 # callers pass, which the annotation does not say: its items
                 # follow the inputs as an unannotated argument's do
                 env[name] = LOCAL_UNKNOWN
+            elif ann and self._annotates_module(p.annotation.annotation):
+                # model: nn.Module: a model the caller hands over, wherever it put it
+                env[name] = Value(MODULE, LOCAL, anchor=name, declared=True)
             elif ann and "Tensor" not in ann and "Any" not in ann:
                 fields = self.flows.tensor_fields(p.annotation.annotation)
                 if fields:
@@ -1625,6 +1632,23 @@ class _Interpreter:
         if node.params.star_kwarg is not None:
             env[node.params.star_kwarg.name.value] = OTHER_VALUE
         return env
+
+    def _annotates_module(self, node: cst.BaseExpression) -> bool:
+        """An annotation naming an ``nn.Module`` class (``nn.Module``,
+        ``Optional[Encoder]`` for a module class of the file or project)."""
+        node = optional_inner(node)
+        if isinstance(node, cst.SimpleString):
+            try:
+                node = cst.parse_expression(node.evaluated_value)  # type: ignore[arg-type]
+            except Exception:
+                return False
+        dotted = dotted_name(node)
+        if dotted is None:
+            return False
+        q = self.facts.qualify_dotted(dotted) or dotted
+        return q in ("torch.nn.Module", "torch.nn.modules.module.Module") or (
+            dotted in self.facts.classes and self.facts.classes[dotted].is_module
+        )
 
     def run(self) -> FunctionFlow:
         env = self._params()
@@ -3561,6 +3585,16 @@ class _Interpreter:
                 placed = self._placed_ref(name)  # a model argument the callers moved
                 if placed is not None:
                     return self._model_call(node, name, placed, args)
+                # model(torch.randn(1, *shape)) for a model the caller hands
+                # over (``model: nn.Module``; an argument only called, not
+                # annotated, may be any callable): its weights are where the
+                # caller put it, which a CPU-born input meets
+                for a, v in args if callee.declared else ():
+                    if a.star or _cpu_by_convention(a):
+                        continue
+                    for t in _tensors_in(v):
+                        if t.pinned and t.device == CPU and not t.scalar:
+                            self._meet_all(t, node, "model argument", name, LOCAL, a.value)
             if callee.kind == MODULE and callee.loss and callee.device == CPU and callee.born:
                 # a loss built with CPU weights, never moved, given a model's output
                 side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN) and is_placed(v.device)), None)
