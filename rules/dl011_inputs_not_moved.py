@@ -18,6 +18,12 @@ read by a constant key (`batch["input_ids"]`, `batch[0]`) or as attributes
 (`data.x`, `data.edge_index` of a PyG `Batch`), and names bound to one of
 these in the loop without a move (`labels = batch["labels"]`, `masks =
 masks.squeeze(1).long()`, `x0 = x0 * 2 - 1`, `noise = torch.randn_like(x0)`).
+A sample read from a dataset of host data, outside any loop, counts as a
+batch item too (`pred = model(test_data[0][0])`, `img, label =
+test_set[0]; model(img[None])`): a `torchvision`, `torchaudio` or
+`torchtext` dataset, read from disk, or a `torch.utils.data.Dataset` class
+of the file that puts nothing on a device (its `__getitem__` runs where the
+loader's workers do); the fix moves it where it is read.
 Any code after the move (an RL episode, a benchmark, a single prediction)
 also counts a tensor it builds on the CPU and feeds to the model: `torch.as_tensor(obs)`,
 `torch.from_numpy(arr)`, `torch.tensor(rows)`, `torch.randn(64, 3, 224, 224)`
@@ -162,7 +168,17 @@ from typing import Optional, Set, Tuple
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
-from devlint.facts.flow import LOSS_WEIGHTS, PLACED, Flow, FunctionFlow, LoaderItem, Meeting, is_placed
+from devlint.facts.flow import (
+    HOST_DATASET_PACKAGES,
+    LOADER_BASES,
+    LOSS_WEIGHTS,
+    PLACED,
+    Flow,
+    FunctionFlow,
+    LoaderItem,
+    Meeting,
+    is_placed,
+)
 from devlint.facts.training import Placement, Training, looks_like_loader, lookup_scoped
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import LINES, code_of, cuda_index, is_number_literal, statements, with_keyword_arg
@@ -380,6 +396,14 @@ class Trainer:
         }
         if makers and any(call.cls is None and call.attr in makers for call in scan.calls) and any(
             call.attr in ("to", "cuda") and call.cls is None for call in scan.calls
+        ):
+            return True
+        # a script that builds a dataset of host data and may index it:
+        # model(test_data[0][0]) (the flow's DeviceFlow.host_dataset, bounded)
+        if any(
+            call.cls is None and any(q.startswith(HOST_DATASET_PACKAGES) for q in scan.resolve(call.func))
+            or call.func in scan.bases and any(q in LOADER_BASES for b in scan.bases[call.func] for q in scan.resolve(b))
+            for call in scan.calls
         ):
             return True
         # a file that builds a DataLoader: loops, comprehensions and next() over it

@@ -636,6 +636,9 @@ _HOW_TEXT = {
 }
 
 #: classes whose methods run in the data loader, on the CPU
+#: packages whose dataset classes read their items from disk, as host data
+HOST_DATASET_PACKAGES = ("torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.")
+
 LOADER_BASES = frozenset(
     f"torch.utils.data.{m}{c}"
     for m in ("", "dataset.", "sampler.")
@@ -1059,6 +1062,21 @@ class DeviceFlow:
                 if any((me, h, name) in self.body_facts(caller).attribute_calls for h in holders):
                     return True
         return False
+
+    def host_dataset(self, q: str, name: str) -> bool:
+        """A call that builds a dataset whose items are host data on the
+        CPU: a ``torchvision``/``torchaudio`` dataset (read from disk), or a
+        ``torch.utils.data`` dataset class of the file whose methods put
+        nothing on a device (its ``__getitem__`` runs in the loader)."""
+        if q.startswith(HOST_DATASET_PACKAGES):
+            return True
+        if name not in self.facts.classes:
+            return False
+        methods = self.methods.get(name, {})
+        return any(
+            (base if "." in base else self.facts.qualify_dotted(base) if base not in self.facts.classes else None) in LOADER_BASES
+            for base in self.facts.lineage(name)
+        ) and not any(self.body_facts(fn).places for fn in methods.values())
 
     def runs_in_loader(self, fn: cst.FunctionDef) -> bool:
         """A method of a ``torch.utils.data`` dataset or sampler, or collate
@@ -2739,6 +2757,13 @@ class _Interpreter:
         base = self._expr(node.value, env)
         idx = [self._index_value(e, env) for e in node.slice]
         if base.kind == BATCH:
+            item = self._item_of(base)
+            if item is not None and item.kind == "dataset":
+                # test_data[0]: one sample (an image and its label), as a
+                # loader would yield it, on the CPU
+                name = dotted_name(node.value) or short_code(node.value)
+                self.result.loader_items.setdefault(node, LoaderItem(name, code_of(node), "batch", code_of(node), node, node))
+                return Value(BATCH, CPU, frozenset({node}))
             kind = _constant_key(node)
             name = node.value.value if isinstance(node.value, cst.Name) else ""
             return self._batch_part(base, node, code_of(node), kind, name) if kind else UNKNOWN_VALUE
@@ -2859,6 +2884,11 @@ class _Interpreter:
             s, v = string_value(loc), self._expr(loc, env)
             on_cpu = (s is not None and s.startswith("cpu")) or (v.kind == DEVICE and v.device == CPU)
             return Value(UNKNOWN, CPU if on_cpu else PLACED)
+        if self.flows.scripts and self.flows.host_dataset(q, dotted_name(func) or ""):
+            # test_data = datasets.MNIST(root, transform=ToTensor()): its
+            # items are samples of host data, on the CPU
+            self.result.loader_items.setdefault(node, LoaderItem("", "", "dataset", "", node, node))
+            return Value(BATCH, CPU, frozenset({node}))
         if self.flows.scripts and q in _MODEL_COPIES and args and args[0][0].keyword is None:
             return replace(args[0][1], anchor=None)  # ema = copy.deepcopy(model): where the model is
         if self.flows.scripts and self.facts.is_wrapper(func) is not None:
