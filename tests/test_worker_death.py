@@ -171,3 +171,40 @@ def test_the_dying_rule_is_loaded_in_the_subprocess(tmp_path):
     )
     # without the sitecustomize on PYTHONPATH the code is unknown
     assert proc.returncode == 2 and "DL993" in proc.stderr, proc.stderr
+
+
+HELPER = "import torch\n\n\ndef make_grid(n):\n    return torch.linspace(0, 1, n)\n"
+USER = (
+    "import torch.nn as nn\n"
+    "\n"
+    "from grids import make_grid\n"
+    "\n"
+    "\n"
+    "class Head(nn.Module):\n"
+    "    def __init__(self):\n"
+    "        super().__init__()\n"
+    "        self.lin = nn.Linear(4, 4)\n"
+    "\n"
+    "    def forward(self, x):\n"
+    "        return self.lin(x) * make_grid(4)\n"
+)
+
+
+def test_workers_kept_across_waves_learn_the_summaries_of_earlier_waves(tmp_path):
+    """A project run forks its workers once and sends each later job the
+    summaries the earlier waves added: four files that import a helper of a
+    fifth are checked in a wave after it, by workers forked before its
+    summary existed, and each sees that the helper makes a CPU tensor. A
+    worker that died in the first wave costs only its file."""
+    src = _tree(tmp_path)
+    (src / "grids.py").write_text(HELPER)
+    users = [f"head{i}.py" for i in range(4)]
+    for name in users:
+        (src / name).write_text(USER)
+    out = _devlint(tmp_path, "check", sig="SIGKILL")
+    assert out.code == 2, out.output
+    _one_death_line(out, "SIGKILL", 9)
+    reported = sorted({l.split(":", 1)[0] for l in out.stdout.splitlines() if "DL001" in l})
+    assert reported == sorted(f"src/{n}" for n in [*NAMES, *users] if n != VICTIM), out.output
+    for name in users:
+        assert any(l.startswith(f"src/{name}:12:") and "make_grid" in l for l in out.stdout.splitlines()), out.output
