@@ -7,7 +7,6 @@ import difflib
 import os
 import stat
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
@@ -493,7 +492,13 @@ class _WorkerPool:
         worker[2] = len(self.log)
 
     def run(self, jobs: Sequence[Job], order: Sequence[int], finished=None):
-        """As :func:`_run_pool`, on the kept workers."""
+        """Run ``jobs[i]`` for each i of ``order``, one job at a time per
+        worker (up to ``processes``, started as needed). A worker that dies
+        (a signal, an exit) loses only the job it held: another takes its
+        place. Returns ({i: (digest, result)}, {i: exitcode of the worker
+        that died on it}); on an interruption the busy workers are stopped
+        (SIGTERM lets one writing a fix clean up, SIGKILL what has not ended
+        half a second later)."""
         from multiprocessing.connection import wait
 
         todo = list(reversed(order))
@@ -570,80 +575,11 @@ def _run_pool(jobs: Sequence[Job], order: Sequence[int], processes: int, finishe
     processes, one job at a time per worker. A worker that dies (a signal, an
     exit) loses only the job it held: it is replaced and the run goes on.
     Returns ({i: (digest, result)}, {i: exitcode of the worker that died on it})."""
-    import multiprocessing
-    from multiprocessing.connection import wait
-
-    ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
-    todo = list(reversed(order))  # pop() takes the next one
-    done: dict = {}
-    died: dict = {}
-    busy: dict = {}  # connection -> (process, job index)
-
-    def start(i: int) -> None:
-        here, there = ctx.Pipe()
-        proc = ctx.Process(target=_pool_worker, args=(there,), daemon=True)
-        proc.start()
-        there.close()
-        here.send(jobs[i])
-        busy[here] = (proc, i)
-
-    def retire(conn, proc) -> None:
-        try:
-            conn.send(None)
-        except OSError:
-            pass
-        conn.close()
-        proc.join()
-
+    pool = _WorkerPool(processes)
     try:
-        while todo and len(busy) < min(processes, len(order)):
-            start(todo.pop())
-        while busy:
-            ready = set(wait([*busy, *(proc.sentinel for proc, _ in busy.values())]))
-            for conn, (proc, i) in list(busy.items()):
-                if conn not in ready and proc.sentinel not in ready:
-                    continue
-                result = None
-                if conn in ready or conn.poll():
-                    try:
-                        result = conn.recv()
-                    except (EOFError, OSError):
-                        result = None
-                if result is not None:
-                    done[i] = result
-                    if finished is not None:
-                        finished(i, *result)
-                    if todo:
-                        i = todo.pop()
-                        try:
-                            conn.send(jobs[i])
-                            busy[conn] = (proc, i)
-                            continue
-                        except OSError:  # it died between two jobs: nothing lost
-                            todo.append(i)
-                    del busy[conn]
-                    retire(conn, proc)
-                else:  # the process ended without sending a result
-                    del busy[conn]
-                    conn.close()
-                    proc.join()
-                    died[i] = proc.exitcode
-                if todo and len(busy) < min(processes, len(order)):
-                    start(todo.pop())
+        return pool.run(jobs, order, finished)
     finally:
-        # normally none is left; on Ctrl-C (KeyboardInterrupt) or an error,
-        # stop the workers still busy: SIGTERM lets one writing a fix clean
-        # up, SIGKILL whatever has not ended a moment later
-        for conn, (proc, _) in busy.items():
-            proc.terminate()
-        deadline = time.monotonic() + 0.5
-        for conn, (proc, _) in busy.items():
-            proc.join(max(0.0, deadline - time.monotonic()))
-            if proc.exitcode is None:
-                proc.kill()
-                proc.join()
-            conn.close()
-    return done, died
+        pool.close()
 
 
 def _size(path: str) -> int:
