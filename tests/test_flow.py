@@ -1611,3 +1611,35 @@ def _calls(fn: cst.FunctionDef) -> List[cst.Call]:
 
     fn.visit(_C())
     return found
+
+
+def test_pytest_parametrize_constants_are_python_values_not_inputs():
+    src = """
+    import itertools
+
+    import pytest
+    from lib import Normalizer
+
+
+    @pytest.mark.parametrize(["center", "kind"], itertools.product([True, False], ["log", None, -1.5]))
+    def test_constants(center, kind):
+        normalized = Normalizer(center=center, kind=kind).fit_transform(torch.tensor([1.0, 2.0]))
+        return torch.cat([normalized, torch.zeros(2)])
+
+
+    @pytest.mark.parametrize("center", [torch.ones(2)])
+    def test_a_tensor_value(center):
+        normalized = Normalizer(center=center).fit_transform(torch.tensor([1.0, 2.0]))
+        return torch.cat([normalized, torch.zeros(2)])
+
+
+    def test_a_fixture(center):
+        normalized = Normalizer(center=center).fit_transform(torch.tensor([1.0, 2.0]))
+        return torch.cat([normalized, torch.zeros(2)])
+    """
+    found = {(f, how) for f, _, _, how in meetings(src)}
+    # an object built from constants follows no input: the CPU tensors meet nothing
+    assert not any(f == "test_constants" for f, _ in found)
+    # a parametrized tensor, or a fixture, may be anywhere: what is built from it follows it
+    assert any(f == "test_a_tensor_value" for f, _ in found)
+    assert any(f == "test_a_fixture" for f, _ in found)

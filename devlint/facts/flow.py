@@ -1218,6 +1218,52 @@ def _decorators(node: cst.FunctionDef) -> Set[str]:
     return {dotted_name(d.decorator) or "" for d in node.decorators}
 
 
+def _parametrized_constants(node: cst.FunctionDef, facts: FileFacts) -> Set[str]:
+    """Parameters a ``@pytest.mark.parametrize`` decorator gives only Python
+    constants (``@pytest.mark.parametrize("center", [True, False])``, also
+    through ``itertools.product`` of literal lists): numbers, strings,
+    booleans and ``None``, never a tensor, whatever device the test runs on."""
+    out: Set[str] = set()
+    for d in node.decorators:
+        call = d.decorator
+        if not isinstance(call, cst.Call) or len(call.args) < 2 or any(a.star for a in call.args[:2]):
+            continue
+        if (facts.qualify(call.func) or "") != "pytest.mark.parametrize":
+            continue
+        names = string_value(call.args[0].value)
+        if names is not None:
+            listed = [n.strip() for n in names.split(",") if n.strip()]
+        elif isinstance(call.args[0].value, (cst.List, cst.Tuple)):
+            listed = [string_value(e.value) or "" for e in call.args[0].value.elements]
+        else:
+            continue
+        if listed and all(listed) and _constant_rows(call.args[1].value, facts):
+            out.update(listed)
+    return out
+
+
+def _constant_rows(node: cst.BaseExpression, facts: FileFacts) -> bool:
+    """A literal list or tuple of constants (or of tuples of constants), or
+    ``itertools.product`` of such lists."""
+    if isinstance(node, cst.Call) and (facts.qualify(node.func) or "") == "itertools.product":
+        return bool(node.args) and all(not a.star and _constant_rows(a.value, facts) for a in node.args)
+    if not isinstance(node, (cst.List, cst.Tuple)):
+        return False
+    return all(_constant(e.value) for e in node.elements)
+
+
+def _constant(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return _constant(node.expression)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_constant(e.value) for e in node.elements)
+    return False
+
+
 def _asks_for_torch_tensors(node: cst.Call) -> bool:
     """``return_tensors="pt"``: the keyword with which tokenizers, processors
     and feature extractors are asked to convert their host data into
@@ -1586,8 +1632,12 @@ class _Interpreter:
         first_input = next((p.name.value for p in params if p.name.value != self.self_name), None)
         if not (self.is_module and node.name.value == "forward"):
             first_input = None
+        constants = _parametrized_constants(node, self.facts) if node.decorators else set()
         for p in params:
             name = p.name.value
+            if name in constants:
+                env[name] = OTHER_VALUE  # a value pytest.mark.parametrize lists: a Python constant
+                continue
             if name in ev.called_names and name != self.self_name and p.annotation is None:
                 env[name] = Value(MODULE, LOCAL, anchor=name)  # model(x): a model (or a callable) that came in as an argument
                 continue
