@@ -635,10 +635,10 @@ _HOW_TEXT = {
     "model argument": "its weights (a model the caller hands over, wherever the caller put it)",
 }
 
-#: classes whose methods run in the data loader, on the CPU
 #: packages whose dataset classes read their items from disk, as host data
 HOST_DATASET_PACKAGES = ("torchvision.datasets.", "torchaudio.datasets.", "torchtext.datasets.")
 
+#: classes whose methods run in the data loader, on the CPU
 LOADER_BASES = frozenset(
     f"torch.utils.data.{m}{c}"
     for m in ("", "dataset.", "sampler.")
