@@ -294,6 +294,24 @@ class ScanSummary:
                     return True
         return False
 
+    def class_may_derive(self, name: str, targets: "frozenset[str]") -> bool:
+        """Whether ``name`` is a class of this file with a base, here or
+        through its local bases, that may resolve to one of ``targets``
+        (qualified names)."""
+        seen: Set[str] = set()
+        todo = [name]
+        while todo:
+            c = todo.pop()
+            if c in seen or c not in self.bases:
+                continue
+            seen.add(c)
+            for base in self.bases[c]:
+                if base in self.bases:
+                    todo.append(base)
+                elif any(q in targets for q in self.resolve(base)):
+                    return True
+        return False
+
     def class_may_lack_device(self, cls: str) -> bool:
         """False only when the semantic pass certainly finds a ``device`` on
         instances of ``cls``: a ``device`` or ``__getattr__`` method, a

@@ -690,3 +690,15 @@ def annotates_tensor(node: cst.BaseExpression, optional: bool = False) -> bool:
     d = dotted_name(node) or ""
     return d.rsplit(".", 1)[-1] in ("Tensor", "FloatTensor", "LongTensor", "BoolTensor", "IntTensor") and d.split(".", 1)[0] in ("torch", d)
 
+
+def annotated_name(annotation: cst.BaseExpression) -> Optional[str]:
+    """The dotted name an annotation gives, as written or in quotes,
+    ``Optional[...]`` / ``... | None`` taken off (``"DetectionOutput"``,
+    ``Optional[nn.Module]``); None for anything else."""
+    if isinstance(annotation, cst.SimpleString):
+        text = string_value(annotation)
+        try:
+            annotation = cst.parse_expression(text) if text else annotation
+        except cst.ParserSyntaxError:
+            return None
+    return dotted_name(optional_inner(annotation))

@@ -385,11 +385,7 @@ class RNN(nn.Module):
     def _builds_layer(self, origin: cst.CSTNode) -> bool:
         """``nn.Linear(8, 4)``: a torch.nn layer with weights; ``Scorer()``:
         a module class of the file that holds weights."""
-        if not isinstance(origin, cst.Call):
-            return False
-        if layer_parameter(self.facts.qualify(origin.func) or "") is not None:
-            return True
-        return isinstance(origin.func, cst.Name) and origin.func.value in self.facts.classes and self.facts.holds_weights(origin.func.value)
+        return isinstance(origin, cst.Call) and self.facts.builds_weights(origin.func)
 
     def _shown(self, name: str, where: str, origin: cst.CSTNode) -> str:
         """How a message names the call that made the tensor: ``torch.<name>``

@@ -401,8 +401,8 @@ class Trainer:
         # a script that builds a dataset of host data and may index it:
         # model(test_data[0][0]) (the flow's DeviceFlow.host_dataset, bounded)
         if any(
-            call.cls is None and any(q.startswith(HOST_DATASET_PACKAGES) for q in scan.resolve(call.func))
-            or call.func in scan.bases and any(q in LOADER_BASES for b in scan.bases[call.func] for q in scan.resolve(b))
+            any(q.startswith(HOST_DATASET_PACKAGES) for q in scan.resolve(call.func))
+            or bool(call.func) and scan.class_may_derive(call.func, LOADER_BASES)
             for call in scan.calls
         ):
             return True

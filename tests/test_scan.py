@@ -598,3 +598,38 @@ def test_output_classes_and_the_annotations_that_name_them():
     assert scan.tensor_fields == {"Output": ["logits", "mask"]}
     assert scan.record_classes == {"Output"}
     assert scan.annotated_classes[(None, "post")] == {"Output", "Config", "int"}
+
+
+def test_dataset_classes_bound_the_host_datasets_of_the_flow():
+    """DL011's hook keeps a file that builds a dataset of host data: a
+    ``torch.utils.data.Dataset`` class of the file, also through a base of
+    the file (``DeviceFlow.host_dataset`` follows the whole lineage), and
+    the finding on its sample is the same with and without the scan."""
+    src = textwrap.dedent(
+        """
+        import torch
+        import torch.nn as nn
+        from torch.utils.data import Dataset
+
+
+        class Base(Dataset):
+            def __len__(self):
+                return 4
+
+
+        class Pairs(Base):
+            def __getitem__(self, i):
+                return torch.randn(3), torch.tensor(i)
+
+
+        model = nn.Linear(3, 2).to("cuda")
+        x, y = Pairs()[0]
+        print(model(x))
+        """
+    )
+    summary = scan_source(src)
+    assert summary.class_may_derive("Pairs", frozenset({"torch.utils.data.Dataset"}))
+    assert not summary.class_may_derive("Pairs", frozenset({"torch.utils.data.Sampler"}))
+    assert all_rules()["DL011"].candidate(summary)
+    assert [(d.line, d.code) for d in lint_source(src, "t.py").diagnostics if d.code == "DL011"] == [(19, "DL011")]
+    _same_with_and_without_scan(src, "t.py")

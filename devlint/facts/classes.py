@@ -460,6 +460,14 @@ class FileFacts:
                 return True
         return False
 
+    def builds_weights(self, func: cst.CSTNode) -> bool:
+        """A call of ``func`` makes a module with weights: a ``torch.nn``
+        layer with a parameter (``nn.Linear``), or a module class of the
+        file that holds weights (``Scorer``, :meth:`holds_weights`)."""
+        if layer_parameter(self.qualify(func) or "") is not None:
+            return True
+        return isinstance(func, cst.Name) and func.value in self.classes and self.holds_weights(func.value)
+
     def lineage(self, class_name: str) -> Iterator[str]:
         """``class_name`` and its bases, breadth first, each once: classes of
         this file and (in a project run) project classes are followed to

@@ -70,13 +70,13 @@ from devlint.syntax import (
     code_of,
     cpu_device_only,
     current_device_only,
+    annotated_name,
     dotted_name,
     free_names,
     is_device_name,
     is_explicit_device,
     keyword_arg,
     loop_over_attribute,
-    optional_inner,
     short_code,
     statements,
     string_value,
@@ -924,13 +924,7 @@ class DeviceFlow:
         (``outputs: "DetectionOutput"``, ``Optional[...]`` of it; its bases'
         too), for a class of the file or of the project; empty for anything
         else."""
-        if isinstance(annotation, cst.SimpleString):
-            text = string_value(annotation)
-            try:
-                annotation = cst.parse_expression(text) if text else annotation
-            except cst.ParserSyntaxError:
-                return frozenset()
-        name = dotted_name(optional_inner(annotation))
+        name = annotated_name(annotation)
         if not name:
             return frozenset()
         if name not in self.facts.classes:
@@ -1454,10 +1448,7 @@ class _BodyFacts(cst.CSTVisitor):
         for t in original_node.targets:
             self._rebind(t.target, original_node.value)
         value = original_node.value
-        if isinstance(value, cst.Call) and (
-            layer_parameter(self.facts.qualify(value.func) or "") is not None
-            or isinstance(value.func, cst.Name) and value.func.value in self.facts.classes and self.facts.holds_weights(value.func.value)
-        ):
+        if isinstance(value, cst.Call) and self.facts.builds_weights(value.func):
             self.layer_names.update(n for t in original_node.targets for n in target_names(t.target) if "." not in n)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign) -> None:
@@ -1524,13 +1515,18 @@ class _BodyFacts(cst.CSTVisitor):
             names = {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
             if names:
                 self.passed.setdefault(func.value, set()).update(names)
-            if func.value in self.facts.classes and self.facts.holds_weights(func.value):
-                self.layers_built = True  # net = Scorer(): a module of the file with weights
-                return
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
             self.called.add(func.attr.value)
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Attribute) and isinstance(func.value.value, cst.Name):
             self.attribute_calls.add((func.value.value.value, func.value.attr.value, func.attr.value))
+        if self.facts.builds_weights(func):
+            # nn.Linear(8, 4), Scorer(): a module whose weights are made on
+            # the CPU; a source only where the function calls it (``head =
+            # nn.Linear(..); head(x)``) or hands it to a helper, not where it
+            # builds layers for a model (``return nn.Sequential(...)``,
+            # ``layers.append(nn.Conv2d(...))``)
+            self.layers_built = True
+            return
         dotted = dotted_name(func)
         q = (self.facts.qualify_dotted(dotted) or "") if dotted and dotted.split(".", 1)[0] in self.facts.imports else ""
         if not q.startswith("torch."):
@@ -1543,13 +1539,6 @@ class _BodyFacts(cst.CSTVisitor):
             return
         if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS or (q.count(".") == 1 and q[6:] in DEVICE_FACTORIES):
             self.source = True  # a factory: without device= on the CPU, with one maybe on a named GPU
-            return
-        if layer_parameter(q) is not None:
-            # nn.Linear(8, 4): a layer whose weights are made on the CPU; a
-            # source only where the function calls it (``head = nn.Linear(..);
-            # head(x)``), not where it builds layers for a model (``return
-            # nn.Sequential(...)``, ``layers.append(nn.Conv2d(...))``)
-            self.layers_built = True
             return
         name = q.rsplit(".", 1)[-1]
         if name in _NO_MEETING or not (q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES)):
@@ -1704,13 +1693,7 @@ class _Interpreter:
     def _annotates_module(self, node: cst.BaseExpression) -> bool:
         """An annotation naming an ``nn.Module`` class (``nn.Module``,
         ``Optional[Encoder]`` for a module class of the file or project)."""
-        node = optional_inner(node)
-        if isinstance(node, cst.SimpleString):
-            try:
-                node = cst.parse_expression(node.evaluated_value)  # type: ignore[arg-type]
-            except Exception:
-                return False
-        dotted = dotted_name(node)
+        dotted = annotated_name(node)
         if dotted is None:
             return False
         q = self.facts.qualify_dotted(dotted) or dotted
@@ -1767,12 +1750,7 @@ class _Interpreter:
         )
 
     def _holds_weights(self) -> bool:
-        cls = self.cls
-        if cls is None:
-            return False
-        return bool(cls.parameters or cls.buffers) or any(
-            a.kind in ("parameter", "buffer", "module", "nn_container") for a in cls.attributes.values()
-        )
+        return self.cls is not None and self.facts.holds_weights(self.cls.name)
 
     # -- statements -------------------------------------------------------------
     def _block(self, stmts: Sequence[cst.CSTNode], env: Env) -> Optional[Env]:
@@ -3747,7 +3725,7 @@ class _Interpreter:
         fn = self.flows.functions.get(name)
         if fn is not None and fn is not self.node:
             return self._apply_summary(fn, args, module_method=False, call=node, env=env)
-        if name in self.facts.classes and self.facts.holds_weights(name):
+        if self.facts.builds_weights(node.func):
             # net = Scorer(net="alex") in code that runs on the inputs: a
             # module of the file with weights, made on the CPU as a torch.nn
             # layer is (see _module_built)

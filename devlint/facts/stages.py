@@ -146,14 +146,12 @@ class Stages:
 
     def _holds_no_tensor(self, name: str) -> bool:
         """A part of class ``name`` holds no parameter or buffer (``nn.ReLU``,
-        ``nn.Dropout``, a class of the file with none and no submodule)."""
+        ``nn.Dropout``, a class of the file with none and no submodule, itself
+        or through its bases: :meth:`FileFacts.holds_weights`)."""
         short = name.rsplit(".", 1)[-1]
         if short in STATELESS_MODULES or short in ("Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"):
             return True
-        cls = self.facts.classes.get(name)
-        return cls is not None and not (cls.parameters or cls.buffers) and not any(
-            x.kind in ("module", "nn_container", "parameter", "buffer") for x in cls.attributes.values()
-        )
+        return name in self.facts.classes and not self.facts.holds_weights(name)
 
     def name(self, node: cst.BaseExpression, written_here: bool = True) -> Optional[str]:
         """:meth:`key`, remembering how to show it: as written when it is
