@@ -112,6 +112,9 @@ class ScanSummary:
         self.method_self: Dict[Tuple[str, str], Set[str]] = {}
         #: names given to ``register_buffer``: ``self.alias = self.<buffer>`` holds a tensor
         self.buffer_names: Set[str] = set()
+        #: class -> the names its methods register as buffers of their own
+        #: (``self.register_buffer("name", ...)``, a literal name), in order
+        self.class_buffers: Dict[str, List[str]] = {}
         #: (class, method) -> its parameters annotated with a ``...Tensor`` type
         self.tensor_arguments: Dict[Tuple[str, str], Set[str]] = {}
         #: attribute name -> values assigned to ``<name>.attr`` anywhere:
@@ -754,6 +757,9 @@ class _Scanner:
                 if attr == "register_buffer" and node.args and type(node.args[0]) is ast.Constant \
                         and isinstance(node.args[0].value, str):  # type: ignore[attr-defined]
                     s.buffer_names.add(node.args[0].value)  # type: ignore[attr-defined]
+                    if method is not None and type(func.value) is Name \
+                            and func.value.id in s.method_self.get((cls, method), ()):  # type: ignore[attr-defined]
+                        s.class_buffers.setdefault(cls, []).append(node.args[0].value)  # type: ignore[arg-type,attr-defined]
                 if method is not None and node.args and attr in _ADD_METHODS:
                     owner = _container_name(func.value)
                     if owner:

@@ -385,6 +385,36 @@ def test_a_module_no_rule_needs_is_summarised_from_the_scan_unless_importers_nee
     assert "light" not in full and full["attributes"]["proj"]["device"] == "'cuda:1'"
 
 
+def test_a_class_that_registers_buffers_is_summarised_from_the_scan_with_them(tmp_path):
+    # no rule needs base.py: its summary comes from the scan (no parse), and
+    # still says which names Base registered, for a subclass in another file
+    (tmp_path / "base.py").write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Base(nn.Module):\n    def __init__(self, n):\n"
+        "        super().__init__()\n        self.register_buffer('table', torch.zeros(n))\n"
+        "        self.proj = nn.Linear(n, n)\n\n    def forward(self, x):\n        return self.proj(x) + self.table\n"
+    )
+    (tmp_path / "model.py").write_text(
+        "import torch\n\nfrom base import Base\n\n\nclass Model(Base):\n    def __init__(self, n):\n"
+        "        super().__init__(n)\n        self.table = torch.ones(n)\n        self.extra = torch.ones(n)\n\n"
+        "    def forward(self, x):\n        return super().forward(x * self.extra + self.table)\n"
+    )
+    results = _check(tmp_path)
+    light = results["base.py"].summary["classes"]["Base"]
+    assert light["light"] and light["buffers"] == ["table"] and light["anchor_tensor"] == "table"
+    found = [(d.code, d.line) for d in results["model.py"].diagnostics]
+    assert found == [("DL006", 10)]  # self.extra; self.table updates the base's buffer
+
+
+def test_an_exported_function_calling_getattr_needs_a_parse_only_to_unwrap_module(tmp_path):
+    from devlint.project.summary import exported_function_kinds
+    from devlint.scan import scan_source
+
+    plain = scan_source("def pick(obj, name):\n    return getattr(obj, name)\n")
+    unwrap = scan_source("def unwrap(model):\n    return getattr(model, 'module', model)\n")
+    assert exported_function_kinds(plain, ["pick"]) == {}
+    assert exported_function_kinds(unwrap, ["unwrap"]) == {"unwrap": {"unwraps"}}
+
+
 def test_lazy_and_type_checking_imports_do_not_order_the_files():
     text = (
         "import os\n"

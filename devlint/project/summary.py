@@ -28,7 +28,7 @@ from devlint.walk import walk
 from devlint.facts.classes import AttributeFacts, ClassFacts, FileFacts, FunctionFacts
 
 #: bump when the shape or the meaning of a summary changes
-SUMMARY_VERSION = 5
+SUMMARY_VERSION = 6
 
 #: ClassFacts fields a dependent file never reads as they are (every
 #: assignment with its source text); a subclass in another file reads only
@@ -105,16 +105,16 @@ def needs_parse(scan: Any, exports: Sequence[str]) -> bool:
     """Whether a file no rule needs must be parsed for its summary: the scan
     shows something of it an importer may ask beyond which classes are
     modules (a class that places a part on a device outside ``forward``,
-    reads ``.parameters()``, registers a buffer, declares ``_no_split_modules`` or has a
+    reads ``.parameters()``, declares ``_no_split_modules`` or has a
     ``device``; an exported function that may return a CPU tensor, wrap a
     model or read a parameter). Otherwise :func:`export_light` summarises it
-    from the scan."""
+    from the scan, with the buffers each class registers (a subclass that
+    assigns a tensor to a name its base registered updates that buffer:
+    DL006 asks)."""
     for call in scan.calls:
         if call.cls is None:
             continue
-        if call.attr in ("parameters", "register_buffer"):
-            # (a subclass that assigns a tensor to a name the base class
-            # registered as a buffer updates that buffer: DL006 asks)
+        if call.attr == "parameters":
             return True
         if call.attr in ("to", "cuda") and call.device_arg is not None and not scan.in_forward(call.cls, call.method):
             return True  # self.head = nn.Linear(...).to("cuda:1"), block.to(devices[i])
@@ -132,7 +132,7 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
     "wraps" (a wrapper), "first_parameter" (``.parameters()``), "loader"
     (a ``DataLoader`` built in it, or in a function of the file it calls),
     "loads" (``torch.load(..., map_location=...)``), "unwraps" (a ``.module``
-    read or a ``getattr`` call)."""
+    read, or a ``getattr`` call in a file that spells ``"module"``)."""
     from devlint.torch_api import DATA_LOADERS, DEVICE_FACTORIES, TORCH_LOADS, WRAPPERS
 
     everything = "*" in exports
@@ -157,8 +157,8 @@ def exported_function_kinds(scan: Any, exports: Sequence[str]) -> Dict[str, set]
             k.add("returns")
         elif scan.torch_functions(call.func):
             k.add("follows")  # torch.stack([c, -s]): may compute on its arguments
-        if call.func == "getattr":
-            k.add("unwraps")
+        if call.func == "getattr" and "module" in scan.strings:
+            k.add("unwraps")  # getattr(m, "module", m): only that unwraps (function_summaries)
         if call.func and call.func in scan.function_names:
             calls.setdefault(fn, set()).add(call.func)
     for fn in scan.module_readers:
@@ -193,30 +193,42 @@ def export_light(scan: Any, module: str, absolute: Callable[[str], str], text: s
             "is_module": scan.class_may_be_module(name), "defines_device": not scan.class_may_lack_device(name),
             "anchor_tensor": _light_anchor(scan, name), "light": True,
             "tensor_fields": list(scan.tensor_fields.get(name, ())),
+            "buffers": list(scan.class_buffers.get(name, ())),
         }
     return {"version": SUMMARY_VERSION, "module": module, "classes": dict(sorted(classes.items()))}
 
 
 def _light_anchor(scan: Any, cls: str) -> str:
-    """A path to a parameter an instance of ``cls`` holds, from the scan: the
-    first ``self.<name> = nn.Layer(...)`` of its ``__init__`` whose layer has a
-    known parameter (``linear_1.weight``); "" when there is none."""
+    """A path to a tensor an instance of ``cls`` holds, from the scan, in the
+    order ``Classes`` picks an anchor: a ``self.<name> = nn.Parameter(...)``,
+    else the first buffer the class registers, else the first ``self.<name> =
+    nn.Layer(...)`` of its ``__init__`` whose layer has a known parameter
+    (``linear_1.weight``); "" when there is none."""
     import ast
 
     from devlint.torch_api import layer_parameter
 
-    for c, method, name, value in scan.attribute_stores:
-        if c != cls or method != "__init__" or not isinstance(value, ast.Call):
-            continue
+    def targets(value: Any) -> list:
         func = value.func
         dotted = []
         while isinstance(func, ast.Attribute):
             dotted.append(func.attr)
             func = func.value
         if not isinstance(func, ast.Name):
-            continue
+            return []
         dotted.append(func.id)
-        for q in scan.resolve(".".join(reversed(dotted))):
+        return scan.resolve(".".join(reversed(dotted)))
+
+    stores = [(method, name, value) for c, method, name, value in scan.attribute_stores if c == cls and isinstance(value, ast.Call)]
+    for _, name, value in stores:
+        if any(q in ("torch.nn.Parameter", "torch.nn.parameter.Parameter") for q in targets(value)):
+            return name
+    for name in scan.class_buffers.get(cls, ()):
+        return name
+    for method, name, value in stores:
+        if method != "__init__":
+            continue
+        for q in targets(value):
             param = layer_parameter(q)
             if param:
                 return f"{name}.{param}"
