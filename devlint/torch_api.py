@@ -8,7 +8,7 @@ or renames is changed in one place.
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, FrozenSet, Optional
 
 
 # Spellings that name the same object; resolved names are normalised to the
@@ -255,6 +255,20 @@ _SAME_DEVICE_METHODS = frozenset(
 UNWRAPPING_CALLS = frozenset({"unwrap_model"})
 
 DATA_LOADERS = frozenset({"torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"})
+
+#: trainers that call these methods of theirs with the model as they wrapped
+#: it: transformers' Trainer passes ``model_wrapped`` as the ``model``
+#: argument of ``training_step``, ``compute_loss`` and ``prediction_step``,
+#: an ``nn.DataParallel`` when one process sees several GPUs (a
+#: DistributedDataParallel under DDP). A subclass that overrides one reads
+#: that argument as the wrapper.
+_TRAINER_HOOKS = frozenset({"training_step", "compute_loss", "prediction_step"})
+WRAPPED_MODEL_HOOKS: Dict[str, FrozenSet[str]] = {
+    "transformers.Trainer": _TRAINER_HOOKS,
+    "transformers.trainer.Trainer": _TRAINER_HOOKS,
+    "transformers.Seq2SeqTrainer": _TRAINER_HOOKS,
+    "transformers.trainer_seq2seq.Seq2SeqTrainer": _TRAINER_HOOKS,
+}
 
 
 #: callables whose result iterates like their first argument (``tqdm(loader)``)

@@ -11,9 +11,13 @@ Also `model.device` where `model` may hold an `nn.DataParallel` wrapper:
 bound to one on some path that reaches the read (`if
 torch.cuda.device_count() > 1: model = nn.DataParallel(model)`), directly,
 through an alias or a helper that wraps its argument, or `self.model` that
-`__init__` wraps and no other method rebinds. The wrapper
-has no `device` even when the model inside has one (a pretrained model's
-`device` property), so the read fails exactly on a multi-GPU machine.
+`__init__` wraps and no other method rebinds. So is the `model` argument
+of a hook that a trainer calls with the model as it wrapped it:
+`training_step`, `compute_loss` and `prediction_step` of a
+`transformers.Trainer` (or `Seq2SeqTrainer`) subclass, which the Trainer
+calls with an `nn.DataParallel` when one process sees several GPUs. The
+wrapper has no `device` even when the model inside has one (a pretrained
+model's `device` property), so the read fails exactly on a multi-GPU machine.
 
 ## Why is this bad?
 Tensors have a `.device`; modules do not (a module's parameters can even live
@@ -75,7 +79,7 @@ from devlint.facts.scripts import Scripts, held_class, held_wrappers, init_wrapp
 from devlint.rule import Invalid, Rule, Valid
 from devlint.scan import calls_a_wrapper
 from devlint.syntax import dotted_name, loop_over_attribute, string_value
-from devlint.torch_api import DATA_PARALLEL
+from devlint.torch_api import DATA_PARALLEL, WRAPPED_MODEL_HOOKS
 
 class ModuleDeviceAttribute(Rule):
     code = "DL009"
@@ -268,6 +272,11 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         for klass, method, root, shape, attr in scan.device_reads:
             if root is None:
                 continue
+            if shape == "name" and klass is not None and any(
+                method in hooks and scan.class_may_derive(klass, frozenset({base}))
+                for base, hooks in WRAPPED_MODEL_HOOKS.items()
+            ):
+                return True  # training_step(self, model, ...) of a transformers.Trainer
             if shape == "name" and any(scan.may_build_module(callee) for callee in scan.call_bound.get(root, ())):
                 return True
             if klass is None or method is None:
@@ -363,7 +372,8 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         if name is None or at is None:
             return False
         wrappers, entries = held_wrappers(self.scripts, at[0], name, at[1], at[2])
-        wrapped = any(canonical_wrapper(w) == DATA_PARALLEL for w in wrappers) or any(
+        hook = next((h for h in map(self._hook_model, entries) if h), "")
+        wrapped = any(canonical_wrapper(w) == DATA_PARALLEL for w in wrappers) or bool(hook) or any(
             self._wrapped_attribute(e) for e in entries
         )
         if not wrapped or name in self._wrap_tests(self.context.current_function):
@@ -373,6 +383,11 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
             f"`{expr}`: `{name}` may be an `nn.DataParallel` wrapper (on several GPUs), which has no `device` "
             f"attribute (AttributeError at run time)"
         )
+        if hook:
+            message = (
+                f"`{expr}`: {hook}, an `nn.DataParallel` on several GPUs, "
+                f"which has no `device` attribute (AttributeError at run time)"
+            )
         if self.context.in_forward:
             self.report(node, message, no_fix_reason="`next(...parameters())` is empty inside DataParallel replicas")
             return True
@@ -388,6 +403,25 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         if cls is None or not me or not name.startswith(me + ".") or "." in name[len(me) + 1:]:
             return False
         return canonical_wrapper(init_wrapper(self.scripts, cls.name, name[len(me) + 1:])) == DATA_PARALLEL
+
+    def _hook_model(self, name: str) -> str:
+        """For ``model``, the parameter of a trainer hook the trainer calls
+        with the model as it wrapped it (``training_step(self, model,
+        inputs)`` of a ``transformers.Trainer`` subclass:
+        ``WRAPPED_MODEL_HOOKS``), who calls it ("`transformers.Trainer`'s
+        `training_step`"); else ""."""
+        ctx = self.context
+        cls, fn = ctx.current_class, ctx.current_function
+        if cls is None or fn is None or fn is not ctx.current_method:
+            return ""
+        params = fn.params.params
+        if len(params) < 2 or params[1].name.value != name:
+            return ""
+        for base in self.facts.lineage(cls.name):
+            q = self.facts.qualify_dotted(base) or base
+            if fn.name.value in WRAPPED_MODEL_HOOKS.get(q, ()):
+                return f"`{q}` calls `{fn.name.value}` with the model as it wrapped it"
+        return ""
 
     def _wrap_tests(self, fn: Optional[cst.CSTNode]) -> Set[str]:
         """The names ``fn`` (or the module) tests for a wrapper."""

@@ -1336,8 +1336,9 @@ def held_wrappers(
     maybe_parallel(model)``), through aliases, placements and calls that may
     return the value they are given (:func:`_passes_through`); not through an
     unwrap (``model = model.module``) or any other binding. Also the names
-    whose value at the scope's start may reach ``order`` that way (the
-    caller knows what an attribute holds across methods)."""
+    whose value at the scope's start may reach ``order`` that way, and the
+    parameters that may (the caller knows what an attribute holds across
+    methods, and what a hook's argument is)."""
     wrappers: List[str] = []
     entries: List[str] = []
     if depth <= 0:
@@ -1349,6 +1350,8 @@ def held_wrappers(
         found: Tuple[List[str], List[str]] = ([], [])
         if b.kind == "wrap":
             found = ([scope.wraps[b.wrap_index].wrapper], [])
+        elif b.kind == "param":
+            found = ([], [b.target])  # what the caller passes
         elif b.kind in ("alias", "place") and b.source:
             found = held_wrappers(scripts, scope, b.source, b.order, b.branch, depth - 1)
         elif b.kind in ("call", "other") and b.call:
