@@ -1643,3 +1643,56 @@ def test_pytest_parametrize_constants_are_python_values_not_inputs():
     # a parametrized tensor, or a fixture, may be anywhere: what is built from it follows it
     assert any(f == "test_a_tensor_value" for f, _ in found)
     assert any(f == "test_a_fixture" for f, _ in found)
+
+
+def test_a_closure_reads_the_enclosing_functions_tensors():
+    # the CPU gate meets the activations inside the nested function: the
+    # enclosing function's finding, as if the gate were passed in
+    found = meetings(
+        """
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(4, 4)
+
+            def forward(self, x):
+                gate = torch.ones(4)
+
+                def apply(h):
+                    return h * gate
+
+                return apply(self.proj(x))
+        """
+    )
+    assert ("forward", 8, 11, "operator") in found
+    # a placed tensor, or one used for a Python number, meets nothing there
+    assert meetings(
+        """
+        class Block(nn.Module):
+            def forward(self, x):
+                gate = torch.ones(4, device=x.device)
+                sizes = torch.tensor([1, 2])
+
+                def apply(h):
+                    return h * gate * int(sizes.max().item())
+
+                return apply(x)
+        """
+    ) == []
+
+
+def test_a_row_of_a_matrix_is_a_tensor_not_a_scalar():
+    # torch.eye(n) keeps two dimensions through unsqueeze and casts: its
+    # row [0] is a matrix, which the kernel meets (a 0-dim row would not)
+    found = meetings(
+        """
+        def resample(kernel: torch.Tensor) -> torch.Tensor:
+            basis = torch.eye(kernel.shape[-1]).unsqueeze(0).float()
+            return kernel @ basis[0]
+
+        def scale(x: torch.Tensor) -> torch.Tensor:
+            steps = torch.arange(4)
+            return x * steps[0]
+        """
+    )
+    assert [(f, b) for f, b, _, _ in found] == [("resample", 3)]

@@ -685,6 +685,10 @@ class DeviceFlow:
         #: a function defined in another's body -> that function (seen as
         #: the enclosing one's flow runs)
         self.nested: Dict[cst.FunctionDef, cst.FunctionDef] = {}
+        #: a nested function -> what the enclosing function's names held
+        #: where the ``def`` ran (its free names read them: a closure)
+        self.closures: Dict[cst.FunctionDef, Env] = {}
+        self._free: Dict[cst.FunctionDef, Set[str]] = {}
         #: (class, self name) -> the stage device expressions its methods
         #: can all write (:attr:`Stages.portable`)
         self.stage_names: Dict[Tuple[str, str], Dict[str, str]] = {}
@@ -749,6 +753,28 @@ class DeviceFlow:
         owner = self.owner.get(fn)
         return f"{owner}.{fn.name.value}" if owner else fn.name.value
 
+    def outermost(self, fn: cst.FunctionDef) -> cst.FunctionDef:
+        """The method or module-level function whose body holds ``fn``
+        (``fn`` itself when it is one)."""
+        seen = {fn}
+        while fn in self.nested and self.nested[fn] not in seen:
+            fn = self.nested[fn]
+            seen.add(fn)
+        return fn
+
+    def free_names(self, node: cst.FunctionDef) -> Set[str]:
+        """The plain names a function's body mentions that are not its
+        parameters (a nested function's closure reads the enclosing
+        function's ones among them)."""
+        found = self._free.get(node)
+        if found is None:
+            params = node.params
+            found = free_names(node.body) - {
+                p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
+            } - {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
+            self._free[node] = found
+        return found
+
     def may_meet(self, node: cst.FunctionDef) -> bool:
         """Whether the function can hold a CPU-born tensor at all: it creates
         one, or calls (by name, or on its first parameter) a function of the
@@ -810,13 +836,18 @@ class DeviceFlow:
         hints = self._hints.get(node)
         if hints is not None:
             return hints
-        method = self.owner.get(node) is not None
+        # a function nested in another is called by that one (a closure
+        # over its names): hinted like a method from its enclosing function
+        method = self.owner.get(node) is not None or node in self.nested
         if not method and not self.may_meet(node):
             # a module-level function gets CPU hints only, which matter only
             # where a CPU-born tensor could meet its parameters
             self._hints[node] = {}
             return self._hints[node]
-        callers = [c for c in (self._method_callers(node) if method else self._function_callers(node)) if c is not node]
+        if node in self.nested:
+            callers = [self.nested[node]]
+        else:
+            callers = [c for c in (self._method_callers(node) if method else self._function_callers(node)) if c is not node]
         own = _Interpreter(self, node, hinted=False)._params() if callers else {}
         # parameters read as following the inputs: by default (unknown), or
         # a tensor by its use or annotation (whose device only callers show)
@@ -1167,9 +1198,11 @@ class DeviceFlow:
         which is added to it) are passed over."""
         script = self.module_function()
         # the module's own statements only where they place something (a script)
-        scopes = (*self.owner, script) if self.body_facts(script).places else tuple(self.owner)
-        for fn in scopes:
-            if fn is not script and (self.init_time(fn) or self.runs_in_loader(fn) or not self.may_meet(fn)):
+        scopes = [*self.owner, script] if self.body_facts(script).places else list(self.owner)
+        seen = set(scopes)
+        for fn in _growing(scopes, seen, self.nested):
+            top = self.outermost(fn)
+            if fn is not script and (self.init_time(top) or self.runs_in_loader(top) or not self.may_meet(fn)):
                 continue
             for meeting in self.function(fn).meetings:
                 origin = meeting.origin
@@ -1306,6 +1339,14 @@ def retyped_like(call: cst.CSTNode) -> Optional[cst.BaseExpression]:
     return None
 
 
+#: tensor methods whose result has the rank of the tensor they are called on
+#: (or more: ``unsqueeze``)
+_RANK_KEEPING = frozenset({
+    "float", "double", "half", "bfloat16", "long", "int", "bool", "clone", "detach", "contiguous", "t",
+    "transpose", "permute", "unsqueeze", "flip", "abs", "exp", "log", "sqrt", "sigmoid", "tanh", "neg", "clamp",
+})
+
+
 def _two_dimensional(name: str, call: cst.Call) -> bool:
     """A factory call that certainly makes a tensor of two dimensions or
     more: ``torch.eye(n)``, ``torch.zeros(a, b)``, ``torch.rand((a, b))``."""
@@ -1384,6 +1425,23 @@ class _GlooFinder(cst.CSTVisitor):
 
 #: what ``isinstance(x, T)`` tests a tensor with
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+
+
+def _growing(scopes: List[cst.FunctionDef], seen: Set[cst.FunctionDef],
+             nested: Dict[cst.FunctionDef, cst.FunctionDef]) -> Iterator[cst.FunctionDef]:
+    """``scopes``, then the functions nested in them that running them
+    found (and those nested in those), each once: the enclosing function's
+    flow runs before its nested ones are known."""
+    i = 0
+    while True:
+        while i < len(scopes):
+            yield scopes[i]
+            i += 1
+        more = [fn for fn, parent in list(nested.items()) if fn not in seen and parent in seen]
+        if not more:
+            return
+        seen.update(more)
+        scopes.extend(more)
 
 
 class _BodyFacts(cst.CSTVisitor):
@@ -1703,6 +1761,8 @@ class _Interpreter:
 
     def run(self) -> FunctionFlow:
         env = self._params()
+        for k, v in self.flows.closures.get(self.node, {}).items():
+            env.setdefault(k, v)  # a closure reads the enclosing function's names (its parameters shadow them)
         operands = self.flows.body_facts(self.node).operands
         env.update(
             (k, replace(v, guessed=False) if v.guessed and k in operands else v)  # forward's input, used as a tensor
@@ -1852,6 +1912,10 @@ class _Interpreter:
             # a function defined in this one: calls to it run its flow
             self.local_functions[stmt.name.value] = stmt
             self.flows.nested.setdefault(stmt, self.node)
+            if not self.overrides and self.hinted:
+                # what the names held here, for the free names of its body
+                # (the enclosing function's own flow, not a caller's variant)
+                self.flows.closures.setdefault(stmt, {k: v for k, v in env.items() if "." not in k})
             env.pop(stmt.name.value, None)
             return env
         if isinstance(stmt, cst.ClassDef):
@@ -3260,7 +3324,10 @@ class _Interpreter:
             return _seq(elem=replace(_tensor(recv.device, born), by_design=design), known=False)
         if m in _REDUCTIONS and not node.args:
             return replace(_tensor(recv.device, born, scalar=True), by_design=design)
-        return replace(_tensor(recv.device, born, recv.scalar and m not in _SHAPE_MAKERS), by_design=design)
+        # ``torch.eye(n).unsqueeze(0).float()``: still two dimensions or more,
+        # so a row of it is a tensor, not a 0-dim one
+        matrix = (recv.matrix and m in _RANK_KEEPING) or (m == "unsqueeze" and recv.kind == TENSOR and not recv.scalar)
+        return replace(_tensor(recv.device, born, recv.scalar and m not in _SHAPE_MAKERS), by_design=design, matrix=matrix)
 
     def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         out = self._moved(node, m, recv, args, env)
@@ -3628,7 +3695,10 @@ class _Interpreter:
     def _name_call(self, node: cst.Call, name: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         local = self.local_functions.get(name)
         if local is not None and name not in env:
-            return self._apply_summary(local, args, module_method=False, call=node, env=env)
+            # the CPU-born (or pinned) tensors its closure reads are handed
+            # over like arguments: their meetings in it are this function's
+            closure = {k: env[k] for k in self.flows.free_names(local) if k in env and _holds_pinned(env[k])}
+            return self._apply_summary(local, args, module_method=False, state=closure or None, call=node, env=env)
         if name == "next" and name not in env:
             batch = self._next_batch(node)
             if batch is not None:
