@@ -271,6 +271,11 @@ WRAPPED_MODEL_HOOKS: Dict[str, FrozenSet[str]] = {
 }
 
 
+#: function transforms whose result, called, runs the function they are given
+#: on slices of its arguments (``torch.vmap(f)(x)``): on the arguments' devices
+VMAPS = frozenset({"torch.vmap", "torch.func.vmap", "functorch.vmap"})
+
+
 #: callables whose result iterates like their first argument (``tqdm(loader)``)
 ITER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.rich.tqdm"})
 

@@ -90,6 +90,7 @@ from devlint.torch_api import (
     FX_PROXY_CLASSES,
     FX_TRACING_TESTS,
     STATELESS_MODULES,
+    VMAPS,
     _LEGACY_TENSOR_CONSTRUCTORS,
     _NOT_ONE_TENSOR,
     RANDOM_FILL_METHODS,
@@ -2907,6 +2908,10 @@ class _Interpreter:
         if factory is not None:
             return self._factory(node, factory, env)
         args = [(a, self._expr(a.value, env)) for a in node.args]
+        mapped = self._vmapped(func)
+        if mapped is not None and mapped not in env:
+            # torch.vmap(f)(x): f runs on slices of x, on x's device
+            return self._name_call(node, mapped, args, env)
         if _asks_for_torch_tensors(node):
             # tokenizer(texts, return_tensors="pt"), processor(images=...,
             # return_tensors="pt"): host data (text, images, lists) turned
@@ -3630,6 +3635,17 @@ class _Interpreter:
                 elif isinstance(d, cst.Name) and d.value == "False" or isinstance(d, cst.Integer) and d.value == "0":
                     out[name] = FALSE_VALUE
         return out
+
+    def _vmapped(self, func: cst.BaseExpression) -> Optional[str]:
+        """The function of the file (or nested in this one) that
+        ``torch.vmap(f, ...)`` maps, through nested maps
+        (``vmap(vmap(f, 0), 1)``); None for anything else."""
+        peeled = False
+        while isinstance(func, cst.Call) and func.args and (self.facts.qualify(func.func) or "") in VMAPS:
+            func, peeled = func.args[0].value, True
+        if peeled and isinstance(func, cst.Name) and (func.value in self.local_functions or func.value in self.flows.functions):
+            return func.value
+        return None
 
     def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool,
                        state: Optional[Dict[str, Value]] = None, call: Optional[cst.Call] = None,
