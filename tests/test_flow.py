@@ -1696,3 +1696,35 @@ def test_a_row_of_a_matrix_is_a_tensor_not_a_scalar():
         """
     )
     assert [(f, b) for f, b, _, _ in found] == [("resample", 3)]
+
+
+def test_a_vmapped_function_runs_on_its_arguments_devices():
+    # torch.vmap(f)(x), maps of maps, a local alias of vmap and a name bound
+    # to a map: each call runs f on slices of x, where the closure's CPU
+    # matrix meets them
+    found = meetings(
+        """
+        def direct(kernel: torch.Tensor) -> torch.Tensor:
+            mat = torch.eye(4)
+
+            def one(k):
+                return mat @ k
+
+            return torch.func.vmap(torch.func.vmap(one, 0, 0), 1, 1)(kernel)
+
+        def aliased(kernel: torch.Tensor) -> torch.Tensor:
+            try:
+                import functorch
+                vmap = functorch.vmap
+            except ImportError:
+                vmap = torch.vmap
+            mat = torch.eye(4)
+
+            def one(k):
+                return mat @ k
+
+            per_column = vmap(one, 1, 1)
+            return per_column(kernel)
+        """
+    )
+    assert sorted({(f, b) for f, b, _, _ in found}) == [("aliased", 16), ("direct", 3)]

@@ -411,6 +411,9 @@ _NO_MEETING = frozenset(
         "get_rng_state", "set_rng_state", "equal", "allclose", "isclose", "seed", "initial_seed",
         "compile", "jit", "autocast", "finfo", "iinfo", "result_type", "promote_types", "can_cast",
         "ctc_loss", "pack_padded_sequence", "pad_sequence", "pack_sequence", "pad_packed_sequence",
+        # a nested tensor's sizes, strides and offsets are CPU metadata beside
+        # its buffer wherever that is
+        "_nested_view_from_buffer", "_nested_view_from_buffer_copy", "_nested_compute_contiguous_strides_offsets",
     }
 )
 #: functions outside torch that return their first argument's tensor, reshaped
@@ -1624,6 +1627,11 @@ class _Interpreter:
         self.cpu_only = False
         #: functions defined in this one's body, by name
         self.local_functions: Dict[str, cst.FunctionDef] = {}
+        #: local names bound to ``torch.vmap`` (``vmap = functorch.vmap``),
+        #: and names bound to a map of a function of the file (``per_row =
+        #: vmap(score)``: ``per_row`` -> ``score``)
+        self.vmap_names: Set[str] = set()
+        self.mapped: Dict[str, str] = {}
         #: parameter -> (its first value, the tensor fields its annotated
         #: class declares): see ``DeviceFlow.tensor_fields``
         self._records: Dict[str, Tuple[Value, FrozenSet[str]]] = {}
@@ -1971,6 +1979,7 @@ class _Interpreter:
         if isinstance(small, cst.Assign):
             v = self._expr(small.value, env)
             for t in small.targets:
+                self._note_map(t.target, small.value)
                 if not self._bind_tail(t.target, small.value, v, env):
                     self._store(t.target, v, env)
         elif isinstance(small, cst.AnnAssign):
@@ -3636,12 +3645,33 @@ class _Interpreter:
                     out[name] = FALSE_VALUE
         return out
 
+    def _note_map(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        """``vmap = torch.func.vmap`` and ``per_row = vmap(score)``: what a
+        later call of the name runs (any other binding forgets it)."""
+        if not isinstance(target, cst.Name):
+            return
+        name = target.value
+        self.vmap_names.discard(name)
+        self.mapped.pop(name, None)
+        if (self.facts.qualify(value) or "") in VMAPS:
+            self.vmap_names.add(name)
+            return
+        mapped = self._vmapped(value)
+        if mapped is not None:
+            self.mapped[name] = mapped
+
     def _vmapped(self, func: cst.BaseExpression) -> Optional[str]:
         """The function of the file (or nested in this one) that
         ``torch.vmap(f, ...)`` maps, through nested maps
-        (``vmap(vmap(f, 0), 1)``); None for anything else."""
+        (``vmap(vmap(f, 0), 1)``) and names bound to a map; None for
+        anything else."""
+        if isinstance(func, cst.Name) and func.value in self.mapped:
+            return self.mapped[func.value]
         peeled = False
-        while isinstance(func, cst.Call) and func.args and (self.facts.qualify(func.func) or "") in VMAPS:
+        while isinstance(func, cst.Call) and func.args and (
+            (self.facts.qualify(func.func) or "") in VMAPS
+            or isinstance(func.func, cst.Name) and func.func.value in self.vmap_names
+        ):
             func, peeled = func.args[0].value, True
         if peeled and isinstance(func, cst.Name) and (func.value in self.local_functions or func.value in self.flows.functions):
             return func.value
