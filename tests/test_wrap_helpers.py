@@ -379,7 +379,7 @@ class Trainer:
         (dp, []),  # an alias, then a library call given it, which may return it
         ([], []),  # a helper of the file that tests for a wrapper and unwraps it
         ([], []),  # a library's unwrapping call (torch_api.UNWRAPPING_CALLS)
-        ([], []),  # a parameter: not known to be a wrapper
+        ([], ["flag"]),  # a parameter: not known to be a wrapper; the caller says what it holds (a trainer hook's model)
         ([], ["self.model"]),  # an attribute: what it held when the method began
         ([], []),
     ]
