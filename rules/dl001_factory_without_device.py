@@ -358,7 +358,7 @@ class RNN(nn.Module):
                     self.report(origin, message, no_fix_reason=f"`{found.name}()` returns a sequence of tensors; "
                                 f"give `{found.name.rsplit('.', 1)[-1]}` a `device` to create them on", related=related)
                     continue
-            if not found.anchors and isinstance(origin, cst.Call) and meeting.how == "model argument" and meeting.partner in {
+            if not found.anchors and isinstance(origin, cst.Call) and meeting.how == "model argument" and not meeting.within and meeting.partner in {
                 p.name.value for p in found.home.params.params
             }:
                 # dummy = torch.randn(1, *shape); model(dummy): where the model's weights are

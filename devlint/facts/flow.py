@@ -502,6 +502,9 @@ class Meeting:
     #: the expression that carries the origin's tensor there, when the flow
     #: knows it (the argument of a model call, an operand)
     arg: Optional[cst.CSTNode] = None
+    #: the function of the file it meets in, when that is a callee the
+    #: tensor was handed to (``partner`` is that function's name for it)
+    within: str = ""
 
 
 #: a device a script chose and moved its model (and, often, its data) to:
@@ -625,7 +628,11 @@ class OriginMeeting:
 
     @property
     def partner_text(self) -> str:
-        return f"`{self.meeting.partner}`" if self.meeting.partner else "a tensor on the inputs' device"
+        if not self.meeting.partner:
+            return "a tensor on the inputs' device"
+        if self.meeting.within:
+            return f"`{self.meeting.partner}` in `{self.meeting.within}`"  # a helper's name for it
+        return f"`{self.meeting.partner}`"
 
     @property
     def how_text(self) -> str:
@@ -2140,12 +2147,12 @@ class _Interpreter:
 
     # -- meetings -----------------------------------------------------------------
     def _meet(self, origin: cst.CSTNode, at: cst.CSTNode, how: str, partner: str, device: str = CPU,
-              against: str = LOCAL, arg: Optional[cst.CSTNode] = None) -> None:
+              against: str = LOCAL, arg: Optional[cst.CSTNode] = None, within: str = "") -> None:
         key = (id(origin), id(at))
         if key in self._seen:
             return
         self._seen.add(key)
-        self.result.meetings.append(Meeting(origin, at, how, partner, device, against, arg))
+        self.result.meetings.append(Meeting(origin, at, how, partner, device, against, arg, within))
 
     def _meet_all(self, v: Value, at: cst.CSTNode, how: str, partner: str, against: str = LOCAL,
                   arg: Optional[cst.CSTNode] = None) -> None:
@@ -3608,7 +3615,7 @@ class _Interpreter:
                                  *(v.born for v in passed.values() if v.kind == MODULE))
         for m in flow.meetings:
             if m.origin in born:
-                self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg)
+                self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg, m.within or fn.name.value)
         for h in flow.handovers:
             if id(h.arg) not in self._handed:
                 self._handed.add(id(h.arg))
