@@ -129,7 +129,7 @@ from typing import Dict, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
-from devlint.facts.classes import ClassFacts, self_loads
+from devlint.facts.classes import ClassFacts, self_attribute_loads
 from devlint.facts.flow import CURRENT, FIXED, INIT_METHODS, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
@@ -451,7 +451,7 @@ class Head(nn.Module):
                 for stmt in statements(self._class_nodes[c.name].body)
                 if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in INIT_METHODS | writers
             ]
-            if not any(attr in self_loads(fn) for fn in readers):
+            if not any(attr in self_attribute_loads(fn) for fn in readers):
                 continue  # nothing reads it once the module is built: nothing can go stale
             roots: Set[str] = set()
             todo, seen = list(writers), set(writers)

@@ -2343,14 +2343,6 @@ def self_attribute_loads(fn: cst.FunctionDef) -> Set[str]:
     return uses.loaded
 
 
-def self_loads(fn: cst.FunctionDef) -> Set[str]:
-    """The ``self.<x>`` attributes a method reads (every read)."""
-    params = [p.name.value for p in fn.params.params]
-    uses = _SelfAttributeUses(params[0] if params else "self")
-    walk(fn.body, uses)
-    return uses.loaded
-
-
 class _SelfAttributeUses(cst.CSTVisitor):
     """``self.<x>`` reads and writes in one method body. ``reads`` leaves out
     reads where the device does not matter (see ``ClassFacts.forward_reads``);

@@ -77,6 +77,7 @@ from devlint.syntax import (
     is_explicit_device,
     keyword_arg,
     loop_over_attribute,
+    self_attribute,
     short_code,
     statements,
     string_value,
@@ -399,6 +400,8 @@ _BINARY_METHODS = frozenset(
         "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "clamp", "clamp_",
     }
 )
+#: module methods that hand out its tensors
+_WEIGHT_VIEWS = frozenset({"parameters", "buffers", "state_dict"})
 #: torch functions that take several tensors with no 0-dim exception
 _CONCAT = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block_diag"})
 #: torch names whose tensor arguments need not share a device, or that are
@@ -3246,6 +3249,16 @@ class _Interpreter:
             if fn is not None and _decorators(fn) & {"staticmethod", "classmethod"}:
                 return self._apply_summary(fn, args, module_method=False, call=node, env=env)
         recv = self._expr(recv_node, env)
+        if m in _WEIGHT_VIEWS and not node.args and recv.kind in (MODULE, UNKNOWN, WRAPPER):
+            # model.parameters(), self.ema.state_dict(): a module's tensors,
+            # on its device (a part pinned to a stage: on that stage)
+            attr = self_attribute(recv_node, self.self_name) if self.self_name else None
+            stage = self.stages.of_attribute(attr) if attr and self.stages is not None and not self.stages.dispatched else None
+            where = stage_device(stage) if stage is not None else recv.device
+            if stage is not None or recv.device == LOCAL or is_placed(recv.device):
+                return _seq(elem=_tensor(where), known=False)
+        if m == "values" and recv.kind == SEQ and not node.args:
+            return _seq(elem=recv.elem, known=False)  # state_dict().values()
         if recv.kind in (MODULE, WRAPPER) and m in ("to", "cuda", "cpu") and self.flows.scripts:
             return self._move(node, m, recv, args, env)  # model.to(device)
         if recv.kind in (MODULE, UNKNOWN, WRAPPER) and is_placed(recv.device) and isinstance(recv_node, cst.Name) and m not in ("forward", "__call__"):
@@ -3332,7 +3345,7 @@ class _Interpreter:
         others = [(a.value, v) for a, v in args if v.kind == TENSOR]
         if m in _BINARY_METHODS and others:
             self._check([recv, *(v for _, v in others)], node, f"method {m}", nodes=[func.value, *(n for n, _ in others)])
-            if self.stages is not None and self.stages.dispatched and any(stage_of(v.device) for v in (recv, *(v for _, v in others))):
+            if self.stages is not None and any(stage_of(v.device) for v in (recv, *(v for _, v in others))):
                 # x.masked_fill(mask, v), x.masked_scatter(mask, src),
                 # x.index_select(0, idx): the tensors it is given meet x on
                 # its device, as an operator's operands do
