@@ -15,6 +15,15 @@ A method of the module that `forward` hands tensors on different stages
 the decoded from the decoder's) is run with those stages, and what meets in
 it is flagged there, once, however many calls hand it the same tensors.
 
+The same holds outside `forward` for the weights of a model a method is
+handed: a module that pins a copy to a device of its own (an exponential
+moving average kept on the CPU: `self.shadow.to(device=device)`) and
+combines the copy's `parameters()`, `buffers()` or `state_dict()` with those
+of the live model passed to `update(self, model)` (`avg.lerp_(live, w)`)
+mixes its device with wherever the caller put the model. `copy_` crosses
+devices and is not flagged; the fix moves the live tensor to the copy's
+(`live.to(avg.device)`).
+
 A model written to be split by a `device_map` (`from_pretrained(...,
 device_map="auto")`, accelerate's `dispatch_model`) names no device in its
 code, but lists in `_no_split_modules` the blocks a map must keep whole. The
@@ -292,11 +301,17 @@ class GPT(nn.Module):
         seen: Set[int] = set()
         for fn in flow.all_functions():
             cls = flow.class_facts(fn)
-            if cls is None or not cls.is_module or fn.name.value not in cls.forward_reachable or not (
-                cls.pinned_devices() or cls.dispatched
-            ):
+            if cls is None or not cls.is_module or not (cls.pinned_devices() or cls.dispatched):
+                continue
+            # forward's code; elsewhere (not while the module is built), only
+            # what meets the weights of a model the method is handed
+            # (``update(self, model)`` of an EMA copy pinned to its device)
+            reachable = fn.name.value in cls.forward_reachable
+            if not reachable and flow.init_time(fn):
                 continue
             for handover in flow.function(fn).handovers:
+                if not reachable and not handover.handed_model:
+                    continue
                 if id(handover.arg) not in seen:
                     seen.add(id(handover.arg))
                     self._report(handover)

@@ -46,7 +46,7 @@ from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Iterato
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
-from devlint.facts.stages import EACH, FIRST, LAST, SPREAD, STAGE_PREFIX, Handover, Stages, stage_device, stage_of
+from devlint.facts.stages import ARG, EACH, FIRST, LAST, SPREAD, STAGE_PREFIX, Handover, Stages, stage_device, stage_of
 from devlint.facts.store import FactStore, Provider
 from devlint.facts.training import (
     MODULE_SCOPE,
@@ -1441,6 +1441,11 @@ class _GlooFinder(cst.CSTVisitor):
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
 
 
+def _param_names(fn: cst.FunctionDef) -> Set[str]:
+    params = fn.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+
 def _growing(scopes: List[cst.FunctionDef], seen: Set[cst.FunctionDef],
              nested: Dict[cst.FunctionDef, cst.FunctionDef]) -> Iterator[cst.FunctionDef]:
     """``scopes``, then the functions nested in them that running them
@@ -2194,6 +2199,7 @@ class _Interpreter:
         self.result.handovers.append(Handover(
             arg, at, kind, self.stages.describe(source), receiver, self.stages.describe(target), expression, arrival,
             spread.split(":", 1)[1] if spread else "", self.stages.dispatched,
+            source.startswith(ARG) or target.startswith(ARG),
         ))
 
     def _stage_args(self, args: List[Tuple[cst.Arg, Value]]) -> List[Tuple[cst.CSTNode, Value]]:
@@ -3254,6 +3260,12 @@ class _Interpreter:
             # on its device (a part pinned to a stage: on that stage)
             attr = self_attribute(recv_node, self.self_name) if self.self_name else None
             stage = self.stages.of_attribute(attr) if attr and self.stages is not None and not self.stages.dispatched else None
+            if stage is None and self.stages is not None and not self.stages.dispatched and recv.device == LOCAL \
+                    and isinstance(recv_node, cst.Name) and recv_node.value in _param_names(self.node):
+                # update(self, model) of a module that pins a part (an EMA
+                # copy on its own device): the weights of a model handed
+                # over are wherever the caller put it, a stage of their own
+                stage = ARG + recv_node.value
             where = stage_device(stage) if stage is not None else recv.device
             if stage is not None or recv.device == LOCAL or is_placed(recv.device):
                 return _seq(elem=_tensor(where), known=False)

@@ -59,6 +59,9 @@ EACH = "each:"
 SPREAD = "spread:"
 FIRST = "first"
 LAST = "last"
+#: the device of a model a method is handed (``update(self, model)``):
+#: wherever the caller put it
+ARG = "arg:"
 #: the device-flow device of a tensor on a stage: ``"stage:" + key``
 STAGE_PREFIX = "stage:"
 
@@ -97,6 +100,8 @@ class Handover:
     container: str = ""
     #: the stages are where a ``device_map`` put the model's parts
     dispatched: bool = False
+    #: one side is the weights of a model the method was handed (``ARG``)
+    handed_model: bool = False
 
 
 class Stages:
@@ -307,6 +312,8 @@ class Stages:
             return f"the last device (after `{self.self_name}.{self.spreading[0]}`)" if self.spreading else "the last device"
         if key.startswith(SPREAD) or key.startswith(EACH):
             return f"the devices `{self.self_name}.{key.split(':', 1)[1]}` is spread over"
+        if key.startswith(ARG):
+            return f"`{key[len(ARG):]}`'s device (wherever the caller put it)"
         text = self.shown_as(key) or (key.split(":", 1)[1] if key.startswith(("name:", "expr:")) else key)
         return f"`{shown_device(text)}`"
 
