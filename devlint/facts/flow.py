@@ -783,9 +783,9 @@ class DeviceFlow:
         found = self._free.get(node)
         if found is None:
             params = node.params
-            found = free_names(node.body) - {
-                p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)
-            } - {p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)}
+            found = free_names(node.body) - _param_names(node) - {
+                p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)
+            }
             self._free[node] = found
         return found
 
