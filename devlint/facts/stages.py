@@ -121,6 +121,11 @@ class Stages:
         self.pinned: Dict[str, str] = cls.pinned_devices()
         init = cls.methods.get("__init__")
         self._init_locals: Set[str] = set(init.params) if init else set()
+        # self.device = device in __init__: every method names that device
+        # ``self.device`` (how a message shows a part pinned with ``.to(device)``)
+        for a in cls.assignments:
+            if a.method == "__init__" and a.value in self._init_locals and a.kind in ("device", "other") and self_name:
+                self.portable.setdefault(f"name:{a.value}", f"{self_name}.{a.name}")
         #: key -> the device expression a message shows for it (None: the key's own text)
         self.shown: Dict[str, Optional[str]] = {}
         #: split by a ``device_map``, not pinned by its own code
