@@ -125,23 +125,15 @@ from __future__ import annotations
 
 import ast
 
-from typing import Dict, Optional, Sequence, Set, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import libcst as cst
 
-from devlint.facts.classes import ClassFacts, self_attribute_loads
-from devlint.facts.flow import CURRENT, FIXED, INIT_METHODS, Flow, OriginMeeting, retyped_like
+from devlint.facts.classes import MODULE_MOVES
+from devlint.facts.flow import CURRENT, FIXED, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import code_of, keyword_arg, rebound_names, statements
-
-
-#: ``nn.Module`` methods that move a module; each runs ``_apply``, and a
-#: parent's runs only the children's ``_apply``
-_MOVES = ("to", "cuda", "cpu")
-_CASTS_AND_MOVES = frozenset({*_MOVES, "float", "double", "half", "bfloat16", "type", "xpu"})
-#: bases that define no ``_apply`` of their own beyond ``nn.Module``'s
-_PLAIN_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "ABC", "abc.ABC", "object"})
+from devlint.syntax import code_of, keyword_arg, rebound_names
 
 
 class CapturedDevice(Rule):
@@ -366,7 +358,7 @@ class Head(nn.Module):
         # self.<attr>, a module-level name read in a method, or a local
         # copy of one of these, in a file where a tensor can follow the
         # inputs: a bound on the flow's CURRENT/FIXED origins
-        if any(m in methods for methods in scan.methods.values() for m in _MOVES):
+        if any(m in methods for methods in scan.methods.values() for m in MODULE_MOVES):
             return True  # a module's own .to()/.cuda()/.cpu(), which may keep a device attribute
         if not scan.may_hold_local_tensors():
             return False
@@ -396,12 +388,8 @@ class Head(nn.Module):
 
     def __init__(self, context) -> None:
         super().__init__(context)
-        #: class -> its device attributes only move overrides update (see _kept_by_move_overrides)
+        #: class -> its device attributes only move overrides update (FileFacts.kept_by_move_overrides)
         self._stale: Dict[str, Dict[str, Tuple[str, ...]]] = {}
-        self._class_nodes: Dict[str, cst.ClassDef] = {}
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._class_nodes[node.name.value] = node
 
     def visit_Assign(self, node: cst.Assign) -> None:
         ctx = self.context
@@ -410,7 +398,7 @@ class Head(nn.Module):
             return
         stale = self._stale.get(cls.name)
         if stale is None:
-            stale = self._stale[cls.name] = self._kept_by_move_overrides(cls)
+            stale = self._stale[cls.name] = self.facts.kept_by_move_overrides(cls.name)
         for t in node.targets:
             target = t.target
             if (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
@@ -424,48 +412,6 @@ class Head(nn.Module):
                     f"device `__init__` gave it",
                     no_fix_reason=f"update `self.{attr}` in an `_apply` override, which every move of the module runs",
                 )
-
-    def _kept_by_move_overrides(self, cls: ClassFacts) -> Dict[str, Tuple[str, ...]]:
-        """Device attributes of a module class that ``__init__`` sets and only
-        its own ``to``/``cuda``/``cpu`` overrides update (directly or through
-        helpers of the class): attribute -> those overrides. A class whose
-        ``_apply`` (or ``forward``'s code) updates it, or with a base devlint
-        cannot read (which may), has none."""
-        if not cls.is_module or not any(m in cls.methods for m in _MOVES):
-            return {}
-        if not all(b in self.facts.classes or (self.facts.qualify_dotted(b) or b) in _PLAIN_BASES for b in cls.bases):
-            return {}
-        lineage = [c for c in (self.facts.class_facts(n) for n in self.facts.lineage(cls.name)) if c is not None]
-        methods = {m: f for c in reversed(lineage) for m, f in c.methods.items()}
-        callers: Dict[str, Set[str]] = {}
-        for name, fn in methods.items():
-            for callee in fn.self_calls:
-                callers.setdefault(callee, set()).add(name)
-        out: Dict[str, Tuple[str, ...]] = {}
-        for attr in {a.name for c in lineage for a in c.assignments if a.kind == "device" and a.method == "__init__"}:
-            writers = {a.method for c in lineage for a in c.assignments if a.name == attr} - INIT_METHODS
-            if not writers or any(attr in c.forward_writes for c in lineage):
-                continue
-            readers = [
-                stmt for c in lineage if c.name in self._class_nodes
-                for stmt in statements(self._class_nodes[c.name].body)
-                if isinstance(stmt, cst.FunctionDef) and stmt.name.value not in INIT_METHODS | writers
-            ]
-            if not any(attr in self_attribute_loads(fn) for fn in readers):
-                continue  # nothing reads it once the module is built: nothing can go stale
-            roots: Set[str] = set()
-            todo, seen = list(writers), set(writers)
-            while todo:
-                m = todo.pop()
-                up = callers.get(m, set()) - seen
-                if not callers.get(m):
-                    roots.add(m)
-                seen |= up
-                todo.extend(up)
-            moves = tuple(m for m in _MOVES if m in roots)
-            if moves and roots <= _CASTS_AND_MOVES:
-                out[attr] = moves
-        return out
 
     def leave_Module(self, original_node: cst.Module) -> None:
         flow = self.context.device_flow

@@ -272,9 +272,8 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         for klass, method, root, shape, attr in scan.device_reads:
             if root is None:
                 continue
-            if shape == "name" and klass is not None and any(
-                method in hooks and scan.class_may_derive(klass, frozenset({base}))
-                for base, hooks in WRAPPED_MODEL_HOOKS.items()
+            if shape == "name" and klass is not None and scan.class_may_derive(
+                klass, frozenset(base for base, hooks in WRAPPED_MODEL_HOOKS.items() if method in hooks)
             ):
                 return True  # training_step(self, model, ...) of a transformers.Trainer
             if shape == "name" and any(scan.may_build_module(callee) for callee in scan.call_bound.get(root, ())):

@@ -401,3 +401,48 @@ def test_a_helper_returning_a_container_of_tensors_holds_tensors():
     assert kinds["tables"] == kinds["sizes"] == "tensor_container"
     assert kinds["shapes"] == kinds["mixed"] == "other"
     assert cls.attribute("tables").container == "tuple" and cls.attribute("sizes").container == "list"
+
+
+def test_device_attributes_only_move_overrides_update():
+    facts = _facts(
+        """
+        import torch
+        import torch.nn as nn
+
+        class Stale(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self._device = torch.device("cpu")
+
+            def _set(self, device):
+                self._device = device
+
+            def to(self, device):
+                self._set(device)
+                return super().to(device)
+
+            def half(self):
+                self._set(self._device)
+                return super().half()
+
+            def fresh(self):
+                return torch.zeros(3, device=self._device)
+
+        class InApply(Stale):
+            def _apply(self, fn, *args):
+                self._set(fn(torch.zeros(1)).device)
+                return super()._apply(fn, *args)
+
+        class Unread(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self._device = torch.device("cpu")
+
+            def to(self, device):
+                self._device = device
+                return super().to(device)
+        """
+    )
+    assert facts.kept_by_move_overrides("Stale") == {"_device": ("to",)}  # half() is a cast beside it
+    assert facts.kept_by_move_overrides("InApply") == {}  # its _apply runs the update on every move (the `to` is inherited)
+    assert facts.kept_by_move_overrides("Unread") == {}  # nothing reads it once built

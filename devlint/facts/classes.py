@@ -140,9 +140,10 @@ class AttributeFacts:
     #: for module containers: the same modules are also registered another way
     #: (``nn.Sequential(*layers)``, ``self.add_module(...)``, ``setattr(self, ...)``)
     registered_elsewhere: bool = False
-    #: for module containers: a method other than the one that builds the
-    #: container (of the class or of a subclass in the file) reads it; one
-    #: only its builder reads is used while the module is built, never after
+    #: for module containers and devices: a method other than the one that
+    #: builds the container (sets the device) reads it, of the class or of a
+    #: subclass in the file; one only its builder reads is used while the
+    #: module is built, never after
     read_after_build: bool = True
     #: for module containers written as a literal: every element is a
     #: ``torch.nn`` module with no parameters, buffers or train/eval
@@ -281,6 +282,14 @@ class ClassFacts:
         out = {n: a.device for n, a in self.attributes.items() if a.kind in ("module", "nn_container") and a.device}
         out.update(self.placed_attributes)
         return out
+
+
+#: ``nn.Module`` methods that move a module; each runs ``_apply``, and a
+#: parent's move runs only its children's ``_apply``
+MODULE_MOVES = ("to", "cuda", "cpu")
+_MOVES_AND_CASTS = frozenset({*MODULE_MOVES, "float", "double", "half", "bfloat16", "type", "xpu"})
+#: bases that add no ``_apply`` of their own to ``nn.Module``'s
+_PLAIN_MODULE_BASES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module", "ABC", "abc.ABC", "object"})
 
 
 @dataclass
@@ -493,6 +502,51 @@ class FileFacts:
             if cls is not None and attr in cls.attributes:
                 return cls.attributes[attr]
         return None
+
+    def kept_by_move_overrides(self, class_name: str) -> Dict[str, Tuple[str, ...]]:
+        """Device attributes of a module class that ``__init__`` sets, that
+        only its own ``to``/``cuda``/``cpu`` overrides update (directly or
+        through methods of the class only they run; casts count with them)
+        and that a method reads once the module is built: attribute -> those
+        overrides. A parent's ``.to()`` runs its children's ``_apply``,
+        never their ``to``, so as a submodule they keep the device
+        ``__init__`` gave them. None for a class whose ``_apply`` or
+        ``forward``'s code updates it, or with a base other than
+        ``nn.Module`` that this file does not show (which may)."""
+        cls = self.class_facts(class_name)
+        if cls is None or not cls.is_module:
+            return {}
+        lineage = [c for c in (self.class_facts(n) for n in self.lineage(class_name)) if c is not None]
+        if not any(m in c.methods for c in lineage for m in MODULE_MOVES):
+            return {}
+        if not all(b in self.classes or (self.qualify_dotted(b) or b) in _PLAIN_MODULE_BASES for c in lineage for b in c.bases):
+            return {}
+        callers: Dict[str, Set[str]] = {}
+        for c in lineage:
+            for name, fn in c.methods.items():
+                for callee in fn.self_calls:
+                    callers.setdefault(callee, set()).add(name)
+        out: Dict[str, Tuple[str, ...]] = {}
+        for c in lineage:
+            for a in c.assignments:
+                if a.kind != "device" or a.method != "__init__" or a.name in out or not a.read_after_build:
+                    continue
+                writers = {x.method for k in lineage for x in k.assignments if x.name == a.name} - {"__init__"}
+                if not writers or any(a.name in k.forward_writes for k in lineage):
+                    continue
+                roots: Set[str] = set()  # the methods that run the writers and that nothing of the class calls
+                todo, seen = list(writers), set(writers)
+                while todo:
+                    m = todo.pop()
+                    up = callers.get(m, set())
+                    if not up:
+                        roots.add(m)
+                    todo.extend(up - seen)
+                    seen |= up
+                moves = tuple(m for m in MODULE_MOVES if m in roots)
+                if moves and roots <= _MOVES_AND_CASTS:
+                    out[a.name] = moves
+        return out
 
     def has_device_attribute(self, class_name: str) -> bool:
         """Whether instances of ``class_name`` have a ``device`` attribute.
@@ -784,9 +838,9 @@ class _FactsBuilder:
 
     def _finish_container_reads(self) -> None:
         """Whether anything but its builder reads a plain container of
-        modules (``AttributeFacts.read_after_build``)."""
+        modules, or a device attribute (``AttributeFacts.read_after_build``)."""
         for cls in self.facts.classes.values():
-            records = [r for r in cls.assignments if r.kind == "module_container"]
+            records = [r for r in cls.assignments if r.kind in ("module_container", "device")]
             if not records or not cls.is_module or cls.name not in self._class_nodes:
                 continue
             owners = [cls] + [
