@@ -151,6 +151,34 @@ def test_summary_is_versioned_json_with_absolute_names():
     assert "assignments" not in split  # what only the file's own rules read stays home
 
 
+def test_a_summary_keeps_what_differs_from_the_defaults_and_reads_back_whole():
+    from dataclasses import asdict
+
+    from devlint.engine import parse
+    from devlint.facts.classes import build_facts
+    from devlint.project.summary import class_from_summary
+
+    summary = _summary_of(MODELS, "pkg.models")
+    split = summary["classes"]["Split"]
+    a = split["attributes"]["a"]
+    assert "scalar" not in a and "str_keys" not in a  # False, the default: left out
+    assert a["device"] == "devices[0]" and a["kind"] == "module"
+    forward = split["methods"]["forward"]
+    assert forward["params"] == ["self", "x"] and "is_static" not in forward
+    # read back, every field is there, as the file's own facts have it
+    facts = build_facts(parse(MODELS))
+    rebuilt = class_from_summary(split, "pkg.models")
+    own = facts.classes["Split"]
+    for name, rec in own.attributes.items():
+        back = asdict(rebuilt.attributes[name])
+        mine = asdict(rec)
+        for key in ("line", "module_class", "element_class"):  # absolute names, store lines
+            back.pop(key), mine.pop(key)
+        assert back == mine
+    for name, fn in own.methods.items():
+        assert asdict(rebuilt.methods[name]) == dict(asdict(fn), self_calls=sorted(fn.self_calls))
+
+
 def test_a_lookup_follows_reexports_and_records_what_it_read():
     summary = _summary_of(MODELS, "pkg.models")
     index = ProjectIndex({"pkg.models": summary}, aliases={"pkg": {"Split": "pkg.models.Split"}}, paths={"pkg.models": "pkg/models.py"})

@@ -51,6 +51,25 @@ _NOT_PROJECT = frozenset(getattr(sys, "stdlib_module_names", ())) | {"torch", "n
 _MAX_HOPS = 8
 
 
+def shared(value: Any) -> Any:
+    """A summary (JSON-like: dicts, lists, strings, numbers) rebuilt with its
+    strings interned. Each result a worker sends back is unpickled with its
+    own copy of every key (``"module_class"``, ``"read_after_build"``) and of
+    every repeated value (``"__init__"``, a module's digest); the index of a
+    large project holds tens of thousands of them, in the parent and in each
+    worker."""
+    t = type(value)
+    if t is str:
+        return sys.intern(value) if len(value) <= 80 else value
+    if t is dict:
+        return {(sys.intern(k) if type(k) is str else k): shared(v) for k, v in value.items()}
+    if t is list:
+        return [shared(v) for v in value]
+    if t is tuple:
+        return tuple(shared(v) for v in value)
+    return value
+
+
 class ProjectIndex:
     def __init__(self, summaries: Optional[Dict[str, Dict[str, Any]]] = None,
                  aliases: Optional[Dict[str, Dict[str, str]]] = None,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import asdict, fields
+from dataclasses import MISSING, asdict, fields
 from typing import Any, Callable, Dict, Sequence
 
 import libcst as cst
@@ -28,7 +28,7 @@ from devlint.walk import walk
 from devlint.facts.classes import AttributeFacts, ClassFacts, FileFacts, FunctionFacts
 
 #: bump when the shape or the meaning of a summary changes
-SUMMARY_VERSION = 6
+SUMMARY_VERSION = 7
 
 #: ClassFacts fields a dependent file never reads as they are (every
 #: assignment with its source text); a subclass in another file reads only
@@ -80,7 +80,14 @@ def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: 
         record["first_parameter_properties"] = firsts.get(name, [])
         record["bases"] = [name_of(b) for b in cls.bases]
         # the order of the calls a method makes on self means nothing to another file
-        record["methods"] = {m: dict(asdict(fn), self_calls=sorted(fn.self_calls)) for m, fn in cls.methods.items()}
+        # methods and attributes keep only what differs from the defaults
+        # (``class_from_summary`` fills the rest): the index of a large
+        # project holds tens of thousands of them, in the parent and in
+        # every worker
+        record["methods"] = {
+            m: _not_default(dict(asdict(fn), self_calls=sorted(fn.self_calls)), _FUNCTION_DEFAULTS)
+            for m, fn in cls.methods.items()
+        }
         attrs = {}
         for a, rec in cls.attributes.items():
             d = asdict(rec)
@@ -88,7 +95,7 @@ def export(facts: FileFacts, module: str, absolute: Callable[[str], str], text: 
             d["element_class"] = name_of(rec.element_class)
             # where a finding in another file can point: the first store after the class line
             d["line"] = next((ln for ln, at in stores if at == a and ln > record["line"]), 0)
-            attrs[a] = d
+            attrs[a] = _not_default(d, _ATTRIBUTE_DEFAULTS)
         record["attributes"] = attrs
         # whether self.device is set only while the module is built, for a
         # subclass whose forward reads it (a device captured in a base class)
@@ -233,6 +240,33 @@ def _light_anchor(scan: Any, cls: str) -> str:
             if param:
                 return f"{name}.{param}"
     return ""
+
+
+def _defaults(cls: type) -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for f in fields(cls):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not MISSING:  # type: ignore[misc]
+            out[f.name] = f.default_factory()  # type: ignore[misc]
+    return json.loads(json.dumps(out, default=sorted))  # as a summary spells them (sets -> lists)
+
+
+_ATTRIBUTE_DEFAULTS = _defaults(AttributeFacts)
+_FUNCTION_DEFAULTS = _defaults(FunctionFacts)
+
+
+def _not_default(record: Dict[str, Any], defaults: Dict[str, Any]) -> Dict[str, Any]:
+    """``record`` without the fields whose value is the field's default."""
+    out = {}
+    for k, v in record.items():
+        if k in defaults:
+            d = defaults[k]
+            plain = json.loads(json.dumps(v, default=sorted)) if isinstance(v, (set, frozenset, tuple)) else v
+            if plain == d and type(plain) is type(d):
+                continue
+        out[k] = v
+    return out
 
 
 def class_from_summary(record: Dict[str, Any], module: str) -> ClassFacts:
