@@ -189,11 +189,6 @@ class Value:
     #: a Python value known to be false (``False``, ``0``, a parameter left
     #: at such a default): ``if flag:`` does not run its body for it
     falsy: bool = False
-    #: a tensor put somewhere by a call on one path and on the inputs'
-    #: device on another (``s.mean() if s.numel() else torch.tensor(0.0)``):
-    #: the elements of one list built over a loop may be either, and a
-    #: concatenation takes no 0-dim CPU tensor beside a GPU one
-    beside_local: bool = False
 
     @property
     def pinned(self) -> bool:
@@ -265,8 +260,7 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         # (an input of unknown kind joined with a tensor is that input's tensor)
         pinned, other = (a, b) if a.pinned else (b, a)
         if other.device == LOCAL and not (other.moved & pinned.born):
-            # on its own path it is what it was born (0-dim or not)
-            return replace(pinned, anchor=None, beside_local=other.kind == TENSOR)
+            return replace(pinned, anchor=None)  # on its own path it is what it was born (0-dim or not)
     if a.kind == b.kind == TENSOR and LOCAL in (a.device, b.device) and stage_device(LAST) in (a.device, b.device):
         # in a model a device_map splits: moved past the blocks on one path
         # (``mask.to(inputs_embeds.device)`` where the model embeds the ids
@@ -3205,12 +3199,6 @@ class _Interpreter:
                 parts = v.items if v.exact else (*v.items, *([v.elem] if v.elem is not None else []))
                 values.extend(parts)
                 nodes.extend([None] * len(parts))
-                if name in _CONCAT and not v.exact and v.elem is not None and v.elem.pinned and v.elem.beside_local:
-                    # torch.stack([mean_or_zero(s) for s in groups]): the
-                    # elements of a list built over a loop came by either
-                    # path, the CPU one beside those on the inputs' device
-                    values.append(_tensor(LOCAL))
-                    nodes.append(None)
             else:
                 values.append(v)
                 nodes.append(a.value)
