@@ -627,6 +627,13 @@ def rebound_names(body: cst.CSTNode) -> Set[str]:
     return found.names
 
 
+def param_names(fn: cst.FunctionDef) -> Set[str]:
+    """The names of a function's named parameters (positional-only, plain and
+    keyword-only; not ``*args``/``**kwargs``)."""
+    params = fn.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+
 def bound_parameters(fn: cst.FunctionDef, args: Sequence[cst.Arg], method: bool = False) -> Dict[str, int]:
     """Parameter name -> the position in ``args`` of the argument a call
     passes to it (positional and keyword arguments; nothing past a

@@ -133,7 +133,7 @@ from devlint.facts.classes import MODULE_MOVES
 from devlint.facts.flow import CURRENT, FIXED, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import code_of, keyword_arg, rebound_names
+from devlint.syntax import code_of, keyword_arg, rebound_names, self_attribute
 
 
 class CapturedDevice(Rule):
@@ -401,9 +401,9 @@ class Head(nn.Module):
             stale = self._stale[cls.name] = self.facts.kept_by_move_overrides(cls.name)
         for t in node.targets:
             target = t.target
-            if (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
-                    and target.value.value == ctx.self_name and target.attr.value in stale):
-                attr, moves = target.attr.value, stale[target.attr.value]
+            attr = self_attribute(target, ctx.self_name)
+            if attr in stale:
+                moves = stale[attr]
                 shown = "/".join(f"`{m}`" for m in moves)
                 self.report(
                     target,

@@ -378,15 +378,10 @@ batch = torch.randn(2, 4).to(next(model.parameters()).device)
         if not wrapped or name in self._wrap_tests(self.context.current_function):
             return False
         expr = f"{name}.device"
-        message = (
-            f"`{expr}`: `{name}` may be an `nn.DataParallel` wrapper (on several GPUs), which has no `device` "
-            f"attribute (AttributeError at run time)"
+        what = f"{hook}, an `nn.DataParallel` on several GPUs," if hook else (
+            f"`{name}` may be an `nn.DataParallel` wrapper (on several GPUs),"
         )
-        if hook:
-            message = (
-                f"`{expr}`: {hook}, an `nn.DataParallel` on several GPUs, "
-                f"which has no `device` attribute (AttributeError at run time)"
-            )
+        message = f"`{expr}`: {what} which has no `device` attribute (AttributeError at run time)"
         if self.context.in_forward:
             self.report(node, message, no_fix_reason="`next(...parameters())` is empty inside DataParallel replicas")
             return True

@@ -38,6 +38,7 @@ from devlint.syntax import (
     is_cuda_string,
     is_number_literal,
     keyword_arg,
+    param_names,
     positional_args,
     self_attribute,
     statements,
@@ -1755,7 +1756,7 @@ def _registered_parameters(fn: cst.FunctionDef) -> Set[str]:
     """The parameters of ``fn`` its body registers as a submodule of some
     object: the value of ``setattr(obj, name, p)`` or the module of
     ``obj.add_module(name, p)`` / ``obj.register_module(name, p)``."""
-    params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    params = param_names(fn)
     out: Set[str] = set()
     for call in calls_in(fn.body):
         func, args = call.func, [a for a in call.args if a.keyword is None and not a.star]

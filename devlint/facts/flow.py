@@ -77,6 +77,7 @@ from devlint.syntax import (
     is_explicit_device,
     keyword_arg,
     loop_over_attribute,
+    param_names,
     self_attribute,
     short_code,
     statements,
@@ -783,7 +784,7 @@ class DeviceFlow:
         found = self._free.get(node)
         if found is None:
             params = node.params
-            found = free_names(node.body) - _param_names(node) - {
+            found = free_names(node.body) - param_names(node) - {
                 p.name.value for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)
             }
             self._free[node] = found
@@ -1175,7 +1176,7 @@ class DeviceFlow:
             finder = _NoneGuards()
             walk(fn.body, finder)
             guards = self._none_guards[fn] = finder.guards
-        params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+        params = param_names(fn)
         names = guards.get(id(node), frozenset()) & params
         return bool(names) and self.replica_calls_pass(fn, names)
 
@@ -1439,11 +1440,6 @@ class _GlooFinder(cst.CSTVisitor):
 
 #: what ``isinstance(x, T)`` tests a tensor with
 _TENSOR_TYPES = frozenset({"torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
-
-
-def _param_names(fn: cst.FunctionDef) -> Set[str]:
-    params = fn.params
-    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
 
 
 def _growing(scopes: List[cst.FunctionDef], seen: Set[cst.FunctionDef],
@@ -3261,7 +3257,7 @@ class _Interpreter:
             attr = self_attribute(recv_node, self.self_name) if self.self_name else None
             stage = self.stages.of_attribute(attr) if attr and self.stages is not None and not self.stages.dispatched else None
             if stage is None and self.stages is not None and not self.stages.dispatched and recv.device == LOCAL \
-                    and isinstance(recv_node, cst.Name) and recv_node.value in _param_names(self.node):
+                    and isinstance(recv_node, cst.Name) and recv_node.value in param_names(self.node):
                 # update(self, model) of a module that pins a part (an EMA
                 # copy on its own device): the weights of a model handed
                 # over are wherever the caller put it, a stage of their own
