@@ -271,6 +271,31 @@ WRAPPED_MODEL_HOOKS: Dict[str, FrozenSet[str]] = {
 }
 
 
+
+#: classmethods that build a whole pretrained model: transformers' auto
+#: classes (``AutoModel``, ``AutoModelForCausalLM``, ...: ``from_config``,
+#: ``from_pretrained``) return an ``nn.Module`` of a class chosen at run
+#: time, itself a stack of the blocks a ``device_map`` keeps whole. Kept as
+#: a part of a model a ``device_map`` splits, it is spread over the devices
+#: like the blocks of ``self.layers``.
+MODEL_FACTORY_METHODS = frozenset({"from_config", "from_pretrained", "_from_config"})
+
+
+def is_auto_model_class(name: str) -> bool:
+    """``AutoModel``, ``transformers.AutoModelForCausalLM``,
+    ``transformers.models.auto.modeling_auto.AutoModelForVision2Seq``: a
+    transformers auto class for PyTorch models (not ``TFAutoModel``,
+    ``FlaxAutoModel``, ``AutoTokenizer`` or ``AutoConfig``)."""
+    if "." in name and not name.startswith("transformers."):
+        return False
+    return name.rsplit(".", 1)[-1].startswith("AutoModel")
+
+
+#: methods of a transformers ``PreTrainedModel`` that return one of its own
+#: parts (the input embedding, the output head, the encoder or decoder
+#: stack): where the model sits, that part sits
+PART_GETTERS = frozenset({"get_input_embeddings", "get_output_embeddings", "get_encoder", "get_decoder"})
+
 #: function transforms whose result, called, runs the function they are given
 #: on slices of its arguments (``torch.vmap(f)(x)``): on the arguments' devices
 VMAPS = frozenset({"torch.vmap", "torch.func.vmap", "functorch.vmap"})

@@ -30,14 +30,22 @@ code, but lists in `_no_split_modules` the blocks a map must keep whole. The
 map fills the GPUs in the order the model registers its parts, and
 accelerate moves each part's inputs to it; so what comes out of the blocks
 (`self.layers`, or a part that holds them, `self.model`), or out of a part
-registered after them (`self.norm`, `self.lm_head`), may be on the last GPU,
-and so may every piece of a second part holding blocks (the text embedding
+registered after them (`self.norm`, `self.lm_head`), may be on the last GPU
+they fill, and every piece of a second part holding blocks on a GPU past
+that one (the text embedding
 `self.model.embed_tokens` of a language model registered after a vision
-encoder), while the model's inputs, its own parameters and the parts
-registered before the blocks are on the first. The rule flags the two
-meeting in an operation, a tensor method (`x.masked_scatter(mask, src)`), an
-index or a loss in `forward` (the labels against the logits, a padding mask
-built from `input_ids` indexing them, the model's own bias added to them).
+encoder, or a whole pretrained model an auto class builds,
+`AutoModelForCausalLM.from_config(...)`), while the model's inputs, its own
+parameters and the parts registered before the blocks are on the first,
+except what comes after a token table the inputs are looked up in: the map
+goes on to the next GPU wherever a part no longer fits, and a vocabulary
+table may fill the first (a position table after `self.wte`). The rule
+flags two of those meeting in an operation, a tensor method
+(`x.masked_scatter(mask, src)`), an index, an index write (`x[mask] = v`)
+or a loss in `forward` or in a method that runs the model's parts
+(`generate`): the labels against the logits, a padding mask built from
+`input_ids` indexing them, the model's own bias added to them, image
+features written into the text embeddings.
 Calling a part is never flagged: its hook moves what it is given.
 
 ## Why is this bad?
@@ -303,12 +311,14 @@ class GPT(nn.Module):
             cls = flow.class_facts(fn)
             if cls is None or not cls.is_module or not (cls.pinned_devices() or cls.dispatched):
                 continue
-            # forward's code; elsewhere (not while the module is built), only
-            # what meets the weights of a model the method is handed
-            # (``update(self, model)`` of an EMA copy pinned to its device)
-            reachable = fn.name.value in cls.forward_reachable
-            if not reachable and flow.init_time(fn):
+            # forward's code, and in a model a device_map splits, a method
+            # that runs its parts (``generate``); elsewhere (not while the
+            # module is built), only what meets the weights of a model the
+            # method is handed (``update(self, model)`` of an EMA copy
+            # pinned to its device)
+            if flow.init_time(fn) and fn.name.value not in cls.forward_reachable:
                 continue
+            reachable = fn.name.value in cls.forward_reachable or flow.function(fn).runs_parts
             for handover in flow.function(fn).handovers:
                 if not reachable and not handover.handed_model:
                     continue

@@ -178,7 +178,8 @@ class Stack(Base):
         self.layers = nn.ModuleList([Layer() for _ in range(4)])
 
     def forward(self, ids):
-        h = self.embed(ids) + self.pos(torch.arange(ids.shape[1], device=ids.device))
+        h = self.embed(ids)
+        h = h + self.pos(torch.arange(ids.shape[1], device=ids.device)).to(h.device)
         for layer in self.layers:
             h = layer(h)
         return h
@@ -239,7 +240,71 @@ def test_parts_are_first_or_last_by_registration_order():
     # a part without weights (nn.Dropout) follows its inputs: no stage of its own
     assert lm.order == {"head": "last"}
     stack = Stages(facts, facts.classes["Stack"], "self")
-    assert stack.spreading == ["layers"] and stack.order == {"embed": "first", "pos": "first"}
+    # a balanced map may end the first GPU right after a vocabulary table:
+    # what is registered after it (before the blocks) may be on the next one
+    assert stack.spreading == ["layers"] and stack.order == {"embed": "first", "pos": "part:embed"}
+    # after a part that is no table, nothing is past the first GPU
+    conv = SPLIT.format(labels="labels", scale="2").replace("self.embed = nn.Embedding(10, 8)", "self.embed = nn.Linear(8, 8)")
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(conv)))
+    assert Stages(facts, facts.classes["Stack"], "self").order == {"embed": "first", "pos": "first"}
+
+
+def test_two_parts_before_the_blocks_may_sit_on_two_devices():
+    src = SPLIT.format(labels="labels.to(logits.device)", scale="2").replace(
+        ").to(h.device)\n", ")\n"
+    )
+    found = [(f[1], f[3], f[4]) for f in handovers(src)]
+    assert ("self.pos(torch.arange(ids.shape[1], device=ids.device))", "the device after `self.embed`", "`h`") in found
+    assert ("self.pos(torch.arange(ids.shape[1], device=ids.device))", "the device after `self.embed`", "`h`") not in [
+        (f[1], f[3], f[4]) for f in handovers(SPLIT.format(labels="labels.to(logits.device)", scale="2"))
+    ]
+
+
+def test_a_pretrained_model_an_auto_class_builds_is_spread():
+    src = SPLIT_BASE + """
+from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+class Captioner(Base):
+    def __init__(self, config):
+        super().__init__()
+        self.tokenizer = AutoTokenizer.from_pretrained(config.name)
+        self.vision = AutoModel.from_config(config.vision)
+        self.proj = Layer()
+        text = AutoModelForCausalLM.from_config(config.text)
+        self.text = text
+
+    def forward(self, ids, pixels):
+        embeds = self.text.get_input_embeddings()(ids)
+        feats = self.proj(self.vision(pixels))
+        return embeds * (ids > 0)[..., None] + feats
+"""
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(src)))
+    cap = facts.classes["Captioner"]
+    # a module kept through a local name is a module; a tokenizer is none
+    assert cap.attributes["text"].kind == "module" and cap.attributes["tokenizer"].kind == "other"
+    stages = Stages(facts, cap, "self")
+    assert stages.spreading == ["vision", "text"] and stages.order == {"proj": "last"}
+    # the text embedding is past the image tower: the ids' mask meets it, and
+    # so do the projected features (where the image tower ended)
+    assert [(f[1], f[3]) for f in handovers(src)] == [
+        ("(ids > 0)[..., None]", "the first device"), ("feats", "the last device (after `self.vision`)")
+    ]
+
+
+def test_pins_in_a_parallelize_method_give_way_to_the_map():
+    src = SPLIT.format(labels="labels", scale="2").replace(
+        "    def forward(self, ids):\n        h = self.embed(ids)",
+        "    def parallelize(self):\n        self.embed = self.embed.to('cuda:0')\n"
+        "        self.layers = self.layers.to('cuda:1')\n\n    def forward(self, ids):\n        h = self.embed(ids)",
+    )
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(src)))
+    stack = facts.classes["Stack"]
+    assert stack.pins_optional and stack.pinned_devices() == {}
+    assert Stages(facts, stack, "self").dispatched
+    # pinned in __init__, the model's own code places it
+    pinned = src.replace("self.embed = nn.Embedding(10, 8)", "self.embed = nn.Embedding(10, 8).to('cuda:0')")
+    facts = build_facts(cst.parse_module(HEADER + textwrap.dedent(pinned)))
+    assert not facts.classes["Stack"].pins_optional and facts.classes["Stack"].pinned_devices()
 
 
 def test_what_meets_the_output_after_the_blocks_is_handed_over():
@@ -248,7 +313,7 @@ def test_what_meets_the_output_after_the_blocks_is_handed_over():
     assert [(f[1], f[2], f[3], f[5]) for f in found] == [("labels", "between", "the first device", True)]
     # the embeddings and the inputs before the blocks share the first device;
     # calling a part hands nothing over (its hook moves what it is given)
-    assert [f[0] for f in found] == [39]  # the loss, in LM.forward; none in Stack.forward
+    assert [f[0] for f in found] == [40]  # the loss, in LM.forward; none in Stack.forward
 
 
 def test_moved_labels_and_a_helper_s_parameters_are_not_handovers():
@@ -377,8 +442,10 @@ def test_a_spreading_part_after_another_is_on_the_last_stage_with_its_pieces():
     pair = Stages(facts, facts.classes["Pair"], "self")
     assert pair.spreading == ["first", "second"]
     # the first spreading part has no stage of its own (its pieces start
-    # where the inputs are); the one the map fills after it is past it
-    assert pair.of_attribute("first") is None and pair.of_attribute("second") == "last"
+    # where the inputs are); the one the map fills after it is past it, and
+    # past what the parts between the two put out
+    assert pair.of_attribute("first") is None and pair.of_attribute("second") == "whole:second"
+    assert pair.output_of("first") == "last" and pair.output_of("second") == "whole:second"
 
 
 def test_a_tensor_method_meets_its_tensor_arguments_across_stages():
@@ -428,3 +495,97 @@ class Masked(Base):
         return ids[mask == 1]
 """
     assert [(f[1], f[5]) for f in handovers(src, "_kept")] == [("ids", True)]
+
+
+def test_a_mask_from_the_inputs_meets_the_output_after_the_blocks():
+    src = SPLIT_BASE + """
+
+class Tagger(Base):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Layer() for _ in range(2)])
+        self.head = nn.Linear(8, 8)
+
+    def forward(self, x, token_type_ids):
+        for layer in self.layers:
+            x = layer(x)
+        h = self.head(x)
+        h = h.masked_fill(token_type_ids == 0, 0)
+        kept = torch.where(token_type_ids[..., None] > 0, h, torch.zeros_like(h))
+        return kept + h
+"""
+    found = handovers(src)
+    # a mask is a tensor, on the device of what it compares: the inputs'
+    assert [(f[1], f[3], f[4]) for f in found] == [
+        ("token_type_ids == 0", "the first device", "`h`"),
+        ("token_type_ids[..., None] > 0", "the first device", "`h`"),
+    ]
+    # what torch.where makes of an input's mask and the head's output is on
+    # the head's stage (where the fix moves the mask): `kept + h` meets nothing
+    assert all(f[0] != 19 for f in found)
+
+
+def test_tuples_two_parts_return_are_joined_not_mixed():
+    src = SPLIT_BASE + """
+
+class Attention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([Layer() for _ in range(2)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x, x.mean(-1)
+
+
+class Pair(Base):
+    def __init__(self):
+        super().__init__()
+        self.first = Attention()
+        self.second = Attention()
+
+    def forward(self, x):
+        a = self.first(x)
+        b = self.second(a[0])
+        outputs = a[1:] + b[1:]
+        return b[0] + a[0], outputs
+"""
+    # a part's forward returns a tuple: concatenating two parts' tuples is
+    # Python, not a tensor operation; their tensors on two stages still meet
+    found = [(f[1], f[3]) for f in handovers(src)]
+    assert found == [("a[0]", "the last device (after `self.first`)")]
+
+
+def test_generate_writing_image_features_into_the_text_embeddings():
+    src = SPLIT_BASE + """
+from transformers import AutoModel, AutoModelForCausalLM
+
+class Captioner(Base):
+    def __init__(self, config):
+        super().__init__()
+        self.vision = AutoModel.from_config(config.vision)
+        self.proj = nn.Linear(8, 8)
+        self.text = AutoModelForCausalLM.from_config(config.text)
+
+    def get_input_embeddings(self):
+        return self.text.get_input_embeddings()
+
+    @torch.no_grad()
+    def generate(self, pixel_values, input_ids):
+        feats = self.proj(self.vision(pixel_values).last_hidden_state)
+        embeds = self.get_input_embeddings()(input_ids)
+        mask = (input_ids == 3).unsqueeze(-1).expand_as(embeds)
+        embeds[mask] = feats.flatten()
+        return self.text.generate(inputs_embeds=embeds)
+"""
+    # an index write's values must be on the written tensor's device: the
+    # projected features (where the image tower ended) into the embeddings
+    # of the language model the map fills after it
+    found = handovers(src, method="generate")
+    assert [(f[1], f[3]) for f in found] == [("feats.flatten()", "the last device (after `self.vision`)")]
+    flow, _, _ = _flow(src)
+    gen = next(fn for fn in flow.all_functions() if fn.name.value == "generate")
+    assert flow.function(gen).runs_parts
+    # moved to the embeddings: nothing handed over
+    assert handovers(src.replace("= feats.flatten()", "= feats.flatten().to(embeds.device)"), method="generate") == []

@@ -57,7 +57,9 @@ from devlint.torch_api import (
     STATELESS_MODULES,
     TENSOR_FACTORIES,
     layer_parameter,
+    MODEL_FACTORY_METHODS,
     WRAPPERS,
+    is_auto_model_class,
     _DTYPE_NAMES,
     _ELEMENTWISE,
     _LEGACY_TENSOR_CONSTRUCTORS,
@@ -209,6 +211,16 @@ class ClassFacts:
     #: submodule attributes moved to a device after construction
     #: (``self.blocks[i].to(devices[i])``, ``for b in self.blocks: b.cuda(1)``)
     placed_attributes: Dict[str, str] = field(default_factory=dict)
+    #: the submodules ``forward`` hands one of its parameters as it came in
+    #: (``self.wte(input_ids)``: a token table looks up the inputs)
+    input_parts: List[str] = field(default_factory=list)
+    #: the methods that pin a submodule to a device (``__init__``, a
+    #: ``parallelize()`` the user calls)
+    pinning_methods: Set[str] = field(default_factory=set)
+    #: a class a ``device_map`` may split whose own pins are all in a method
+    #: other than ``__init__`` (transformers' deprecated ``parallelize()``):
+    #: the map's placement is the one to check, the pins do not apply there
+    pins_optional: bool = False
     #: every ``self.<name> = value`` outside ``forward``, in source order
     #: (``attributes`` keeps the one that says what the attribute is)
     assignments: List[AttributeFacts] = field(default_factory=list)
@@ -280,6 +292,8 @@ class ClassFacts:
 
     def pinned_devices(self) -> Dict[str, str]:
         """Submodule attribute -> the device expression it was pinned to."""
+        if self.pins_optional:
+            return {}
         out = {n: a.device for n, a in self.attributes.items() if a.kind in ("module", "nn_container") and a.device}
         out.update(self.placed_attributes)
         return out
@@ -404,6 +418,8 @@ class FileFacts:
         cls_name = owner if owner in self.classes else self.qualify_dotted(owner)
         if cls_name is None or cls_name.startswith("torch."):
             return None
+        if method in MODEL_FACTORY_METHODS and is_auto_model_class(cls_name):
+            return cls_name  # AutoModelForCausalLM.from_config(cfg): a pretrained model
         for name in self.lineage(cls_name):
             cls = self.class_facts(name)
             fn = cls.methods.get(method) if cls is not None else None
@@ -446,6 +462,8 @@ class FileFacts:
         return f"`{short}` ({path}:{line})" if line else f"`{short}` ({path})"
 
     def is_module_class(self, name: str) -> bool:
+        if is_auto_model_class(name):
+            return True  # what the auto class builds (its own class is a factory)
         cls = self.class_facts(name)
         if cls is not None:
             return cls.is_module
@@ -884,6 +902,11 @@ class _FactsBuilder:
                     c in declares for c in self.facts.lineage(cls.name)
                 ):
                     cls.dispatched = changed = True
+        for cls in self.facts.classes.values():
+            pins = cls.pinning_methods | {
+                a.method for a in cls.attributes.values() if a.kind in ("module", "nn_container") and a.device
+            }
+            cls.pins_optional = cls.dispatched and bool(pins) and "__init__" not in pins
 
     def registered_arguments(self, name: str) -> Set[str]:
         """The parameters a module-level function of the file registers as
@@ -1051,6 +1074,7 @@ class _FactsBuilder:
                     if name not in cls.self_assigned:
                         cls.self_assigned.append(name)
                 cls.moves_inputs = assigned.moves_inputs
+                cls.input_parts = assigned.input_calls
         # ``self.w = v`` where the class defines ``@w.setter`` calls the
         # setter (which stores v where it likes: a parameter, a buffer); it
         # is no plain attribute
@@ -2047,6 +2071,8 @@ class _AttributeCollector(cst.CSTVisitor):
         if isinstance(value, cst.Name) and (value.value in self.local_modules or value.value in self.module_params):
             self.registered_locals.add(value.value)
         kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        if kind == "other" and isinstance(value, cst.Name) and value.value in self.local_modules:
+            kind, mclass = "module", self.local_modules[value.value]  # lm = Decoder(cfg); self.lm = lm
         wrapper, wrapped_class, wrapped = "", "", None
         if kind == "other":
             wrapper, wrapped_class, wrapped = self.b.module_wrapper(value, {**self.module_params, **self.local_modules})
@@ -2292,6 +2318,7 @@ class _AttributeCollector(cst.CSTVisitor):
                     index = self.loop_index.get(target.value)
             if name is not None:
                 self.cls.placed_attributes[name] = dev
+                self.cls.pinning_methods.add(self.method)
                 if element:
                     self._add_element_placement(name, device, dev, index)
 
@@ -2597,9 +2624,16 @@ class _SelfAssignments(cst.CSTVisitor):
         self.params = set(params)
         self.names: List[str] = []
         self.moves_inputs = False
+        #: ``self.<attr>(p, ...)`` with a parameter ``p`` as it came in: the
+        #: parts the method hands its inputs to (``self.wte(input_ids)``)
+        self.input_calls: List[str] = []
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
+        attr = self_attribute(func, self.self_name)
+        first = node.args[0].value if node.args and node.args[0].keyword is None and not node.args[0].star else None
+        if attr is not None and isinstance(first, cst.Name) and first.value in self.params and attr not in self.input_calls:
+            self.input_calls.append(attr)
         if (
             isinstance(func, cst.Attribute)
             and func.attr.value in ("to", "cuda")

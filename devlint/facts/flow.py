@@ -46,7 +46,7 @@ from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Iterato
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
-from devlint.facts.stages import ARG, EACH, FIRST, LAST, SPREAD, STAGE_PREFIX, Handover, Stages, stage_device, stage_of
+from devlint.facts.stages import ARG, EACH, FIRST, LAST, PART, SPREAD, WHOLE, STAGE_PREFIX, Handover, Stages, stage_device, stage_of
 from devlint.facts.store import FactStore, Provider
 from devlint.facts.training import (
     MODULE_SCOPE,
@@ -86,6 +86,7 @@ from devlint.syntax import (
 )
 from devlint.torch_api import (
     BARE_CONTAINER_ANNOTATIONS,
+    PART_GETTERS,
     DATA_PARALLEL,
     DEVICE_FACTORIES,
     FUNCTIONAL_LOSSES,
@@ -262,11 +263,18 @@ def join(a: Optional[Value], b: Optional[Value]) -> Value:
         pinned, other = (a, b) if a.pinned else (b, a)
         if other.device == LOCAL and not (other.moved & pinned.born):
             return replace(pinned, anchor=None)  # on its own path it is what it was born (0-dim or not)
-    if a.kind == b.kind == TENSOR and LOCAL in (a.device, b.device) and stage_device(LAST) in (a.device, b.device):
+    if a.kind == b.kind == TENSOR and LOCAL in (a.device, b.device) and any(
+        d == stage_device(LAST) or d.startswith((stage_device(WHOLE), stage_device(PART))) for d in (a.device, b.device)
+    ):
         # in a model a device_map splits: moved past the blocks on one path
         # (``mask.to(inputs_embeds.device)`` where the model embeds the ids
         # itself), with the inputs on the other: the path that moved it
         # meets the inputs on another GPU
+        return replace(a if a.device != LOCAL else b, anchor=None)
+    if a.kind == b.kind == TENSOR and {a.device, b.device} == {LOCAL, stage_device(FIRST)}:
+        # in a model a device_map splits: the inputs, or what its first part
+        # made of them (``inputs_embeds`` given, or ``self.wte(input_ids)``):
+        # the map's first device either way
         return replace(a if a.device != LOCAL else b, anchor=None)
     kind = a.kind if a.kind == b.kind else UNKNOWN
     device = a.device if a.device == b.device else ANY
@@ -401,6 +409,10 @@ _BINARY_METHODS = frozenset(
         "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "clamp", "clamp_",
     }
 )
+#: tensor methods whose first argument is a boolean mask tensor
+_MASK_METHODS = frozenset({"masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_", "masked_select"})
+#: tensor methods that reshape a mask without computing on it
+_MASK_SHAPING = frozenset({"unsqueeze", "expand", "expand_as", "view", "reshape", "repeat", "bool", "all", "any"})
 #: module methods that hand out its tensors
 _WEIGHT_VIEWS = frozenset({"parameters", "buffers", "state_dict"})
 #: torch functions that take several tensors with no 0-dim exception
@@ -551,6 +563,10 @@ class FunctionFlow:
     #: in a module that pins its parts to devices: activations handed from
     #: one stage to another without a move (``devlint.facts.stages``)
     handovers: List[Handover] = field(default_factory=list)
+    #: in a module split by a ``device_map``: the function calls a part of
+    #: it (``generate`` running the language model's embedding): its
+    #: handovers happen when the model runs, as forward's do
+    runs_parts: bool = False
     #: ``torch.tensor(x)`` of data the flow cannot see: maybe 0-dim
     maybe_scalar: Set[cst.CSTNode] = field(default_factory=set)
     #: tensors a data loader yields, by the node that names them first (a
@@ -1992,7 +2008,7 @@ class _Interpreter:
             for t in small.targets:
                 self._note_map(t.target, small.value)
                 if not self._bind_tail(t.target, small.value, v, env):
-                    self._store(t.target, v, env)
+                    self._store(t.target, v, env, value_node=small.value)
         elif isinstance(small, cst.AnnAssign):
             if small.value is not None:
                 v = self._expr(small.value, env)
@@ -2061,10 +2077,19 @@ class _Interpreter:
             self._bind(e.value, self._expr(val.value, env), env)
         return True
 
-    def _store(self, target: cst.BaseExpression, v: Value, env: Env, augmented: bool = False) -> None:
+    def _store(self, target: cst.BaseExpression, v: Value, env: Env, augmented: bool = False,
+               value_node: Optional[cst.BaseExpression] = None) -> None:
         if isinstance(target, cst.Subscript):
             base = self._expr(target.value, env)
             idx = [self._index_value(e, env) for e in target.slice]
+            if self.stages is not None and value_node is not None and base.kind == TENSOR and v.kind == TENSOR \
+                    and not v.scalar and stage_of(base.device) and stage_of(v.device) and any(
+                        i.kind == TENSOR and not i.scalar or self._mask(e.slice.value, i, env).kind == TENSOR
+                        for e, i in zip(target.slice, idx) if isinstance(e.slice, cst.Index)
+                    ):
+                # x[mask] = v of tensors on two stages: an index_put_, whose
+                # values must be on x's device (its indices are moved there)
+                self._stage_mix([(target.value, base), (value_node, v)], target)
             # x[0] = v is a copy_, which crosses devices, and so is x[i] = v of
             # a 0-dim index (``for i in torch.arange(n)``: PyTorch takes
             # ``i.item()`` and selects); x[tensor] = v is an index_put_, whose
@@ -2261,6 +2286,10 @@ class _Interpreter:
             if id(a_node) in unsure and root:
                 expression = None
             self._hand(o_node, at, o_key, a_key, f"`{short_code(a_node)}`", expression, arrival=o_arrival)
+            if a_key != first[1] and first[2]:
+                # an input met a stage: the fix moves the input, so what
+                # comes out is on that stage (``torch.where(mask, embeds, x)``)
+                first = (a_node, a_key, a_arrival)
         if first is None or (first[1] == FIRST and first[2]):
             return _tensor(LOCAL)
         return _tensor(stage_device(first[1]))
@@ -3018,7 +3047,12 @@ class _Interpreter:
         elif isinstance(func, cst.Name):
             out = self._name_call(node, func.value, args, env)
         else:
-            out = UNKNOWN_VALUE
+            callee = self._expr(func, env)
+            # self.get_input_embeddings()(ids): a part of a split model,
+            # called, puts out on its stage (its hook moves what it is given)
+            out = _tensor(callee.device) if callee.kind == MODULE and stage_of(callee.device) else UNKNOWN_VALUE
+            if stage_of(out.device) and self.stages is not None and self.stages.dispatched:
+                self.result.runs_parts = True
         if self.flows.scripts and (out == UNKNOWN_VALUE or follows(out)):
             self._mixes_with_output(node, args)
             self._moves_batches(node, args, env)
@@ -3175,6 +3209,8 @@ class _Interpreter:
         compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES) or q in _AUTOGRAD
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
+        if name == "where" and len(args) == 3 and args[0][0].keyword is None:
+            args = [(args[0][0], self._mask(args[0][0].value, args[0][1], env)), *args[1:]]  # torch.where(ids > 0, a, b)
         values: List[Value] = []
         nodes: List[Optional[cst.CSTNode]] = []
         sure = {id(e) for e in _tensor_arguments(node, name)}
@@ -3293,6 +3329,10 @@ class _Interpreter:
                 # self.model.embed_tokens(ids): a part of a part on a stage
                 # is on it (its hook moves what it is given)
                 return _tensor(recv.device)
+            if stage_of(recv.device) and self.stages is not None and self.stages.dispatched and m in PART_GETTERS and not node.args:
+                # self.language_model.get_input_embeddings(): a part of a
+                # part on a stage is on it
+                return Value(MODULE, recv.device)
             return UNKNOWN_VALUE
         if recv.kind == SEQ:
             if m in ("append", "add") and args and isinstance(recv_node, cst.Name):
@@ -3351,6 +3391,10 @@ class _Interpreter:
                     env[recv_node.value] = replace(CPU_BY_DESIGN, anchor=env[recv_node.value].anchor, matrix=recv.matrix)
                 return CPU_BY_DESIGN
         others = [(a.value, v) for a, v in args if v.kind == TENSOR]
+        if m in _MASK_METHODS and args and args[0][0].keyword is None and args[0][1].kind != TENSOR:
+            mask = self._mask(args[0][0].value, args[0][1], env)
+            if mask.kind == TENSOR:
+                others.insert(0, (args[0][0].value, mask))
         if m in _BINARY_METHODS and others:
             self._check([recv, *(v for _, v in others)], node, f"method {m}", nodes=[func.value, *(n for n, _ in others)])
             if self.stages is not None and any(stage_of(v.device) for v in (recv, *(v for _, v in others))):
@@ -3371,6 +3415,25 @@ class _Interpreter:
         matrix = (recv.matrix and m in _RANK_KEEPING) or (m == "unsqueeze" and recv.kind == TENSOR and not recv.scalar)
         return replace(_tensor(recv.device, born, recv.scalar and m not in _SHAPE_MAKERS), by_design=design, matrix=matrix)
 
+    def _mask(self, node: cst.BaseExpression, v: Value, env: Env) -> Value:
+        """``v``, the value of ``node`` where only a boolean tensor can be
+        (``x.masked_fill(token_type_ids == 0, 0)``, ``torch.where(m > 0, a,
+        b)``): a comparison of an input of unknown kind is a tensor on the
+        inputs' device."""
+        if v.kind == TENSOR:
+            return v
+        inner = node
+        while isinstance(inner, (cst.Comparison, cst.Subscript)) or (
+            isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value in _MASK_SHAPING
+        ):
+            # (ids == k).unsqueeze(-1).expand_as(h): the comparison's operand
+            inner = inner.left if isinstance(inner, cst.Comparison) else inner.value if isinstance(
+                inner, cst.Subscript) else inner.func.value  # type: ignore[union-attr]
+        seen = self._expr(inner, env) if inner is not node else v
+        if seen.kind in (TENSOR, UNKNOWN) and (seen.device == LOCAL or stage_of(seen.device)):
+            return _tensor(seen.device)
+        return v
+
     def _move(self, node: cst.Call, m: str, recv: Value, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         out = self._moved(node, m, recv, args, env)
         if out.kind == TENSOR and (recv.born or recv.moved) and out.device not in PINNED:
@@ -3385,7 +3448,9 @@ class _Interpreter:
         if kind in (MODULE, UNKNOWN, WRAPPER) and m in ("to", "cuda", "cpu") and self.stages is None:
             return self._module_moved(node, m, recv, kind, args)
         key = self._move_stage(node, m, recv, args) if self.stages is not None and m in ("to", "cuda", "cpu") else None
-        if self.stages is not None and self.stages.dispatched and key not in (FIRST, LAST, LOCAL, ""):
+        if self.stages is not None and self.stages.dispatched and key not in (FIRST, LAST, LOCAL, "") and not (
+            key or ""
+        ).startswith((PART, WHOLE)):
             pass  # a split model's code names no stage: .cpu(), .cuda(), .to(device) move as anywhere else
         elif self.stages is not None and m in ("to", "cuda", "cpu"):
             if key == "":
@@ -3478,9 +3543,16 @@ class _Interpreter:
             # (its hook moves them first); its output is on its stage, and
             # a part with no weights follows its inputs
             out = self._submodule_call(node, m, args)
-            stage = LAST if self.stages.spread(m) else self.stages.of_attribute(m)
+            stage = self.stages.output_of(m)
             if stage is not None:
-                return _tensor(stage_device(stage))
+                self.result.runs_parts = True
+                on = _tensor(stage_device(stage))
+                if out.kind == SEQ:
+                    # a part whose forward returns a tuple (``(hidden,
+                    # attn)``): its tensors are on the stage; the tuple is
+                    # no tensor an operator mixes (``outputs + out[1:]``)
+                    return _seq([on if i.kind in (TENSOR, UNKNOWN) else i for i in out.items], on, known=out.exact)
+                return on
             mixed = self._stage_mix(self._stage_args(args), node)
             return mixed if stage_of(mixed.device) else out
         if held.kind == MODULE and self.stages is not None:

@@ -27,7 +27,14 @@ registered after them, may be on the last. Its keys:
 
 - ``"first"``: the model's inputs (where the user put them: the device of
   the map's first part), the module's own parameters and buffers, and the
-  output of a part registered before the spreading ones;
+  output of the first part registered with weights;
+- ``"part:<attr>"``: the output of a part registered before the spreading
+  ones but after the embedding table ``self.<attr>`` the module registers
+  first and ``forward`` looks its inputs up in (``self.wpe`` after
+  ``self.wte``, ``self.wte(input_ids)``): the map goes on to the next GPU
+  wherever a part no longer fits, and a token table is a large share of the
+  model (a third of GPT-2 small), so a balanced map may end the first GPU
+  right after it;
 - ``"last"``: the output of a spreading part (the blocks of
   ``self.layers``, ``self.model``), or of a part registered after one
   (``self.norm``, ``self.lm_head``); and a spreading part registered after
@@ -50,15 +57,26 @@ from typing import Dict, List, Optional, Set
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, FileFacts
-from devlint.torch_api import STATELESS_MODULES
+from devlint.torch_api import STATELESS_MODULES, is_auto_model_class
 from devlint.syntax import code_of, free_names, is_cuda_string, positional_args, self_attribute, shown_device, string_value
 
 _BUILTINS = frozenset({"len", "int", "min", "max", "abs", "str", "range"})
+
+#: embedding tables: a vocabulary's can fill a GPU's share of a map
+_TABLES = frozenset({"torch.nn.Embedding", "torch.nn.modules.sparse.Embedding", "torch.nn.EmbeddingBag"})
 
 EACH = "each:"
 SPREAD = "spread:"
 FIRST = "first"
 LAST = "last"
+#: in a split model, the parts registered before the spreading ones after a
+#: token embedding table: ``"part:wte"`` (the map may end a GPU right after
+#: the table, a large share of the model)
+PART = "part:"
+#: in a split model, all of a spreading part the map fills after another
+#: one: ``"whole:language_model"`` (its embedding, its output), past where
+#: the parts before it ended
+WHOLE = "whole:"
 #: the device of a model a method is handed (``update(self, model)``):
 #: wherever the caller put it
 ARG = "arg:"
@@ -141,18 +159,25 @@ class Stages:
 
     def _order_parts(self) -> None:
         stage = FIRST
+        table = ""  # an embedding table registered first, before the spreading parts
         for a in self.cls.assignments:
             if a.method != "__init__" or a.kind not in ("module", "nn_container") or a.name in self.order or a.name in self.spreading:
                 continue
             held = {a.module_class.rsplit(".", 1)[-1], a.element_class.rsplit(".", 1)[-1]} - {""}
             units = self.facts.split_units
             if (a.kind == "nn_container" and held & units) or any(
-                h in self.facts.classes and self.facts.classes[h].dispatched for h in held
+                (h in self.facts.classes and self.facts.classes[h].dispatched) or is_auto_model_class(h) for h in held
             ):
                 self.spreading.append(a.name)
                 stage = LAST
             elif not self._holds_no_tensor(a.module_class):
-                self.order[a.name] = stage  # a part with no weights follows its inputs
+                # a part with no weights follows its inputs; one after an
+                # embedding table (and before the blocks) may be past the
+                # first GPU
+                first = not self.order
+                self.order[a.name] = PART + table if stage == FIRST and table else stage
+                if first and stage == FIRST and a.kind == "module" and a.module_class in _TABLES and a.name in self.cls.input_parts:
+                    table = a.name  # the token table forward looks the inputs up in, first of all
 
     def _holds_no_tensor(self, name: str) -> bool:
         """A part of class ``name`` holds no parameter or buffer (``nn.ReLU``,
@@ -189,8 +214,9 @@ class Stages:
             if attr in self.spreading[1:]:
                 # a spreading part the map fills after another one: all of
                 # it, its first pieces too (``self.model.embed_tokens`` after
-                # ``self.visual``), is past the first one's last device
-                return LAST
+                # ``self.visual``), is past the first one's last device, and
+                # past what the parts between the two put out
+                return WHOLE + attr
             return self.order.get(attr)
         code = self.pinned.get(attr)
         if code is None or self.spread(attr):
@@ -200,6 +226,13 @@ class Stages:
         except Exception:
             return None
         return self.name(node, written_here=False)
+
+    def output_of(self, attr: str) -> Optional[str]:
+        """In a split model, the stage of what calling the part
+        ``self.<attr>`` puts out (None: it follows its inputs)."""
+        if attr in self.spreading[1:]:
+            return WHOLE + attr
+        return LAST if attr in self.spreading else self.order.get(attr)
 
     def spread(self, attr: str) -> bool:
         if self.dispatched:
@@ -317,6 +350,11 @@ class Stages:
             return f"the last device (after `{self.self_name}.{self.spreading[0]}`)" if self.spreading else "the last device"
         if key.startswith(SPREAD) or key.startswith(EACH):
             return f"the devices `{self.self_name}.{key.split(':', 1)[1]}` is spread over"
+        if key.startswith(WHOLE):
+            first = f" (after `{self.self_name}.{self.spreading[0]}`)" if self.spreading else ""
+            return f"the devices of `{self.self_name}.{key[len(WHOLE):]}`{first}"
+        if key.startswith(PART):
+            return f"the device after `{self.self_name}.{key[len(PART):]}`"
         if key.startswith(ARG):
             return f"`{key[len(ARG):]}`'s device (wherever the caller put it)"
         text = self.shown_as(key) or (key.split(":", 1)[1] if key.startswith(("name:", "expr:")) else key)
