@@ -111,9 +111,12 @@ DL003).
 
 A function parameter whose default names a GPU (`def one_hot(x, n,
 device="cuda")`) and that places a tensor meeting the inputs is reported at
-the default: every caller that leaves it out gets the current GPU. It has
-no fix: the parameter is the callers' choice, and placing on `x.device`
-instead would ignore the callers that pass one.
+the default: every caller that leaves it out gets the current GPU; so is
+the default of a function of the file that hands its own parameter on to it
+(`def mixup_target(t, n, device="cuda")` calling `one_hot(t, n,
+device=device)`), which is what that function's callers get. It has no fix:
+the parameter is the callers' choice, and placing on `x.device` instead
+would ignore the callers that pass one.
 
 ## Fix safety
 Safe: on one device the new expression names the same device as before, and
@@ -125,7 +128,7 @@ from __future__ import annotations
 
 import ast
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import libcst as cst
 
@@ -133,7 +136,7 @@ from devlint.facts.classes import MODULE_MOVES
 from devlint.facts.flow import CURRENT, FIXED, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import code_of, keyword_arg, rebound_names, self_attribute
+from devlint.syntax import bound_parameters, calls_in, code_of, keyword_arg, rebound_names, self_attribute
 
 
 class CapturedDevice(Rule):
@@ -415,6 +418,7 @@ class Head(nn.Module):
 
     def leave_Module(self, original_node: cst.Module) -> None:
         flow = self.context.device_flow
+        self._functions = [s for s in original_node.body if isinstance(s, cst.FunctionDef)]
         for found in flow.origin_meetings((CURRENT, FIXED), set()):
             cls = flow.class_facts(found.home)
             if cls is not None and self.scripts.never_replicated(cls):
@@ -497,15 +501,25 @@ class Head(nn.Module):
             # def one_hot(x, n, device="cuda"): the device is the callers'
             # choice, and the bug is what those that pass none get
             param, value = default
+            gpu = "the current GPU" if meeting.device == CURRENT else "a GPU named in the code"
             self.report(
                 value,
-                f"`{param}={code_of(value)}` of `{found.where}` puts its tensors on "
-                f"{'the current GPU' if meeting.device == CURRENT else 'a GPU named in the code'} for every caller that "
+                f"`{param}={code_of(value)}` of `{found.where}` puts its tensors on {gpu} for every caller that "
                 f"leaves `{param}` out (`{code}`); they meet {partner} through {found.how_text}, which fails for inputs "
                 "on another GPU or on the CPU",
                 no_fix_reason=f"`{param}` is the callers' choice: default it to None and follow the inputs there, or pass it",
                 related=related,
             )
+            # def mixup_target(t, n, device="cuda"): one_hot(t, n, device=device):
+            # a caller's own default, handed on, is what its callers get
+            for outer, name, passed in _forwarded_defaults(self._functions, found.home, param):
+                self.report(
+                    passed,
+                    f"`{name}={code_of(passed)}` of `{outer.name.value}` is handed on to `{found.where}`'s `{param}`: "
+                    f"every caller of `{outer.name.value}` that leaves `{name}` out gets tensors on {gpu}, which meet "
+                    f"{partner} there and fail for inputs on another GPU or on the CPU",
+                    no_fix_reason=f"`{name}` is the callers' choice: default it to None and follow the inputs there, or pass it",
+                )
             return
         source = retyped_like(origin)
         if source is not None:  # t.type(x.type()) -> t.to(x): x's dtype and device, index included
@@ -570,6 +584,27 @@ def _defaulted_parameter(fn: cst.FunctionDef, device: cst.CSTNode) -> Optional[T
     if not isinstance(param.default, (cst.SimpleString, cst.Integer, cst.Call)):
         return None
     return None if device.value in rebound_names(fn.body) else (device.value, param.default)
+
+
+def _forwarded_defaults(
+    functions: Sequence[cst.FunctionDef], callee: cst.FunctionDef, param: str
+) -> List[Tuple[cst.FunctionDef, str, cst.BaseExpression]]:
+    """Module-level functions of the file that call ``callee`` passing its
+    ``param`` from a parameter of their own whose default names a GPU
+    (``mixup_target(..., device="cuda")`` calling ``one_hot(...,
+    device=device)``): each such function, that parameter and its default."""
+    out: List[Tuple[cst.FunctionDef, str, cst.BaseExpression]] = []
+    for fn in functions:
+        if fn is callee:
+            continue
+        for call in calls_in(fn.body):
+            if not (isinstance(call.func, cst.Name) and call.func.value == callee.name.value):
+                continue
+            position = bound_parameters(callee, call.args).get(param)
+            default = _defaulted_parameter(fn, call.args[position].value) if position is not None else None
+            if default is not None and all(d is not default[1] for _, _, d in out):
+                out.append((fn, default[0], default[1]))
+    return out
 
 
 def _anchor_for(origin: cst.CSTNode, anchors: Sequence[str]) -> Optional[str]:
