@@ -3046,13 +3046,15 @@ class _Interpreter:
             out = self._method_call(node, func, args, env)
         elif isinstance(func, cst.Name):
             out = self._name_call(node, func.value, args, env)
-        else:
-            callee = self._expr(func, env)
+        elif self.stages is not None and self.stages.dispatched and isinstance(func, cst.Call):
             # self.get_input_embeddings()(ids): a part of a split model,
             # called, puts out on its stage (its hook moves what it is given)
+            callee = self._expr(func, env)
             out = _tensor(callee.device) if callee.kind == MODULE and stage_of(callee.device) else UNKNOWN_VALUE
-            if stage_of(out.device) and self.stages is not None and self.stages.dispatched:
+            if stage_of(out.device):
                 self.result.runs_parts = True
+        else:
+            out = UNKNOWN_VALUE
         if self.flows.scripts and (out == UNKNOWN_VALUE or follows(out)):
             self._mixes_with_output(node, args)
             self._moves_batches(node, args, env)
