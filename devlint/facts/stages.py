@@ -21,13 +21,15 @@ blocks a ``_no_split_modules`` names) has stages too, though its code names
 no device. accelerate's ``device_map="auto"`` fills the GPUs in the order
 the module registers its parts, keeping each listed block whole; it moves a
 part's inputs to the part and leaves the output there. So what comes before
-the *spreading* parts (a container of such blocks, or a part that holds
-one) is on the first device, and what comes out of them, or out of a part
-registered after them, may be on the last. Its keys:
+the *spreading* parts (a container of such blocks, a part that holds one,
+or a whole pretrained model an auto class builds) is on the first device,
+and what comes out of them, or out of a part registered after them, may be
+on the last. Its keys:
 
 - ``"first"``: the model's inputs (where the user put them: the device of
   the map's first part), the module's own parameters and buffers, and the
-  output of the first part registered with weights;
+  output of a part registered before the spreading ones (but see
+  ``"part:"``);
 - ``"part:<attr>"``: the output of a part registered before the spreading
   ones but after the embedding table ``self.<attr>`` the module registers
   first and ``forward`` looks its inputs up in (``self.wpe`` after
@@ -35,13 +37,15 @@ registered after them, may be on the last. Its keys:
   wherever a part no longer fits, and a token table is a large share of the
   model (a third of GPT-2 small), so a balanced map may end the first GPU
   right after it;
-- ``"last"``: the output of a spreading part (the blocks of
+- ``"last"``: the output of the first spreading part (the blocks of
   ``self.layers``, ``self.model``), or of a part registered after one
-  (``self.norm``, ``self.lm_head``); and a spreading part registered after
-  another one, all of it (``self.model.embed_tokens`` after ``self.visual``).
+  (``self.norm``, ``self.lm_head``);
+- ``"whole:<attr>"``: a spreading part registered after another one, all of
+  it (``self.model.embed_tokens`` after ``self.visual``, and what
+  ``self.model`` puts out): past where the parts before it ended.
 
-Calling a part hands nothing over (its hook moves the inputs); the first
-and the last meeting in an operation, an index or a loss is a handover.
+Calling a part hands nothing over (its hook moves the inputs); two stages
+meeting in an operation, an index, an index write or a loss is a handover.
 
 This module answers the syntax-level questions about stages (which key an
 expression names, whether a device expression written in ``__init__`` can
