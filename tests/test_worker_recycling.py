@@ -77,3 +77,58 @@ def test_should_retire_reads_the_growth(monkeypatch):
     assert now > 0
     assert not runner._should_retire(now)
     assert runner._should_retire(now - 1000)
+
+
+PACKAGE_BASE = """\
+import torch.nn as nn
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.device = "cuda:0"
+"""
+
+PACKAGE_USER = """\
+import torch
+from pkg.base import Base
+
+
+class Net(Base):
+    def forward(self, x):
+        return x + torch.zeros(4, device=self.device)
+"""
+
+
+def _package(tmp_path: Path) -> Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(PACKAGE_BASE)
+    (pkg / "user.py").write_text(PACKAGE_USER)
+    for i in range(5):
+        (pkg / f"m{i}.py").write_text(BUG if i % 2 == 0 else CLEAN)
+    return tmp_path
+
+
+def test_a_large_run_with_one_job_runs_in_one_retiring_worker(tmp_path, monkeypatch):
+    from conftest import check_tree
+
+    tree = _package(tmp_path)
+    in_process = check_tree(tree, processes=1)
+    started = []
+    real_start = _WorkerPool._start
+
+    def counting_start(self):
+        worker = real_start(self)
+        started.append(worker[1].pid)
+        return worker
+
+    monkeypatch.setattr(_WorkerPool, "_start", counting_start)
+    monkeypatch.setattr(runner, "ONE_WORKER_MIN_FILES", 2)
+    monkeypatch.setattr(runner, "RECYCLE_GROWTH_MIB", float("-inf"))  # each job in a fresh fork
+    in_worker = check_tree(tree, processes=1)
+    assert started, "the run stayed in the parent process"
+    # the same findings, cross-file ones included (the forks see the index so far)
+    assert [(r.path, _codes(r)) for r in in_worker] == [(r.path, _codes(r)) for r in in_process]
+    assert any(d.code == "DL002" for r in in_worker for d in r.diagnostics)
