@@ -271,7 +271,6 @@ WRAPPED_MODEL_HOOKS: Dict[str, FrozenSet[str]] = {
 }
 
 
-
 #: classmethods that build a whole pretrained model: transformers' auto
 #: classes (``AutoModel``, ``AutoModelForCausalLM``, ...: ``from_config``,
 #: ``from_pretrained``) return an ``nn.Module`` of a class chosen at run
@@ -295,6 +294,7 @@ def is_auto_model_class(name: str) -> bool:
 #: parts (the input embedding, the output head, the encoder or decoder
 #: stack): where the model sits, that part sits
 PART_GETTERS = frozenset({"get_input_embeddings", "get_output_embeddings", "get_encoder", "get_decoder"})
+
 
 #: function transforms whose result, called, runs the function they are given
 #: on slices of its arguments (``torch.vmap(f)(x)``): on the arguments' devices

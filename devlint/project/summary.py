@@ -32,8 +32,11 @@ SUMMARY_VERSION = 8
 
 #: ClassFacts fields a dependent file never reads as they are (every
 #: assignment with its source text); a subclass in another file reads only
-#: which methods assign an attribute, and as what (``assigned_in``)
-_LOCAL_ONLY = frozenset({"assignments"})
+#: which methods assign an attribute, and as what (``assigned_in``). The
+#: pinning methods and the parts ``forward`` hands its inputs serve the
+#: class's own file (``pins_optional``, its stages) and travel as what they
+#: gave
+_LOCAL_ONLY = frozenset({"assignments", "pinning_methods", "input_parts"})
 
 
 _CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.M)
