@@ -3,12 +3,14 @@ atomically (temporary file in the same folder, then rename)."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import os
 import stat
 import tempfile
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from devlint.config import Config
 from devlint.diagnostic import FileResult
@@ -268,8 +270,14 @@ def run_jobs(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]"
     into the cache as soon as it is computed, so an interrupted run
     (KeyboardInterrupt, raised from here once the workers are stopped) keeps
     what it did."""
-    if plan is None:
-        return _run_jobs(jobs, processes, cache, progress=progress)
+    with checking_gc():
+        if plan is None:
+            return _run_jobs(jobs, processes, cache, progress=progress)
+        return _run_project(jobs, processes, cache, plan, progress)
+
+
+def _run_project(jobs: Sequence[Job], processes: int, cache: "Optional[ResultCache]", plan: "ProjectPlan",
+                 progress: Optional[Callable[[int], None]]) -> List[FileResult]:
     global _INDEX
     from devlint.project.index import ProjectIndex
 
@@ -442,6 +450,30 @@ RECYCLE_GROWTH_MIB = 64
 ONE_WORKER_MIN_FILES = 200
 
 
+#: the cyclic garbage collector's thresholds while files are checked: a
+#: young collection after 20,000 new container objects rather than 700 (mypy's
+#: build raises them the same way). A parsed module is a tree of a few
+#: hundred thousand nodes with no cycles, freed by reference counting; with
+#: the default threshold the collector ran every few hundred of them, walking
+#: the young part of the tree being built each time. On transformers (2,912
+#: files, two jobs) it cut the CPU time of a cold check by a fifth (191 ->
+#: 151 s) with the same peak memory (225 MiB); 200,000 saved little more and
+#: took 40 MiB more. ``bench/run_bench.py`` gives the figures
+GC_THRESHOLDS = (20_000, 10, 10)
+
+
+@contextlib.contextmanager
+def checking_gc() -> Iterator[None]:
+    """Collect garbage cycles less often while files are checked (see
+    :data:`GC_THRESHOLDS`); the old thresholds come back after."""
+    old = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def resident_mib() -> float:
     """This process's resident memory now, in MiB (Linux: ``/proc``; elsewhere
     the peak so far, which only grows, so a worker retires at the same point)."""
@@ -488,6 +520,11 @@ def _pool_worker(conn) -> None:
     # the parent stops us with SIGTERM on Ctrl-C: unwind (a fix being written
     # removes its temporary file), then exit
     signal.signal(signal.SIGTERM, _exit_on_term)
+    # what the parent held when it forked (the index so far, the imported
+    # modules) stays as long as this worker: the collector need not walk it,
+    # and leaving it alone keeps its pages shared with the parent
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
     start = resident_mib()
     while True:
         try:

@@ -304,13 +304,16 @@ class Head(nn.Module):
         self._check(node.value, owner, device=node if exact else None, fixable=exact)
 
     def visit_Call(self, node: Union[cst.Call, cst.Subscript]) -> None:
-        if id(node) in self._done or not self._in_scope(node):
+        if id(node) in self._done:
             return
+        # (the syntactic tests first: the scope test may run the flow)
         found = first_parameter_of(node)
         if found is not None:
-            self._check(node, found[0], device=None, fixable=found[1])
-        elif isinstance(node, cst.Call) and self.facts.index is not None:
-            self._helper_call(node)
+            if self._in_scope(node):
+                self._check(node, found[0], device=None, fixable=found[1])
+        elif isinstance(node, cst.Call) and self.facts.index is not None and self._helper(node) is not None:
+            if self._in_scope(node):
+                self._helper_call(node)
 
     visit_Subscript = visit_Call  # list(self.parameters())[0]
 
@@ -361,14 +364,22 @@ class Head(nn.Module):
             self._lineage_props[class_name] = found
         return found
 
+    def _helper(self, node: cst.Call) -> Optional[Tuple[str, int, dict]]:
+        """The project function ``node`` calls, when it takes the first
+        parameter of a module it is given."""
+        found = self.facts.project_function(self.facts.qualify(node.func) or "")
+        if found is None or "first_parameter" not in found[2] or any(a.star for a in node.args):
+            return None
+        return found
+
     def _helper_call(self, node: cst.Call) -> None:
         """``to_device(self, mask)``: a function of another file of the
         project that takes the first parameter of the module it is given,
         given this module (or a submodule) where a replica runs."""
-        callee = code_of(node.func)
-        found = self.facts.project_function(self.facts.qualify(node.func) or "")
-        if found is None or "first_parameter" not in found[2] or any(a.star for a in node.args):
+        found = self._helper(node)
+        if found is None:
             return
+        callee = code_of(node.func)
         path, line, record = found
         args = [a for a in node.args if a.keyword is None]
         for i in record["first_parameter"]:

@@ -132,3 +132,61 @@ def test_a_large_run_with_one_job_runs_in_one_retiring_worker(tmp_path, monkeypa
     # the same findings, cross-file ones included (the forks see the index so far)
     assert [(r.path, _codes(r)) for r in in_worker] == [(r.path, _codes(r)) for r in in_process]
     assert any(d.code == "DL002" for r in in_worker for d in r.diagnostics)
+
+
+def test_checking_raises_the_gc_thresholds_and_puts_them_back(tmp_path, monkeypatch):
+    """While files are checked the collector runs at runner.GC_THRESHOLDS
+    (a parsed tree has no cycles: the default threshold made it walk each
+    young tree over and over); after the run, the caller's thresholds are
+    back, a run that raises included."""
+    import gc
+
+    seen = []
+    real = runner._run_jobs
+
+    def spy(*args, **kwargs):
+        seen.append(gc.get_threshold())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_jobs", spy)
+    old = gc.get_threshold()
+    gc.set_threshold(555, 7, 7)
+    try:
+        results = runner.run_jobs(_jobs(tmp_path, 3), 1)
+        assert seen == [runner.GC_THRESHOLDS]
+        assert [_codes(r) for r in results] == [[("DL001", 11)], [], [("DL001", 11)]]
+        assert gc.get_threshold() == (555, 7, 7)
+
+        def boom(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(runner, "_run_jobs", boom)
+        with pytest.raises(KeyboardInterrupt):
+            runner.run_jobs(_jobs(tmp_path, 1), 1)
+        assert gc.get_threshold() == (555, 7, 7)
+    finally:
+        gc.set_threshold(*old)
+    assert runner.GC_THRESHOLDS[0] > old[0]
+
+
+def test_a_pool_worker_freezes_what_it_forked_with(tmp_path, monkeypatch):
+    """A pool worker moves what the parent held at the fork (the index, the
+    imported modules) to the collector's permanent generation and collects
+    at GC_THRESHOLDS while it runs its jobs."""
+    import gc
+
+    from devlint.diagnostic import FileResult
+
+    def report_gc(job):  # inherited by the fork: runs in the worker
+        state = (gc.get_freeze_count() > 0, gc.get_threshold())
+        return None, FileResult(path=job.path, internal_errors=[repr(state)])
+
+    monkeypatch.setattr(runner, "_run_job_digest", report_gc)
+    jobs = _jobs(tmp_path, 2)
+    pool = _WorkerPool(2)
+    try:
+        done, died = pool.run(jobs, [0, 1])
+    finally:
+        pool.close()
+    assert not died
+    assert [done[i][1].internal_errors for i in (0, 1)] == [[repr((True, runner.GC_THRESHOLDS))]] * 2
