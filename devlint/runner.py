@@ -511,10 +511,15 @@ def _should_retire(start_mib: float) -> bool:
     return resident_mib() - start_mib > RECYCLE_GROWTH_MIB
 
 
-def _pool_worker(conn) -> None:
+def _pool_worker(conn, parent_end=None) -> None:
     """A pool process: run the jobs it receives, send back each result, with
-    whether it retires after it (:data:`RECYCLE_GROWTH_MIB`)."""
+    whether it retires after it (:data:`RECYCLE_GROWTH_MIB`). ``parent_end``
+    (the parent's end of the pipe, which a fork inherits) is closed first, so
+    that the pipe ends when the parent does."""
     import signal
+
+    if parent_end is not None:
+        parent_end.close()
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
     # the parent stops us with SIGTERM on Ctrl-C: unwind (a fix being written
@@ -593,7 +598,10 @@ class _WorkerPool:
 
         ctx = multiprocessing.get_context("fork" if hasattr(os, "fork") else "spawn")
         here, there = ctx.Pipe()
-        proc = ctx.Process(target=_pool_worker, args=(there,), daemon=True)
+        # the worker closes its copy of our end: once we are gone (killed
+        # by a signal, by the OOM killer) its next read ends instead of
+        # waiting forever, an orphan
+        proc = ctx.Process(target=_pool_worker, args=(there, here), daemon=True)
         proc.start()
         there.close()
         return [here, proc, len(self.log)]

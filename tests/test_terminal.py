@@ -221,8 +221,11 @@ def test_ctrl_c_stops_at_once_keeps_the_cache_and_leaves_no_worker(tmp_path):
     import pty
     import select
 
-    n = 150
-    tree = _tree(tmp_path / "tree", n, methods=15)
+    # long enough (about 3.5 s on two cores) that the progress, shown after
+    # PROGRESS_DELAY, is there well before the end (150 files of 15 methods
+    # took 2 s, then 1.2 s once the collector ran less often: too close)
+    n = 400
+    tree = _tree(tmp_path / "tree", n, methods=30)
     master, slave = pty.openpty()
     with open(tmp_path / "stdout", "wb") as out:
         # as from a terminal: SIGINT not ignored (a test run in the background

@@ -190,3 +190,51 @@ def test_a_pool_worker_freezes_what_it_forked_with(tmp_path, monkeypatch):
         pool.close()
     assert not died
     assert [done[i][1].internal_errors for i in (0, 1)] == [[repr((True, runner.GC_THRESHOLDS))]] * 2
+
+
+def test_a_worker_whose_parent_was_killed_exits(tmp_path):
+    """A parent killed outright (SIGKILL: a CI timeout, the OOM killer)
+    cannot stop its pool workers; each closed its copy of the parent's end
+    of the pipe, so its next read ends and it exits rather than waiting
+    forever as an orphan."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    script = textwrap.dedent("""
+        import sys, time
+        from devlint.runner import _WorkerPool
+        pool = _WorkerPool(1)
+        worker = pool._start()
+        print(worker[1].pid, flush=True)
+        time.sleep(600)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        pid = int(parent.stdout.readline())
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+
+    def alive() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        # an exited orphan is reaped by init; a zombie counts as gone
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                return fh.read().split()[2] != "Z"
+        except OSError:
+            return False
+
+    deadline = time.monotonic() + 20
+    while alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    still = alive()
+    if still:
+        os.kill(pid, signal.SIGKILL)
+    assert not still, "the worker outlived its killed parent"
