@@ -606,7 +606,8 @@ _DEVICE_NAME_HINTS = ("device", "dev")
 def _annotation_code(param: cst.Param) -> Optional[str]:
     if param.annotation is None:
         return None
-    return code_of(param.annotation.annotation).replace(" ", "")
+    # (``torch.Tensor``, ``int``: dotted, without rendering the node)
+    return dotted_name(param.annotation.annotation) or code_of(param.annotation.annotation).replace(" ", "")
 
 
 #: generic collections: ``List[Tensor]`` holds tensors but has no ``.device``

@@ -2894,9 +2894,14 @@ class _Interpreter:
         # PyTorch takes each index from the CPU or from the indexed tensor's device
 
     def _subscript(self, node: cst.Subscript, env: Env) -> Value:
-        key = code_of(node) if isinstance(node.value, cst.Name) else None
-        if key is not None and key in env:
-            return env[key]  # batch["x"] = batch["x"].to(device): that key was replaced
+        if isinstance(node.value, cst.Name):
+            # batch["x"] = batch["x"].to(device): that key was replaced (the
+            # text is rendered only where some key of that name was stored)
+            prefix = node.value.value + "["
+            if any(k.startswith(prefix) for k in env):
+                key = code_of(node)
+                if key in env:
+                    return env[key]
         base = self._expr(node.value, env)
         idx = [self._index_value(e, env) for e in node.slice]
         if base.kind == BATCH:
