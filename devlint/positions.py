@@ -22,7 +22,7 @@ of the fixtures, and on the nodes inside their bodies.
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 from libcst.metadata import CodeRange, CodePosition, MetadataWrapper, PositionProvider
@@ -35,17 +35,25 @@ def full_positions(module: cst.Module) -> Dict[cst.CSTNode, CodeRange]:
     return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
 
 
-class _Owner(cst.CSTVisitor):
-    """Which of ``wanted`` lie under the statement walked."""
+class _Held(cst.CSTVisitor):
+    """The ids of ``wanted`` under the subtree walked."""
 
     def __init__(self, wanted: Dict[int, cst.CSTNode]) -> None:
         self.wanted = wanted
-        self.found = False
+        self.ids: Set[int] = set()
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if id(node) in self.wanted:
-            self.found = True
-        return not self.found
+            self.ids.add(id(node))
+        return True
+
+
+def _held(nodes: Iterable[cst.CSTNode], wanted: Dict[int, cst.CSTNode]) -> Set[int]:
+    """The ids of ``wanted`` under ``nodes``."""
+    held = _Held(wanted)
+    for n in nodes:
+        walk(n, held)
+    return held.ids
 
 
 def _starts(body: Sequence[cst.BaseStatement], stmts: Sequence[ast.stmt]) -> Optional[List[int]]:
@@ -103,34 +111,31 @@ class _Renderer:
         self.remaining = dict(wanted)
         self.out: Dict[cst.CSTNode, CodeRange] = {}
 
-    def body(self, body: Sequence[cst.BaseStatement], stmts: Sequence[ast.stmt], indents: Tuple[Optional[str], ...]) -> bool:
-        starts = _starts(body, stmts)
-        if starts is None:
-            return False
+    def body(self, body: Sequence[cst.BaseStatement], stmts: Sequence[ast.stmt], starts: Sequence[int],
+             indents: Tuple[Optional[str], ...]) -> None:
+        """``body`` (libcst), ``stmts`` (the same statements as ``ast`` sees
+        them), where each starts (:func:`_starts`)."""
         i = 0
         for stmt, start in zip(body, starts):
             if not self.remaining:
-                return True
-            j = i
+                return
+            node = stmts[i]
             i += len(stmt.body) if isinstance(stmt, cst.SimpleStatementLine) else 1
-            owner = _Owner(self.remaining)
-            walk(stmt, owner)
-            if owner.found:
-                self.statement(stmt, stmts[j], start, indents)
-        return True
+            held = _held([stmt], self.remaining)
+            if held:
+                self.statement(stmt, node, start, indents, held)
 
-    def statement(self, stmt: cst.BaseStatement, node: ast.stmt, start: int, indents: Tuple[Optional[str], ...]) -> None:
+    def statement(self, stmt: cst.BaseStatement, node: ast.stmt, start: int, indents: Tuple[Optional[str], ...],
+                  held: Set[int]) -> None:
+        """Renders ``stmt``, or the statements of its body when they hold
+        all of ``held`` (none is in its header) and line up with ``ast``'s."""
         block = stmt.body if isinstance(stmt, _DESCEND) else None
-        if isinstance(block, cst.IndentedBlock) and isinstance(node, _AST_DESCEND) and id(stmt) not in self.remaining:
-            within, under_body = _Collect(self.remaining), _Collect(self.remaining)
-            walk(stmt, within)
-            for child in block.body:
-                walk(child, under_body)
-            if within.ids == under_body.ids:
-                saved = (dict(self.remaining), dict(self.out))
-                if self.body(block.body, node.body, (*indents, block.indent)):
-                    return
-                self.remaining, self.out = saved
+        if isinstance(block, cst.IndentedBlock) and isinstance(node, _AST_DESCEND) and id(stmt) not in held \
+                and _held(block.body, self.remaining) == held:
+            starts = _starts(block.body, node.body)
+            if starts is not None:
+                self.body(block.body, node.body, starts, (*indents, block.indent))
+                return
         self.render(stmt, start, indents)
 
     def render(self, stmt: cst.BaseStatement, start: int, indents: Tuple[Optional[str], ...]) -> None:
@@ -153,19 +158,6 @@ class _Renderer:
 _AST_DESCEND = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-class _Collect(cst.CSTVisitor):
-    """The ids of ``wanted`` under the subtree walked."""
-
-    def __init__(self, wanted: Dict[int, cst.CSTNode]) -> None:
-        self.wanted = wanted
-        self.ids: set = set()
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if id(node) in self.wanted:
-            self.ids.add(id(node))
-        return True
-
-
 def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode], text: str) -> Dict[cst.CSTNode, CodeRange]:
     """The ranges of ``nodes`` (and of every other node of the statements
     rendered to find them)."""
@@ -173,9 +165,9 @@ def positions_of(module: cst.Module, nodes: Iterable[cst.CSTNode], text: str) ->
     if not wanted:
         return {}
     tree = _ast(text)
-    if tree is None or any(id(s) in wanted for s in module.body) or id(module) in wanted:
+    starts = _starts(module.body, tree.body) if tree is not None else None
+    if starts is None or any(id(s) in wanted for s in module.body) or id(module) in wanted:
         return full_positions(module)
     renderer = _Renderer(module, wanted)
-    if not renderer.body(module.body, tree.body, ()) or renderer.remaining:
-        return full_positions(module)
-    return renderer.out
+    renderer.body(module.body, tree.body, starts, ())  # type: ignore[union-attr]
+    return full_positions(module) if renderer.remaining else renderer.out

@@ -311,9 +311,10 @@ class Head(nn.Module):
         if found is not None:
             if self._in_scope(node):
                 self._check(node, found[0], device=None, fixable=found[1])
-        elif isinstance(node, cst.Call) and self.facts.index is not None and self._helper(node) is not None:
-            if self._in_scope(node):
-                self._helper_call(node)
+        elif isinstance(node, cst.Call) and self.facts.index is not None:
+            helper = self._helper(node)
+            if helper is not None and self._in_scope(node):
+                self._helper_call(node, helper)
 
     visit_Subscript = visit_Call  # list(self.parameters())[0]
 
@@ -372,13 +373,11 @@ class Head(nn.Module):
             return None
         return found
 
-    def _helper_call(self, node: cst.Call) -> None:
+    def _helper_call(self, node: cst.Call, found: Tuple[str, int, dict]) -> None:
         """``to_device(self, mask)``: a function of another file of the
-        project that takes the first parameter of the module it is given,
-        given this module (or a submodule) where a replica runs."""
-        found = self._helper(node)
-        if found is None:
-            return
+        project (``found``, from :meth:`_helper`) that takes the first
+        parameter of the module it is given, given this module (or a
+        submodule) where a replica runs."""
         callee = code_of(node.func)
         path, line, record = found
         args = [a for a in node.args if a.keyword is None]

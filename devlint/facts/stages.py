@@ -233,10 +233,9 @@ class Stages:
 
     def output_of(self, attr: str) -> Optional[str]:
         """In a split model, the stage of what calling the part
-        ``self.<attr>`` puts out (None: it follows its inputs)."""
-        if attr in self.spreading[1:]:
-            return WHOLE + attr
-        return LAST if attr in self.spreading else self.order.get(attr)
+        ``self.<attr>`` puts out (None: it follows its inputs): the last
+        device for the first spreading part, else the part's own stage."""
+        return LAST if self.spreading[:1] == [attr] else self.of_attribute(attr)
 
     def spread(self, attr: str) -> bool:
         if self.dispatched:
