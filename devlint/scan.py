@@ -128,7 +128,7 @@ class ScanSummary:
         #: ``self.attr = value`` inside a method (``self``: the method's first
         #: parameter), as (class, method, attribute, value node), paired like
         #: the semantic pass pairs them
-        #: (``a.x, a.y = u, v`` gives two; a tuple target of a call gives none)
+        #: (``a.x, a.y = u, v`` gives two; ``a.x, a.y = f()`` two, each with the call)
         self.attribute_stores: List[Tuple[str, str, str, ast.AST]] = []
         #: classes with a ``<first parameter>.device = ...`` in some method
         self.self_device_stores: Set[str] = set()
@@ -414,15 +414,20 @@ class ScanSummary:
                 yield call
 
     def forward_attribute_reads(self) -> FrozenSet[str]:
-        """Every attribute name that code run by some ``forward`` may use: a
-        superset of every class's ``ClassFacts.forward_reads``. Methods link
-        by name across all classes of the file (inherited methods, subclass
-        forwards), through calls and plain attribute reads (properties)."""
+        """Every attribute name that code run by some ``forward`` or other
+        public method may use: a superset of every class's
+        ``ClassFacts.forward_reads`` and ``ClassFacts.entry_reads``. Methods
+        link by name across all classes of the file (inherited methods,
+        subclass forwards), through calls and plain attribute reads
+        (properties)."""
+        from devlint.torch_api import INIT_METHODS
+
         if self._forward_reads is None:
             by_name: Dict[str, List[Tuple[str, str]]] = {}
             for key in self.method_attributes:
                 by_name.setdefault(key[1], []).append(key)
-            todo = list(by_name.get("forward", ()))
+            todo = [key for name, keys in by_name.items() if name == "forward" or not name.startswith("_") and name not in INIT_METHODS
+                    for key in keys]
             seen = set(todo)
             reads: Set[str] = set()
             while todo:
@@ -931,9 +936,16 @@ class _Scanner:
                             s.attribute_values.setdefault(tgt.attr, set()).add(self._value_kind(val))
                     if method is not None and value is not None:
                         # as the semantic pass records them: element pairs
-                        # for a tuple/list target and value, else the whole
+                        # for a tuple/list target and value, each element
+                        # with the whole call for a call (``self.w, self.b =
+                        # sample(n)``), else the whole
                         if isinstance(target, (ast.Tuple, ast.List)):
-                            stores = list(zip(target.elts, value.elts)) if isinstance(value, (ast.Tuple, ast.List)) else []
+                            if isinstance(value, (ast.Tuple, ast.List)):
+                                stores = list(zip(target.elts, value.elts))
+                            elif isinstance(value, ast.Call):
+                                stores = [(el, value) for el in target.elts if not isinstance(el, ast.Starred)]
+                            else:
+                                stores = []
                         else:
                             stores = [(target, value)]
                         for tgt, val in stores:

@@ -414,3 +414,7 @@ SCALAR_FIRST = frozenset({
 BARE_CONTAINER_ANNOTATIONS = frozenset(
     {"list", "List", "tuple", "Tuple", "dict", "Dict", "Sequence", "Iterable", "Mapping"}
 )
+
+
+#: methods that run while a module is built (or rebuilt), before it is moved
+INIT_METHODS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "init_weights", "_init_weights", "__setstate__"})

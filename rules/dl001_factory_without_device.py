@@ -344,6 +344,10 @@ class RNN(nn.Module):
                     "collective": "a collective sends it: NCCL takes CUDA tensors only",
                 }.get(meeting.how, f"it meets {found.partner_text} through {found.how_text}, which fails when that is on a GPU")
                 message = f"`{found.name}()` in `{found.where}` returns a tensor created on the CPU ({made}); {tail}"
+                if found.relay_several:
+                    # (h, c) = self.init_hidden(b): no `.to()` moves a tuple
+                    # whole; the factories in the helper are the findings
+                    continue
             if found.helper is not None:
                 # a project function of another file made it: say where
                 path, line, made_by, sequence = found.helper

@@ -371,6 +371,8 @@ class Head(nn.Module):
         for c in scan.calls:
             if c.attr == "cuda":
                 return True
+            if c.func and any(q.startswith("torch.cuda.") and q.endswith("Tensor") for q in scan.resolve(c.func)):
+                return True  # torch.cuda.FloatTensor(n): the current GPU
             if c.device_arg is None:
                 continue
             kind, detail = c.device_arg

@@ -128,6 +128,7 @@ from devlint.facts.classes import AttributeFacts
 from devlint.facts.flow import Flow
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import code_of, dynamic_self_attribute, self_attribute
+from devlint.torch_api import INIT_METHODS
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
 _CONTAINER_WORDS = {"list": "list", "tuple": "tuple", "dict": "dict"}
@@ -383,6 +384,10 @@ class Pyramid(nn.Module):
             if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)):
                 for te, ve in zip(t.target.elements, node.value.elements):
                     self._check(node, te.value, ve.value, fixable=False)
+            elif isinstance(t.target, (cst.Tuple, cst.List)):
+                # self.w, self.b = sample_params(n): each target holds a part of what the call returns
+                for te in t.target.elements:
+                    self._check(node, te.value, node.value, fixable=False)
             else:
                 self._check(node, t.target, node.value, fixable=False)
 
@@ -422,17 +427,24 @@ class Pyramid(nn.Module):
         others = cls.assignments_of(name)
         if any(a.kind in _REGISTERED_KINDS for a in others):
             return
-        if name not in cls.forward_reads or name in cls.forward_opaque_writes:
+        if name not in cls.forward_reads and name not in cls.entry_reads or name in cls.forward_opaque_writes:
             return  # (a plain reassignment in forward is followed by the flow: on the paths that skip it, the tensor from __init__ is read)
-        if not dynamic and name not in self.context.device_flow.held_meetings(cls.name):
-            return  # read, but the device flow sees it meet no tensor on the inputs' device
+        if name not in cls.forward_reads and any(a.method not in INIT_METHODS for a in others):
+            return  # read by a public method only: state set while the module is built, not a cache another method fills
+        if (not dynamic or name not in cls.forward_reads) and name not in self.context.device_flow.held_meetings(cls.name):
+            # read, but the device flow sees it meet no tensor on the inputs'
+            # device (a name set with setattr is followed only into forward)
+            return
+        # read by forward, or by a public method its users call on the model
+        # (``model.compute_loss(logits, labels)``)
+        reader = "`forward`" if name in cls.forward_reads else f"`{cls.entry_reads[name]}`"
         if record.kind == "tensor_container":
             container = _CONTAINER_WORDS.get(record.container, "container")
             if record.tensor_keys:  # dict(n_fft=512, window=torch.hann_window(512)): name the tensors
                 container += " (" + ", ".join(f"`{k}`" for k in record.tensor_keys) + ")"
             self.report(
                 target,
-                self.container_message.format(name=name, container=container),
+                self.container_message.format(name=name, container=container).replace("read in `forward`", f"read in {reader}", 1),
                 no_fix_reason=(
                     "a container of tensors cannot be one buffer: register each tensor with "
                     "`self.register_buffer(name, t, persistent=False)` (or `torch.stack` them into one buffer) "
@@ -443,6 +455,7 @@ class Pyramid(nn.Module):
         message = self.message.format(name=name)
         if dynamic and "{}" in name:
             message = self.message.format(name=name.replace("{}", "<i>"))
+        message = message.replace("read in `forward`", f"read in {reader}", 1)
         why = ""
         if not fixable:
             why = "the assignment also binds other names; register it with `self.register_buffer(...)` by hand"

@@ -469,7 +469,7 @@ class Trainer:
         p = lookup_scoped(self.training, scope, model, "placements")
         placement = p if isinstance(p, Placement) else Placement("", "to", known=False)
         at = _named_at(m.arg, item) if m.arg is not None else m.at
-        self._report(m, item, at, model, placement, as_input, ff.relayed.get(m.origin))
+        self._report(m, item, at, model, placement, as_input, ff.relayed.get(m.origin), m.origin in ff.relayed_several)
 
     def _host_built(self, origin: cst.CSTNode) -> bool:
         """A factory or a conversion of host data (``torch.as_tensor(obs)``,
@@ -477,7 +477,7 @@ class Trainer:
         return isinstance(origin, cst.Call) and (self.facts.qualify(origin.func) or "") in _HOST_TENSORS
 
     def _report(self, m: Meeting, item: Optional[LoaderItem], at: cst.CSTNode, model: str, p: Placement, as_input: bool,
-                made: Optional[Tuple[str, str]] = None) -> None:
+                made: Optional[Tuple[str, str]] = None, several: bool = False) -> None:
         """The finding; the fix moves the tensor at the top of its loop's
         body, or where it is read (a comprehension, an index of a tuple
         batch), or builds it on the device."""
@@ -524,6 +524,11 @@ class Trainer:
             report(at, message, no_fix_reason=f"`{model}` moves to the GPU only under a condition; move the batch under the same one")
             return
         call = f"cuda({p.device})" if p.how == "cuda" else f"to({p.device})"
+        if item is None and several:
+            # (h, c) = model.init_hidden(b): a tuple has no .to()
+            report(at, message, no_fix_reason=f"`{code_of(m.origin.func)}()` returns a sequence of tensors; "  # type: ignore[attr-defined]
+                   f"move each one with `.{call}`, or create them on the device in `{made[0] if made else code_of(m.origin.func)}`")  # type: ignore[attr-defined]
+            return
         if item is None:
             # torch.as_tensor(obs) -> torch.as_tensor(obs, device=device)
             dev = p.device or '"cuda"'

@@ -45,6 +45,7 @@ from devlint.syntax import (
     string_value,
 )
 from devlint.torch_api import (
+    INIT_METHODS,
     FUNCTOOLS_WRAPPERS,
     COMPLEX_DTYPES,
     COMPLEX_MAKERS,
@@ -231,6 +232,11 @@ class ClassFacts:
     #: a call with ``device=``), only inspected (``.shape``, ``.size()``, ``.dtype``,
     #: ``len()``, ``is None``, ``.zero_()``), or used as an index (``y[:, self.perm]``)
     forward_reads: List[str] = field(default_factory=list)
+    #: attributes read by the module's other public methods, which its
+    #: users call on the model wherever it is (``model.compute_loss(logits,
+    #: labels)``, ``model.sample(n)``), and what they call on ``self``:
+    #: attribute -> the first such method reading it
+    entry_reads: Dict[str, str] = field(default_factory=dict)
     #: attributes assigned when ``forward`` runs (``self.cache = ...``)
     forward_writes: List[str] = field(default_factory=list)
     #: ... of them, those written in a way the device flow does not follow:
@@ -981,6 +987,10 @@ class _FactsBuilder:
             return q == "torch.device"
         if isinstance(value, cst.Name):
             return value.value in params and any(h in value.value.lower() for h in _DEVICE_NAME_HINTS)
+        if isinstance(value, cst.Attribute) and value.attr.value == "device":
+            # ``inv_freq.device``, ``self.weight.device``, ``config.device``:
+            # where that tensor (or setting) is while the module is built
+            return True
         return False
 
     # -- classes -----------------------------------------------------------
@@ -1127,15 +1137,16 @@ class _FactsBuilder:
                 out[stmt.name.value] = (cls, stmt)
         return out
 
-    def _forward_uses(self, cls: ClassFacts) -> Tuple[Set[str], Set[str], Set[str]]:
+    def _forward_uses(self, cls: ClassFacts, roots: Sequence[str] = ("forward",)) -> Tuple[Set[str], Set[str], Set[str]]:
         """(attributes read, attributes written, attributes written in ways
-        the device flow does not follow) by the code ``forward`` runs."""
+        the device flow does not follow) by the code ``forward`` (or the
+        methods ``roots``) runs."""
         methods = self._effective_methods(cls, set())
         reads: Set[str] = set()
         writes: Set[str] = set()
         opaque: Set[str] = set()
         done: Set[str] = set()
-        todo = ["forward"] if "forward" in methods else []
+        todo = [m for m in roots if m in methods]
         while todo:
             name = todo.pop()
             if name in done:
@@ -1167,6 +1178,14 @@ class _FactsBuilder:
                     writes |= uses[other.name][1]
                     opaque |= uses[other.name][2]
             cls.forward_reads = sorted(reads)
+            public = [
+                m for m in self._effective_methods(cls, set())
+                if not m.startswith("_") and m != "forward" and m not in INIT_METHODS
+            ]
+            cls.entry_reads = {}
+            for m in sorted(public):
+                for attr in sorted(self._forward_uses(cls, [m])[0] - reads):
+                    cls.entry_reads.setdefault(attr, m)
             cls.forward_writes = sorted(writes)
             cls.forward_opaque_writes = sorted(opaque)
 
@@ -1241,7 +1260,9 @@ class _FactsBuilder:
     def _called_function(self, func: cst.BaseExpression) -> Optional[cst.FunctionDef]:
         """The function of this file a call runs: ``make_kernel(...)`` (a
         module-level ``def``) or ``self._make_kernel(...)`` (a method of the
-        class whose attributes are being collected); None otherwise."""
+        class whose attributes are being collected, a ``staticmethod`` or
+        ``classmethod`` too: ``self`` reaches them as it reaches any other);
+        None otherwise (a property is no call)."""
         if isinstance(func, cst.Name):
             return self._module_function_nodes().get(func.value)
         owner = self._self_call_owner
@@ -1252,7 +1273,7 @@ class _FactsBuilder:
         for stmt in statements(self._class_nodes[owner[0]]):
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == func.attr.value:
                 decorators = {dotted_name(d.decorator) for d in stmt.decorators}
-                return None if decorators & {"property", "staticmethod", "classmethod"} else stmt
+                return None if "property" in decorators else stmt
         return None
 
     def returned_module_class(self, func: cst.BaseExpression) -> str:
@@ -1312,6 +1333,32 @@ class _FactsBuilder:
             result = all(r is not None and self._is_tensor_expr(r, local) for r in finder.returns)
         self._returns_tensor_cache[key] = result
         return result
+
+    def returned_tensor_positions(self, call: cst.BaseExpression) -> List[bool]:
+        """For a call of a helper of this file every ``return`` of which
+        gives a tuple display of one length (``return weight, bias``): for
+        each position, whether every return puts a tensor there
+        (``self.w, self.b = sample_params(n)``); empty otherwise."""
+        fn = self._called_function(call.func) if isinstance(call, cst.Call) else None
+        if fn is None:
+            return []
+        finder = _ReturnsAndAssigns()
+        walk(fn.body, finder)
+        if finder.yields or not finder.returns or not all(isinstance(r, cst.Tuple) for r in finder.returns):
+            return []
+        sizes = {len(r.elements) for r in finder.returns}  # type: ignore[union-attr]
+        if len(sizes) != 1 or any(isinstance(e, cst.StarredElement) for r in finder.returns for e in r.elements):  # type: ignore[union-attr]
+            return []
+        local: Set[str] = set()
+        for target, value in finder.assigns:
+            if self._is_tensor_expr(value, local):
+                local.add(target)
+            else:
+                local.discard(target)
+        return [
+            all(self._is_tensor_expr(r.elements[i].value, local) for r in finder.returns)  # type: ignore[union-attr]
+            for i in range(sizes.pop())
+        ]
 
     def _passes_tensor(self, fn: cst.FunctionDef, call: cst.Call, local_tensors: Iterable[str]) -> bool:
         """A helper that returns one of its arguments (``default(val, d)``:
@@ -2059,10 +2106,17 @@ class _AttributeCollector(cst.CSTVisitor):
             self.list_loop_vars[var.value] = it.value
 
     def _record(self, target: cst.BaseExpression, value: cst.BaseExpression, line_node: cst.CSTNode,
-                name: Optional[str] = None) -> None:
+                name: Optional[str] = None, tensor: Optional[bool] = None) -> None:
+        """``tensor``: for one target of an unpacking (``self.w, self.b =
+        f()``), whether what it gets is a tensor (None: classify ``value``)."""
         name = name or self_attribute(target, self.self_name)
         if name is None:
-            if isinstance(target, cst.Name):
+            if isinstance(target, cst.Name) and tensor is not None:
+                if tensor:
+                    self.local_tensors.add(target.value)
+                else:
+                    self.local_tensors.discard(target.value)
+            elif isinstance(target, cst.Name):
                 self._bind_local(target.value, value)
             elif isinstance(target, cst.Subscript):
                 self._subscript_store(target, value)
@@ -2071,7 +2125,10 @@ class _AttributeCollector(cst.CSTVisitor):
             self.cls.self_assigned.append(name)
         if isinstance(value, cst.Name) and (value.value in self.local_modules or value.value in self.module_params):
             self.registered_locals.add(value.value)
-        kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        if tensor is None:
+            kind, mclass, device, elem = self.b.classify_value(value, self.params, self.local_tensors)
+        else:
+            kind, mclass, device, elem = ("tensor" if tensor else "other"), "", "", ""
         if kind == "other" and isinstance(value, cst.Name) and value.value in self.local_modules:
             kind, mclass = "module", self.local_modules[value.value]  # lm = Decoder(cfg); self.lm = lm
         wrapper, wrapped_class, wrapped = "", "", None
@@ -2236,6 +2293,13 @@ class _AttributeCollector(cst.CSTVisitor):
             if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, (cst.Tuple, cst.List)):
                 for te, ve in zip(t.target.elements, node.value.elements):
                     self._record(te.value, ve.value, node)
+            elif isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call):
+                # self.w, self.b = sample_params(n) of a helper returning ``w, b``
+                tensors = self.b.returned_tensor_positions(node.value)
+                for i, te in enumerate(t.target.elements):
+                    if isinstance(te, cst.StarredElement):
+                        break
+                    self._record(te.value, node.value, node, tensor=i < len(tensors) and tensors[i])
             else:
                 self._record(t.target, node.value, node)
 

@@ -92,6 +92,7 @@ from devlint.torch_api import (
     FUNCTIONAL_LOSSES,
     FX_PROXY_CLASSES,
     FX_TRACING_TESTS,
+    INIT_METHODS,
     STATELESS_MODULES,
     VMAPS,
     _LEGACY_TENSOR_CONSTRUCTORS,
@@ -303,6 +304,16 @@ def _by_design(*values: Value) -> bool:
     return any(v.kind == TENSOR and v.by_design and not v.scalar for v in values)
 
 
+def _key_of(v: Value, depth: int = 0) -> tuple:
+    """What tells two values apart for a specialised flow: kind, device,
+    births and 0-dim-ness, and those of a sequence's elements (a tuple of
+    CPU-born tensors is not any tuple)."""
+    key: tuple = (v.kind, v.device, v.born, v.scalar)
+    if v.kind == SEQ and depth < 3:
+        key += (tuple(_key_of(i, depth + 1) for i in v.items), _key_of(v.elem, depth + 1) if v.elem is not None else None)
+    return key
+
+
 def _seq(items: Sequence[Value] = (), elem: Optional[Value] = None, known: bool = True) -> Value:
     e = elem
     for v in items:
@@ -466,6 +477,12 @@ _COMPUTE_NAMESPACES = ("torch.nn.functional.", "torch.linalg.", "torch.fft.", "t
 #: autograd entry points whose tensors must share a device: each gradient in
 #: ``grad_outputs``/``grad_tensors`` with its output ("Mismatch in device")
 _AUTOGRAD = frozenset({"torch.autograd.grad", "torch.autograd.backward"})
+
+#: the base of custom autograd operations: their static ``forward(ctx, ...)``
+#: and ``backward(ctx, *grads)`` run on whatever device the inputs are on
+_AUTOGRAD_FUNCTIONS = frozenset({
+    "torch.autograd.Function", "torch.autograd.function.Function", "torch.autograd.function.InplaceFunction",
+})
 #: tensor methods that return the receiver's tensor, reduced to 0-dim when
 #: called with no argument
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "norm", "all", "any", "std", "var", "amax", "amin", "logsumexp"})
@@ -598,6 +615,10 @@ class FunctionFlow:
     #: beside the factory in that function -> (the function as a message
     #: names it, the factory's short name)
     relayed: Dict[cst.CSTNode, Tuple[str, str]] = field(default_factory=dict)
+    #: the relaying calls whose function returns a tuple or list holding
+    #: such tensors (``init_hidden`` returning ``(h, c)``): no ``.to()``
+    #: moves what they return whole
+    relayed_several: Set[cst.CSTNode] = field(default_factory=set)
     #: False for the empty flow a recursive call gets while the function's
     #: own flow is still being computed: its ``returns`` says nothing
     complete: bool = True
@@ -645,6 +666,8 @@ class OriginMeeting:
     #: for a call of a function of this file that returns a tensor it
     #: creates on the CPU: (that function, the factory it calls)
     relay: Optional[Tuple[str, str]] = None
+    #: the relaying function returns a tuple or list of such tensors
+    relay_several: bool = False
 
     @property
     def partner_text(self) -> str:
@@ -677,7 +700,6 @@ LOADER_BASES = frozenset(
 )
 
 #: methods of a module that run while it is built, before it is moved
-INIT_METHODS = frozenset({"__init__", "reset_parameters", "_reset_parameters", "init_weights", "_init_weights", "__setstate__"})
 
 
 Env = Dict[str, Value]
@@ -1043,7 +1065,7 @@ class DeviceFlow:
     def specialised(self, node: cst.FunctionDef, passed: Dict[str, Value], depth: int) -> FunctionFlow:
         """The flow of ``node`` with some parameters bound to CPU-born
         tensors a caller passes (memoised per binding)."""
-        key = ("specialised", node, tuple(sorted((k, v.kind, v.device, v.born, v.scalar) for k, v in passed.items())))
+        key = ("specialised", node, tuple(sorted((k, _key_of(v)) for k, v in passed.items())))
         return self._interpret(
             key, node, lambda: {"overrides": passed, "depth": depth, "hints": self.parameter_hints(node)}
         )
@@ -1257,7 +1279,7 @@ class DeviceFlow:
                     self.scope_name(home) if owner is None else f"{owner}.{home.name.value}",
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
                     home_flow.placed_by.get(origin, ""), home_flow.helper_births.get(origin),
-                    home_flow.relayed.get(origin),
+                    home_flow.relayed.get(origin), origin in home_flow.relayed_several,
                 )
 
     def method(self, cls: str, name: str) -> Optional[cst.FunctionDef]:
@@ -1376,6 +1398,33 @@ _RANK_KEEPING = frozenset({
     "float", "double", "half", "bfloat16", "long", "int", "bool", "clone", "detach", "contiguous", "t",
     "transpose", "permute", "unsqueeze", "flip", "abs", "exp", "log", "sqrt", "sigmoid", "tanh", "neg", "clamp",
 })
+
+
+#: tensor methods whose sizes (``x.view(b, -1)``, ``x.repeat(2, 1)``) give
+#: the result's number of dimensions, at least
+_RESHAPING = frozenset({"view", "reshape", "repeat", "expand", "new_zeros", "new_ones", "new_empty", "new_full"})
+
+
+#: torch functions that pick or place a tensor's elements by an index: what
+#: they return is on the indexed tensor's device
+_INDEXING = frozenset({
+    "index_select", "gather", "take_along_dim", "take", "masked_select", "index_add", "index_copy", "index_fill",
+    "scatter", "scatter_add", "scatter_reduce", "index_put", "index_reduce",
+})
+
+#: torch functions that put 1-D tensors side by side as the rows or columns of a matrix
+_STACKING = frozenset({"stack", "vstack", "dstack", "column_stack", "block_diag"})
+
+
+def _two_sizes(call: cst.Call) -> bool:
+    """``x.view(b, -1)``, ``x.repeat((2, 1))``: two sizes or more, so two
+    dimensions or more (no ``*sizes``)."""
+    sizes = [a.value for a in call.args if a.keyword is None]
+    if any(a.star for a in call.args):
+        return False
+    if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+        return len(sizes[0].elements) >= 2 and not any(isinstance(e, cst.StarredElement) for e in sizes[0].elements)
+    return len(sizes) >= 2
 
 
 def _two_dimensional(name: str, call: cst.Call) -> bool:
@@ -1503,6 +1552,9 @@ class _BodyFacts(cst.CSTVisitor):
         #: literal (``x + torch.zeros(3)``, ``x * mask``): a tensor or a
         #: number, and for forward's input (or what it passes on) a tensor
         self.operands: Set[str] = set()
+        #: names handed to a torch computation in any position
+        #: (``torch.addmm(b, x, w)``): a tensor there when the caller has one
+        self.computed: Set[str] = set()
         #: it puts something on a device (``.to(...)``, ``.cuda()``, ``device=``)
         self.places = False
         #: the names it passes as ``collate_fn=``
@@ -1635,6 +1687,7 @@ class _BodyFacts(cst.CSTVisitor):
         for e in _tensor_arguments(node, name):
             if isinstance(e, cst.Name):
                 self._tensor_use(e.value)
+        self.computed.update(a.value.value for a in node.args if isinstance(a.value, cst.Name))
 
 
 class _Interpreter:
@@ -1679,6 +1732,14 @@ class _Interpreter:
             self.self_name = params[0].name.value
         # a module's method with its ``self`` (not a static or class method)
         self.is_module = self.cls is not None and self.cls.is_module and bool(self.self_name) and not self.classmethod
+        #: ``ctx`` of a ``torch.autograd.Function``'s ``forward``/``backward``
+        #: (whose ``saved_tensors`` are what forward saved, on the inputs' device)
+        self.ctx_name = ""
+        if self.cls is not None and self.static and params and node.name.value in ("forward", "backward", "jvp", "vjp") and any(
+            (self.facts.qualify_dotted(b) or b) in _AUTOGRAD_FUNCTIONS for c in self.facts.lineage(self.cls.name)
+            for b in ([c] if c not in self.facts.classes else self.facts.classes[c].bases)
+        ):
+            self.ctx_name = params[0].name.value
         #: a method of a module that pins its parts to devices: each tensor
         #: is on a stage (``stage:<key>``); what crosses stages unmoved is a
         #: handover. ``arrival``: the stage the model's inputs enter on (the
@@ -1695,6 +1756,9 @@ class _Interpreter:
         self.arrival: Optional[str] = None
         #: loop variable or index -> the container attribute its loop walks
         self.loop_names: Dict[str, str] = {}
+        #: loop variable -> the module class of the file each element of the
+        #: container it walks is (see ``_element_loop``)
+        self.element_classes: Dict[str, str] = {}
         self._handed: Set[int] = set()
         #: the loops around the statement being run (``next(it)`` batches belong to the innermost)
         self._loops: List[cst.CSTNode] = []
@@ -1727,6 +1791,15 @@ class _Interpreter:
             if name == self.self_name:
                 env[name] = Value(MODULE, LOCAL) if self.is_module else OTHER_VALUE
                 continue
+            if self.ctx_name:
+                # backward(ctx, grad_output): autograd hands each gradient on
+                # the device of the output it belongs to, the inputs' device
+                if name == self.ctx_name:
+                    env[name] = OTHER_VALUE
+                    continue
+                if node.name.value == "backward" and not p.annotation:
+                    env[name] = _tensor(LOCAL, anchor=name)
+                    continue
             if name == first_input and p.default is None and p.annotation is None and name not in ev.tensors:
                 # forward's input, by convention a tensor; combined with a
                 # torch result by an operator it is one (a number is no input)
@@ -1882,6 +1955,8 @@ class _Interpreter:
                     if v is not None and v.kind != SEQ:
                         branch[n] = _seq(elem=LOCAL_UNKNOWN if v.device == LOCAL else UNKNOWN_VALUE, known=False)
             then_dead, else_dead = _decided(stmt.test, env)
+            if not (then_dead or else_dead):
+                then_dead, else_dead = self._type_decided(stmt.test, env)
             tracing = self._tracing_test(stmt.test)
             if tracing is not None:
                 then_dead, else_dead = not tracing, tracing
@@ -1904,6 +1979,7 @@ class _Interpreter:
             cur: Optional[Env] = dict(env)
             block = self._pinned_loop(stmt) if isinstance(stmt, cst.For) else None
             batches = self._loader_batches(stmt, stmt.target) if isinstance(stmt, cst.For) else {}
+            walked = self._element_loop(stmt) if isinstance(stmt, cst.For) and block is None else None
             self._loops.append(stmt)
             for _ in range(2):
                 body_env = dict(cur if cur is not None else start)
@@ -1921,6 +1997,8 @@ class _Interpreter:
             self._loops.pop()
             if block is not None:
                 self.loop_names = {k: v for k, v in self.loop_names.items() if v != block[2]}
+            if walked is not None:
+                self.element_classes.pop(walked, None)
             if stmt.orelse is not None:
                 after = self._block(statements(stmt.orelse.body), dict(after)) or after
             return after
@@ -1965,6 +2043,30 @@ class _Interpreter:
             return self._join_envs(out, env)
         return env
 
+    def _type_decided(self, test: cst.BaseExpression, env: Env) -> Tuple[bool, bool]:
+        """``if isinstance(h, torch.Tensor):`` for an ``h`` the flow holds as a
+        tuple or list (an LSTM's ``(h, c)`` handed to ``repackage_hidden``),
+        or ``isinstance(h, (list, tuple))`` for one it holds as a tensor, and
+        ``isinstance(h, torch.Tensor)`` for one it knows is a tensor: the
+        branch that cannot run, as ``_decided`` says."""
+        inner, negated = _negation(test)
+        if not (isinstance(inner, cst.Call) and dotted_name(inner.func) == "isinstance" and len(inner.args) == 2):
+            return False, False
+        subject, kinds = inner.args[0].value, inner.args[1].value
+        if not isinstance(subject, cst.Name) or subject.value not in env:
+            return False, False
+        types = [e.value for e in kinds.elements] if isinstance(kinds, (cst.Tuple, cst.List)) else [kinds]
+        v = env[subject.value]
+        tensor_test = all(self.facts.qualify(t) in _TENSOR_TYPES for t in types)
+        sequence_test = all((dotted_name(t) or "").rsplit(".", 1)[-1] in _SEQUENCE_TYPES for t in types)
+        fails = (tensor_test and v.kind == SEQ) or (sequence_test and v.kind == TENSOR and not v.guessed)
+        holds = tensor_test and v.kind == TENSOR and not v.guessed and not v.maybe_other and not v.maybe_none
+        if fails:
+            return (False, True) if negated else (True, False)
+        if holds:
+            return (True, False) if negated else (False, True)
+        return False, False
+
     def _tracing_test(self, test: cst.BaseExpression) -> Optional[bool]:
         """``if is_torch_fx_proxy(x):`` (``isinstance(x, torch.fx.Proxy)``,
         ``torch.fx._symbolic_trace.is_fx_tracing()``): a branch that runs only
@@ -1982,6 +2084,24 @@ class _Interpreter:
             if len(inner.args) == 2 and (self.facts.qualify(inner.args[1].value) or "") in FX_PROXY_CLASSES:
                 return negated
         return None
+
+    def _element_loop(self, stmt: cst.For) -> Optional[str]:
+        """``for layer in self.layers`` over a container of the module whose
+        elements are of one module class of the file (``nn.ModuleList(
+        GCNLayer(a, b) for ...)``): the loop variable, now known to hold that
+        class (``layer(x, edge_index)`` runs its ``forward``), else None."""
+        if self.cls is None or not self.is_module:
+            return None
+        found = loop_over_attribute(stmt, self.self_name)
+        if found is None:
+            return None
+        a = self.facts.class_attribute(self.cls.name, found[1])
+        if a is None or a.kind not in ("nn_container", "module_container") or not a.element_class:
+            return None
+        if self.flows.method(a.element_class, "forward") is None:
+            return None
+        self.element_classes[found[0]] = a.element_class
+        return found[0]
 
     def _pinned_loop(self, stmt: cst.For) -> Optional[Tuple[str, Value, str]]:
         """``for block in self.blocks`` (or ``enumerate``) over a pinned
@@ -2741,6 +2861,10 @@ class _Interpreter:
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == self.self_name and self.self_name:
             return self._self_attribute(attr, node)
+        if attr == "saved_tensors" and self.ctx_name and isinstance(node.value, cst.Name) and node.value.value == self.ctx_name:
+            # x, w = ctx.saved_tensors: what forward saved, by convention its
+            # inputs and what it computed from them
+            return _seq(elem=Value(TENSOR, LOCAL, guessed=True), known=False)
         base = self._expr(node.value, env)
         record = self._records.get(node.value.value) if isinstance(node.value, cst.Name) and self._records else None
         if record is not None and base is record[0] and attr in record[1]:
@@ -2974,8 +3098,11 @@ class _Interpreter:
             # follow none of the inputs' tensors
             return UNKNOWN_VALUE
         if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS:
-            if q.startswith("torch.cuda.") or keyword_arg(node, "device") is not None:
-                return _tensor(CURRENT if q.startswith("torch.cuda.") else ANY)  # torch.Tensor(..., device=d): not a CPU birth
+            if keyword_arg(node, "device") is not None:
+                return _tensor(ANY)  # torch.Tensor(..., device=d): not a CPU birth
+            if q.startswith("torch.cuda."):
+                # torch.cuda.FloatTensor(*shape): on the current GPU, not the inputs'
+                return self._born(node, q.rsplit(".", 1)[-1], env, device=CURRENT)
             data = args[0][1] if args and args[0][0].keyword is None else UNKNOWN_VALUE
             if data.kind == TENSOR and (q in ("torch.from_numpy", "torch.Tensor") or data.device in (CPU, HELD)):
                 return replace(data, anchor=None)  # torch.Tensor(t): t itself, wherever it is
@@ -3253,6 +3380,13 @@ class _Interpreter:
             mixed = self._stage_mix(pairs, node, loss=name in FUNCTIONAL_LOSSES)
             if stage_of(mixed.device):
                 return _seq(elem=mixed, known=False) if several else mixed
+        if name in _INDEXING and not several:
+            # torch.index_select(x, 0, idx), torch.gather(x, 1, idx): the
+            # result is on x's device (the index had to be there, or raised)
+            base = as_tensor(args[0][1]) if args and args[0][0].keyword is None else UNKNOWN_VALUE
+            if base.kind != TENSOR:
+                return _tensor(ANY)
+            tensors = [base]
         if not tensors:
             return _tensor(ANY) if not several else UNKNOWN_VALUE
         devices = {v.device for v in tensors}
@@ -3264,6 +3398,11 @@ class _Interpreter:
         reduced = name in _REDUCTIONS and len(args) == 1 and args[0][0].keyword is None  # torch.prod(t): 0-dim
         scalar = reduced or (name not in _SHAPE_MAKERS and all(v.scalar for v in tensors))  # torch.mvlgamma(nu / 2, n) of a 0-dim nu
         out = _tensor(dev, born, scalar)
+        if name in _CONCAT and tensors and (
+            any(v.matrix for v in tensors) or name in _STACKING and not any(v.scalar for v in tensors)
+        ):
+            # torch.cat keeps the number of dimensions; torch.stack of 1-D tensors adds one
+            out = replace(out, matrix=True)
         if dev == CPU and _by_design(*tensors):
             out = replace(out, born=frozenset(), by_design=True)  # torch.bmm(ls, z) of a z on the CPU by design
         if several:
@@ -3419,7 +3558,9 @@ class _Interpreter:
             return replace(_tensor(recv.device, born, scalar=True), by_design=design)
         # ``torch.eye(n).unsqueeze(0).float()``: still two dimensions or more,
         # so a row of it is a tensor, not a 0-dim one
-        matrix = (recv.matrix and m in _RANK_KEEPING) or (m == "unsqueeze" and recv.kind == TENSOR and not recv.scalar)
+        matrix = (recv.matrix and m in _RANK_KEEPING) or (m == "unsqueeze" and recv.kind == TENSOR and not recv.scalar) or (
+            m in _RESHAPING and _two_sizes(node)  # e.repeat(2, 1), x.view(b, -1): two dimensions or more
+        )
         return replace(_tensor(recv.device, born, recv.scalar and m not in _SHAPE_MAKERS), by_design=design, matrix=matrix)
 
     def _mask(self, node: cst.BaseExpression, v: Value, env: Env) -> Value:
@@ -3589,6 +3730,15 @@ class _Interpreter:
                 self._stored(f"{self.self_name}.{attr}", v)
         return out
 
+    def _file_module_call(self, forward: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]]) -> Value:
+        """A submodule of a class of this file called: what its ``forward``
+        does with what it is given, and what it returns (a CPU tensor it
+        builds comes back)."""
+        flow = self._pass_pinned(forward, args)
+        ret = (flow if flow is not None else self.flows.function(forward)).returns
+        out = self._translate(ret, args, module_method=True)
+        return out if out.kind != UNKNOWN else _tensor(LOCAL)
+
     def _submodule_call(self, node: cst.Call, m: str, args: List[Tuple[cst.Arg, Value]]) -> Value:
         """``self.<m>(...)`` for a submodule: its weights meet its input."""
         cls = self.cls
@@ -3600,12 +3750,7 @@ class _Interpreter:
             return replace(inputs[0], anchor=None) if inputs and inputs[0].kind == TENSOR else UNKNOWN_VALUE
         forward = self.flows.method(a.module_class, "forward") if a is not None and a.module_class else None
         if forward is not None:
-            # a submodule of this file: what its forward does with them,
-            # and what it returns (a CPU tensor it builds comes back)
-            flow = self._pass_pinned(forward, args)
-            ret = (flow if flow is not None else self.flows.function(forward)).returns
-            out = self._translate(ret, args, module_method=True)
-            return out if out.kind != UNKNOWN else _tensor(LOCAL)
+            return self._file_module_call(forward, args)
         # any other module: every tensor it is given meets its weights
         # (LSTM's (h, c) state, keyword masks), except lengths, which
         # PyTorch wants on the CPU (pack_padded_sequence). A module class of
@@ -3710,6 +3855,14 @@ class _Interpreter:
             (k, replace(v, anchor=k, moved=frozenset(), items=(), elem=None))
             for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
         )
+        # forward's input, a tensor only by convention here, is one where the
+        # callee computes with it (``torch.addmm(b, x, w)``): no fix names it
+        facts = self.flows.body_facts(fn)
+        operands = facts.operands | facts.computed
+        passed.update(
+            (k, replace(v, anchor=k, moved=frozenset(), items=(), elem=None))
+            for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and k in operands
+        )
         flow = self.flows.specialised(fn, passed, self.depth + 1)
         born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)),
                                  *(v.born for v in passed.values() if v.kind == MODULE))
@@ -3787,6 +3940,7 @@ class _Interpreter:
     def _apply_summary(self, fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], module_method: bool,
                        state: Optional[Dict[str, Value]] = None, call: Optional[cst.Call] = None,
                        env: Optional[Env] = None) -> Value:
+        args = _spread(args)
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
         # what the callee's tests read, defaults left by the call included
         self.result.call_sites.setdefault(fn, []).append({**self._decided_arguments(fn, args, bound), **bound})
@@ -3812,7 +3966,15 @@ class _Interpreter:
         caller can name a device: ``.to(x.device)``), beside the factory in
         the helper. Births the helper only passes through (a CPU tensor its
         caller gave it) stay the caller's own; a helper's own relay (a
-        helper calling a helper) gives way to this call."""
+        helper calling a helper) gives way to this call. A tuple or list of
+        them (``return (torch.zeros(...), torch.zeros(...))``, an LSTM's
+        ``(h, c)``): each such element."""
+        if out.kind == SEQ and out.exact and out.items:
+            items = tuple(self._relay(call, fn, callee, i, env) for i in out.items)
+            if items == out.items:
+                return out
+            self.result.relayed_several.add(call)
+            return replace(out, items=items, elem=_seq(items).elem)
         if out.kind != TENSOR or out.device != CPU or not out.born:
             return out
         made = [b for b in out.born if b in callee.origin_names]
@@ -3833,7 +3995,7 @@ class _Interpreter:
         if ret.kind == SEQ:
             items = tuple(self._translate(i, args, module_method) for i in ret.items)
             elem = self._translate(ret.elem, args, module_method) if ret.elem is not None else None
-            return Value(SEQ, items=items, elem=elem)
+            return Value(SEQ, items=items, elem=elem, exact=ret.exact)
         if ret.kind in (TENSOR, MODULE) and ret.device == LOCAL:
             if module_method or any(v.kind in (TENSOR, DEVICE) and v.device == LOCAL for _, v in args):
                 return Value(ret.kind, LOCAL)
@@ -3860,6 +4022,10 @@ class _Interpreter:
             callee = env[name]
             if callee.kind == MODULE and self.stages is not None and stage_of(callee.device):
                 return self._block_call(node, name, callee, args)
+            if callee.kind == MODULE and name in self.element_classes:
+                forward = self.flows.method(self.element_classes[name], "forward")
+                if forward is not None:
+                    return self._file_module_call(forward, args)  # for layer in self.layers: layer(x, edge_index)
             if callee.kind in (MODULE, UNKNOWN, WRAPPER) and is_placed(callee.device):
                 return self._model_call(node, name, callee, args)
             if callee.kind == MODULE and callee.device == LOCAL and callee.anchor == name:
@@ -3946,7 +4112,9 @@ class _Interpreter:
                 self._bind(cst.Attribute(value=cst.Name(self.self_name), attr=cst.Name(attr)), args[2][1], env)
             return NONE_VALUE
         fn = self.flows.functions.get(name)
-        if fn is not None and fn is not self.node:
+        if fn is not None and (fn is not self.node or self.overrides and any(_holds_pinned(v) for _, v in args)):
+            # (a recursive call, ``tuple(repackage_hidden(v) for v in h)``, is
+            # followed for the CPU-born tensors it hands on, depth-bounded)
             return self._apply_summary(fn, args, module_method=False, call=node, env=env)
         if self.facts.builds_weights(node.func):
             # net = Scorer(net="alex") in code that runs on the inputs: a
@@ -4134,6 +4302,22 @@ _CPU_ARGUMENT_SUFFIXES = ("lengths", "lens", "length")
 def _cpu_by_convention(arg: cst.Arg) -> bool:
     name = arg.keyword.value if arg.keyword is not None else (arg.value.value if isinstance(arg.value, cst.Name) else "")
     return name.lower().endswith(_CPU_ARGUMENT_SUFFIXES)
+
+
+def _spread(args: List[Tuple[cst.Arg, Value]]) -> List[Tuple[cst.Arg, Value]]:
+    """``rotate(*angles, x)`` of a sequence whose elements are known (``angles
+    = rand_angles()`` returning ``alpha, beta``): its elements as positional
+    arguments, each under an ``Arg`` of the starred expression (what a
+    finding points at); any other ``*args``/``**kw`` stays as it is."""
+    if not any(a.star == "*" for a, _ in args):
+        return args
+    out: List[Tuple[cst.Arg, Value]] = []
+    for a, v in args:
+        if a.star == "*" and v.kind == SEQ and v.exact and v.items:
+            out.extend((cst.Arg(value=a.value), item) for item in v.items)
+        else:
+            out.append((a, v))
+    return out
 
 
 def _bind_arguments(fn: cst.FunctionDef, args: List[Tuple[cst.Arg, Value]], method: bool) -> Dict[str, Value]:
