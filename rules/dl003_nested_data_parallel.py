@@ -407,25 +407,26 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
     def _double_wraps(self) -> None:
         for scope in self.scripts.scopes:
             for ev in list(scope.wraps) + list(scope.helper_wraps):
-                if not ev.wrapped_name:
-                    continue
-                earlier = self._already_wrapped(scope, ev.wrapped_name, ev.order, ev.branch)
+                earlier = self._wrapped_before(scope, ev)
                 if earlier is None:
                     continue
+                shown = f"`{ev.wrapped_name or ev.wrapped}`"
+                if not ev.wrapped_name and ev.wrapped_call and not ev.wrapped_is_wrap:
+                    shown = f"the model `{ev.wrapped_call}()` returns"
                 if ev.helper:
                     # a function that wraps its argument, called on a wrapped model
                     node = self._helper_node(scope, ev)
                     if node is not None:
-                        shown, related = self.helper_shown(ev.helper)
+                        helper, related = self.helper_shown(ev.helper)
                         message = (
-                            f"`{ev.wrapped_name}` is already wrapped ({earlier}) and {shown} wraps it again "
+                            f"{shown} is already wrapped ({earlier}) and {helper} wraps it again "
                             f"in {_short(ev.wrapper)}"
                         )
                         self._emit(node, message, None, "", no_fix=_helper_no_fix(ev.helper), related=related)
                     continue
                 node = self.wrap_nodes[(scope.index, ev.index)]
                 message = (
-                    f"`{ev.wrapped_name}` is already wrapped ({earlier}) and is wrapped again in {_short(ev.wrapper)}"
+                    f"{shown} is already wrapped ({earlier}) and is wrapped again in {_short(ev.wrapper)}"
                 )
                 replacements = self.unwrap_replacements(node, ev)
                 if replacements is not None and ev.target:
@@ -523,6 +524,25 @@ model = nn.DataParallel(nn.Sequential(enc, dec))
         helper = self.scripts.callee_scope(scope, call)
         if helper is not None and (helper.wraps_param >= 0 or helper.returns_wrapper or helper.name in self.scripts.wrap_helpers):
             return helper
+        return None
+
+    def _wrapped_before(self, scope: ScopeFacts, ev: WrapEvent) -> Optional[str]:
+        """How what ``ev`` wraps was wrapped already, or None: a name wrapped
+        on every path to it, a wrapper call handed to a wrap helper
+        (``Trainer(nn.DataParallel(net))``), or the result of a function that
+        returns a wrapper (``nn.DataParallel(build_model(args))``; one that
+        wraps under ``if torch.cuda.device_count() > 1`` does it on every
+        machine where a wrapper can nest)."""
+        if ev.wrapped_name:
+            return self._already_wrapped(scope, ev.wrapped_name, ev.order, ev.branch)
+        if ev.helper and ev.wrapped_is_wrap:
+            return "a wrapper built in the call itself"
+        if ev.wrapped_call:
+            helper = self._wrapping_function(scope, ev.wrapped_call)
+            if helper is not None and (helper.returns_wrapper or helper.name in self.scripts.wrap_helpers and not ev.helper):
+                known = self.scripts.wrap_helpers.get(helper.name)
+                wrapper = helper.returns_wrapper or helper.wraps_param_with or (known.wrapper if known else "")
+                return f"in {_short(wrapper)} by `{ev.wrapped_call}`"
         return None
 
     def _already_wrapped(self, scope: ScopeFacts, name: str, order: int, branch) -> Optional[str]:

@@ -59,6 +59,9 @@ class WrapEvent:
     wrapped_args: List[str] = field(default_factory=list)
     #: the wrapped expression is itself a wrapper call (``DP(DP(m))``)
     wrapped_is_wrap: bool = False
+    #: the callee as written when the wrapped expression is a call of
+    #: something else than a wrapper (``DP(build_model(args))``), else ""
+    wrapped_call: str = ""
     #: ``device_map=`` of a call wrapped directly (``DP(from_pretrained(..., device_map="auto"))``)
     wrapped_device_map: str = ""
     #: device of a placement inside: ``DP(m.to(dev))`` ("" none; ``.cuda()``: "cuda")
@@ -305,6 +308,13 @@ class _ScriptCollector(cst.CSTVisitor):
         self.guarded: Set[int] = set()
         self.call_counts: Dict[Tuple[int, str], int] = {}
         self.maybe_helper_calls: List[Tuple[int, str, int, cst.Call, WrapEvent]] = []
+        #: classes whose ``__init__`` wraps a parameter, among ``wrap_helpers``
+        self.constructors: Set[str] = set()
+        #: ``a, b = f(...)``: (scope, name, position, callee as written)
+        self.unpacked: List[Tuple[int, str, int, str]] = []
+        #: scope -> the names each ``return a, b`` gives, by position ("" for
+        #: anything but a name)
+        self.returned_tuples: Dict[int, List[List[str]]] = {}
 
     # -- scopes ------------------------------------------------------------
     def _open(self, node: cst.CSTNode, name: str, class_name: str, params: List[str]) -> ScopeFacts:
@@ -504,6 +514,10 @@ class _ScriptCollector(cst.CSTVisitor):
         for t in node.targets:
             if isinstance(t.target, (cst.Tuple, cst.List)):
                 call = node.value if isinstance(node.value, cst.Call) else None
+                if call is not None and dotted_name(call.func):
+                    for pos, e in enumerate(t.target.elements):
+                        if isinstance(e.value, cst.Name):  # rank, world = setup(): what setup returns there
+                            self.unpacked.append((self.scope.index, e.value.value, pos, dotted_name(call.func) or ""))
                 for name in target_names(t.target):
                     if call is not None:
                         self.scope.binds.append(self._bind(name, "other", call=dotted_name(call.func) or "", args=_arg_names(call)))
@@ -568,6 +582,10 @@ class _ScriptCollector(cst.CSTVisitor):
     def visit_Return(self, node: cst.Return) -> None:
         if node.value is None or len(self.stack) < 2:
             return
+        if isinstance(node.value, cst.Tuple):
+            self.returned_tuples.setdefault(self.scope.index, []).append(
+                [e.value.value if isinstance(e.value, cst.Name) else "" for e in node.value.elements]
+            )
         inner, _ = strip_placements(node.value)
         name = dotted_name(inner)
         if name is not None:
@@ -734,6 +752,7 @@ class _ScriptCollector(cst.CSTVisitor):
                     if self.facts.is_wrapper(inner.func):
                         ev.wrapped_is_wrap = True
                     else:
+                        ev.wrapped_call = dotted_name(inner.func) or ""
                         cls = self.facts.class_of_call(inner.func)
                         if cls is not None and self.facts.is_module_class(cls):
                             ev.wrapped_class = cls
@@ -853,6 +872,21 @@ class _ScriptCollector(cst.CSTVisitor):
                 cond = self._condition_params(scope, list(ev.branch) + list(branch), scope.params[param])
                 ids = ev.device_ids if not ev.device_ids or list_first_index(ev.device_ids) is not None else "?"
                 helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond, places, ids)
+        # a class whose ``__init__`` wraps a parameter (``self.model =
+        # nn.DataParallel(model)``): building one wraps what it is given
+        for scope in self.scopes:
+            if not scope.class_name or scope.name != f"{scope.class_name}.__init__" or scope.index in self.guarded \
+                    or scope.class_name in helpers:
+                continue
+            for ev in scope.wraps:
+                param, places = self._param_wrapped(scope, ev)
+                if param < 1:
+                    continue
+                cond = self._condition_params(scope, list(ev.branch), scope.params[param])
+                ids = ev.device_ids if not ev.device_ids or list_first_index(ev.device_ids) is not None else "?"
+                helpers[scope.class_name] = WrapHelper(param, scope.params[param], ev.wrapper, bool(ev.branch), cond, places, ids)
+                self.constructors.add(scope.class_name)
+                break
         if not helpers and self.facts.index is None:
             return
         done: Set[int] = set()
@@ -900,7 +934,8 @@ class _ScriptCollector(cst.CSTVisitor):
             if id(node) in done:
                 continue
             scope = self.scopes[si]
-            shift = 1 if "." in callee else 0  # ``self.wrap(m)``: ``self`` is the first parameter
+            # ``self.wrap(m)``, ``Trainer(m)``: ``self`` is the first parameter
+            shift = 1 if "." in callee or callee in self.constructors else 0
             helper = helpers.get(callee_name(scope, callee, helpers))
             if helper is None and "." not in callee and callee in self.facts.imports:
                 helper = self._imported_helper(callee)
@@ -926,7 +961,10 @@ class _ScriptCollector(cst.CSTVisitor):
             ev.wrapped = code_of(arg.value)
             inner, ev.placed_inside = strip_placements(arg.value)
             ev.wrapped_name = dotted_name(inner) or ""
+            if isinstance(inner, cst.Call) and self.facts.is_wrapper(inner.func):
+                ev.wrapped_is_wrap = True  # Trainer(nn.DataParallel(net)) of a class that wraps it again
             if isinstance(inner, cst.Call) and not self.facts.is_wrapper(inner.func):
+                ev.wrapped_call = dotted_name(inner.func) or ""
                 cls = self.facts.class_of_call(inner.func)
                 if cls is not None and self.facts.is_module_class(cls):
                     ev.wrapped_class = cls
@@ -998,6 +1036,21 @@ class _ScriptCollector(cst.CSTVisitor):
             if scope.name in self.out.spawn_targets and scope.params:
                 # mp.spawn passes the process index on this node: a local rank
                 self._rank_priority[(scope.index, scope.params[0])] = 0
+        # ``rank, world = setup()`` of a function returning ``dist.get_rank()``
+        # there: the same rank
+        for si, name, pos, callee in self.unpacked:
+            scope = self.scopes[si]
+            helper = self.out.callee_scope(scope, callee)
+            if helper is None or helper.index not in self.returned_tuples:
+                continue
+            kinds = {
+                self._rank_priority.get((helper.index, r[pos])) if pos < len(r) and r[pos] else None
+                for r in self.returned_tuples[helper.index]
+            }
+            if len(kinds) == 1 and next(iter(kinds)) in (0, 2):
+                self._rank_priority[(si, name)] = next(iter(kinds))  # type: ignore[assignment]
+                if name not in scope.rank_names:
+                    scope.rank_names.append(name)
         # ``self.local_rank = ...`` in one method is the rank in the others
         class_ranks: Dict[str, List[Tuple[str, int]]] = {}
         for scope in self.scopes:
