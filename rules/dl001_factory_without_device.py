@@ -51,7 +51,13 @@ methods (also as `ClassName.helper(...)`), properties and submodules'
 tensor passed to a method that multiplies it into the activations. The
 call of such a helper of the file (`mask = keep_mask(b, n)`, one helper
 relaying another included) is reported too, beside the factory: it is where
-the caller holds a tensor to name a device (fix: `.to(<tensor>.device)`). A
+the caller holds a tensor to name a device (fix: `.to(<tensor>.device)`);
+not when the helper returns a tuple or list of them, which no `.to()`
+moves whole. The elements of such a tuple are followed into the calls they
+are spread over (`rotation(*angles, x)`), a loop over a container of the
+module's submodules (`for layer in self.layers: x = layer(x, edge_index)`)
+runs that class's `forward`, and a `torch.autograd.Function`'s `backward`
+takes its gradients on the inputs' device. A
 callable attribute that holds a torch factory by default
 (`self.window_fn = window_fn` with `window_fn=torch.hann_window`) is that
 factory when it is called without `device=`. A

@@ -7,12 +7,13 @@ weights, an index, a concatenation, or `forward`'s output. The devices it
 means:
 
 - a device fixed when the module was built: `self.device` assigned in
-  `__init__` from an argument (`device`, `config.device`) or a
-  `torch.device(...)`, or a GPU index kept there (`self.gpu = gpu`) and used
+  `__init__` from an argument (`device`, `config.device`), a
+  `torch.device(...)` or a tensor's device (`inv_freq.device`), or a GPU index kept there (`self.gpu = gpu`) and used
   as `f"cuda:{self.gpu}"` or `.cuda(self.gpu)`;
 - a module-level device variable read in a module's method (`DEVICE =
   torch.device("cuda:0")`);
-- the current GPU (`.cuda()`, `.to("cuda")`, `device="cuda"`,
+- the current GPU (`.cuda()`, `.to("cuda")`, `device="cuda"`, a legacy
+  CUDA constructor such as `torch.cuda.FloatTensor(n)`,
   `torch.device("cuda")`, a local `device = "cuda" if x.is_cuda else
   "cpu"`, whose GPU path names the current device, not x's) and a GPU named
   in the code (`.cuda(0)`, `"cuda:1"`).

@@ -12,7 +12,14 @@ another one:
 * a model wrapped twice on one path: `DP(DP(m))`, `model = DP(model)` after
   `model = DP(model)` with no re-binding in between, a function that wraps
   its argument called on a model it already wrapped, or `self.model` wrapped
-  again in a method (`resume()`) when `__init__` always wraps it;
+  again in a method (`resume()`) when `__init__` always wraps it; a class
+  whose `__init__` wraps its model argument (`self.model =
+  nn.DataParallel(model)`) counts as such a function when it is built
+  (`Trainer(nn.DataParallel(net))`), and so does a wrapper given the result
+  of a function that returns one (`nn.DataParallel(build_model(args))`,
+  `Trainer(build_model(args))` with `build_model` wrapping under `if
+  torch.cuda.device_count() > 1:`, which holds on every machine where
+  wrappers can nest);
 * a loop whose every round wraps what the last round left in the name
   (`for stage in stages: model = DP(model)`, or `model =
   train_stage(model, ...)` with a function that wraps its argument and

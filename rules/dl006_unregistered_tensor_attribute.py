@@ -32,6 +32,12 @@ site in the file passes a device tensor counts as one
 (`self.q_sample(x0, t)` from forward). `forward` may be inherited: from a
 base class that reads what the subclass's `__init__` sets, or from a mixin
 that calls a method the module overrides (`return self.transform(X)`).
+Besides `forward`, the module's other public methods count, which its users
+call on the model wherever it was moved (`model.compute_loss(logits, labels)`
+reading `self.class_weights`, `model.sample(n)`), for a tensor set while the
+module is built (`__init__`); the message names the method that reads it.
+`self.w, self.b = sample_params(n)` of a helper returning `w, b` stores a
+tensor in each target (reported without a fix: register each by hand).
 
 ## Why is this bad?
 `model.to(device)`, `model.cuda()` and `model.half()` move and cast parameters,

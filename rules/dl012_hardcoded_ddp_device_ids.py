@@ -38,7 +38,9 @@ model = DDP(model, device_ids=[local_rank], output_device=local_rank)
 ```
 
 Also flagged: `device_ids=[rank]` where `rank` is the global rank
-(`dist.get_rank()`, `int(os.environ["RANK"])`): it equals the local rank on
+(`dist.get_rank()`, `int(os.environ["RANK"])`, or that position of what a
+setup function of the file returns: `rank, world = setup()` with `return
+dist.get_rank(), dist.get_world_size()`): it equals the local rank on
 one machine only; on the second node rank 8 names a GPU that is not there.
 The fix (unsafe) uses the local rank in scope, when there is one.
 
