@@ -100,8 +100,9 @@ that tensor's device), or keeps up to date item by item (`self.grids[i] =
 ...`). An attribute `forward` reassigns on some paths only (a table regrown
 for long inputs, a state reset when the batch size changes) is reported:
 the paths that skip the reassignment read the tensor from `__init__`;
-0-dim tensors such as `torch.tensor(0.07)` (PyTorch lets a 0-dim CPU tensor
-mix with CUDA tensors); Python numbers.
+0-dim tensors such as `torch.tensor(0.07)`, `torch.tensor(K.shape[-1])` or
+`torch.tensor(np.radians(alpha))` (PyTorch lets a 0-dim CPU tensor mix with
+CUDA tensors); Python numbers.
 
 ## Fix safety
 Safe: the assignment becomes `self.register_buffer("x", <same expression>,

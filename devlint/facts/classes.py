@@ -756,12 +756,29 @@ def _returns_instance(fn: cst.FunctionDef, cls_name: str) -> bool:
     return all(built(r) or (isinstance(r, cst.Name) and bound.get(r.value, False)) for r in finder.returns)
 
 
+#: NumPy functions that give a scalar for a scalar
+_NUMPY_SCALAR_MATH = frozenset({
+    "radians", "degrees", "deg2rad", "rad2deg", "sqrt", "exp", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+    "arcsin", "arccos", "arctan", "tanh", "float32", "float64", "int64", "int32", "abs", "floor", "ceil", "power",
+})
+
+
 def _is_python_number(node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
     """An expression that evaluates to a Python number (never a list or an
-    array): a literal, a name known to hold one, ``math.*``/``float()``/``int()``,
+    array): a literal, a name known to hold one, ``math.*``/``float()``/``int()``/
+    ``len()``, a size (``K.shape[-1]``, ``x.size(0)``, ``x.ndim``, ``x.numel()``),
     arithmetic of those, and ``d ** 0.5``."""
     if is_number_literal(node):
         return True
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
+            and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        return True  # K.shape[-1]
+    if isinstance(node, cst.Attribute) and node.attr.value == "ndim":
+        return True
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and (
+        node.func.attr.value in ("numel", "dim") and not node.args or node.func.attr.value == "size" and len(node.args) == 1
+    ):
+        return True  # x.size(0), x.numel()
     if isinstance(node, cst.Name):
         return node.value in scalar_names
     if isinstance(node, cst.Attribute):
@@ -770,7 +787,10 @@ def _is_python_number(node: cst.BaseExpression, scalar_names: Iterable[str] = ()
         return _is_python_number(node.expression, scalar_names)
     if isinstance(node, cst.Call):
         d = dotted_name(node.func) or ""
-        return d in ("float", "int", "abs", "round") or d.startswith("math.")
+        if d.split(".", 1)[0] in ("np", "numpy") and d.rsplit(".", 1)[-1] in _NUMPY_SCALAR_MATH and node.args:
+            # np.radians(alpha) of a number: a NumPy scalar, 0-dim as a tensor
+            return all(_is_python_number(a.value, scalar_names) for a in node.args if not a.star)
+        return d in ("float", "int", "abs", "round", "len") or d.startswith("math.")
     if isinstance(node, cst.BinaryOperation):
         left = _is_python_number(node.left, scalar_names)
         right = _is_python_number(node.right, scalar_names)
