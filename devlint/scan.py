@@ -154,6 +154,9 @@ class ScanSummary:
         self.called_names: Set[str] = set()
         #: some ``t.type(x.type())`` (a move to the current GPU when x is on one)
         self.retypes = False
+        #: some statement is a bare ``<x>.to(...)``/``<x>.cuda(...)`` call,
+        #: whose result (for a tensor: the moved copy) is thrown away
+        self.bare_moves = False
         #: names assigned in some class body (``_no_split_modules = [...]``)
         self.class_body_names: Set[str] = set()
         #: (class or None, name) of each outermost ``def`` -> whether it is a
@@ -526,6 +529,8 @@ class ScanSummary:
                 for q in self.resolve(_dotted(func)):
                     if (q.startswith("torch.") and q.count(".") == 1) or q in _LEGACY_TENSOR_CONSTRUCTORS:
                         return True
+                    if q.startswith("torch.distributions."):
+                        return True  # Normal(torch.zeros(d), torch.ones(d)): holds tensors
                 # a helper of this file, which may return a tensor
                 if type(func) is ast.Name and func.id in self.function_names:  # type: ignore[attr-defined]
                     return True
@@ -887,6 +892,10 @@ class _Scanner:
                         a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
                         if a.annotation is not None and "Tensor" in (_annotation_text(a.annotation))
                     }
+            elif t is ast.Expr:
+                v = node.value
+                if type(v) is Call and type(v.func) is Attribute and v.func.attr in ("to", "cuda"):
+                    s.bare_moves = True
             elif t is ClassDef:
                 cls, method, called, used = node.name, None, None, None
                 s.bases.setdefault(cls, []).extend(filter(None, (_dotted(b) for b in node.bases)))

@@ -42,10 +42,13 @@ shows the result meeting a tensor on the inputs' device: a CUDA type string
 GPU, not on x's. The fix is `t.to(x)` (x's dtype and device, index included).
 
 In scripts, it flags a batch moved to the current GPU (`x.cuda()`,
-`.to("cuda")`) and fed to a model the script moved to a GPU it chose by
+`.to("cuda")`) and fed to a model (or meeting its output: `labels.cuda()`
+in the loss) the script moved to a GPU it chose by
 index (`model.cuda(args.gpu)`, `.to(f"cuda:{local_rank}")`, `.to(device)`
 with `device = torch.device("cuda", 1)`) when the file never calls
-`torch.cuda.set_device` (nor enters `torch.cuda.device(i)`): the current GPU
+`torch.cuda.set_device` (nor enters `torch.cuda.device(i)`), also in a
+function handed the model and a device that every call of the file names
+by index (`train(model, loader, device)`): the current GPU
 is then cuda:0, so every run with another index fails, every DDP rank but 0
 included. The fix moves the batch where the model is (`x.cuda(args.gpu)`,
 `x.to(device)`) when that device can be written there.
@@ -437,9 +440,12 @@ class Head(nn.Module):
         ``torch.cuda.set_device``."""
         model, device, how, known = chosen
         shown = f".cuda({device})" if how == "cuda" else f".to({device})"
+        fails = f"`{model}(...)` fails" if found.meeting.how == "model input" else (
+            f"it meets `{model}`'s output through {found.how_text}, which fails"  # labels.cuda() against the logits
+        )
         message = (
             f"`{code}` in `{found.where}` puts its tensor on the current GPU (cuda:0, as nothing calls "
-            f"`torch.cuda.set_device`), but `{model}` was moved with `{shown}`: `{model}(...)` fails whenever "
+            f"`torch.cuda.set_device`), but `{model}` was moved with `{shown}`: {fails} whenever "
             "that is another GPU"
         )
         origin = found.origin

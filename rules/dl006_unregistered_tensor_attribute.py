@@ -138,7 +138,7 @@ from devlint.syntax import code_of, dynamic_self_attribute, self_attribute
 from devlint.torch_api import INIT_METHODS
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
-_CONTAINER_WORDS = {"list": "list", "tuple": "tuple", "dict": "dict"}
+_CONTAINER_WORDS = {"list": "list", "tuple": "tuple", "dict": "dict", "distribution": "`torch.distributions` object"}
 
 
 class UnregisteredTensorAttribute(Rule):
@@ -449,6 +449,16 @@ class Pyramid(nn.Module):
             container = _CONTAINER_WORDS.get(record.container, "container")
             if record.tensor_keys:  # dict(n_fft=512, window=torch.hann_window(512)): name the tensors
                 container += " (" + ", ".join(f"`{k}`" for k in record.tensor_keys) + ")"
+            if record.container == "distribution":
+                self.report(
+                    target,
+                    self.container_message.format(name=name, container=container).replace("read in `forward`", f"read in {reader}", 1),
+                    no_fix_reason=(
+                        "a distribution keeps its parameters as plain tensors: register them as buffers "
+                        "(`self.register_buffer(name, t, persistent=False)`) and build the distribution from them where it is used"
+                    ),
+                )
+                return
             self.report(
                 target,
                 self.container_message.format(name=name, container=container).replace("read in `forward`", f"read in {reader}", 1),

@@ -94,6 +94,13 @@ finding of its own in any function, whatever the model: the fix stores the
 copy back, `batch[k] = batch[k].to(device)`, a safe fix where the loop walks
 the batch's keys, so the batch is a dict, an unsafe one otherwise); a
 batch object read by attributes is moved whole (`data = data.to(device)`).
+So is any `t.to(device)` or `t.cuda()` written as a statement where `t` is
+surely a tensor: a name an enclosing `isinstance(t, torch.Tensor)` test
+shows, a parameter annotated as one, a tensor a torch call made there, a
+plain tensor attribute (`Tensor.to` returns a copy; `Module.to` moves in
+place, so a use that only suggests a tensor is no evidence). The fix keeps
+the copy (`t = t.to(device)`); none for a loop's name for an item (`for k,
+v in batch.items(): v.to(device)`), whose copy belongs back in the batch.
 A model that reached
 the function as an argument takes its device from the call site (a `device`
 argument passed alongside it); when that device has no name in the function
@@ -163,7 +170,7 @@ a namedtuple of tensors does not.
 
 from __future__ import annotations
 
-from typing import Optional, Set, Tuple
+from typing import List, Optional, Set, Tuple
 
 import libcst as cst
 
@@ -219,6 +226,9 @@ class InputsNotMoved(Rule):
     discarded_message = (
         "`{call}` returns a moved copy of `{read}` (from `{loader}`) and throws it away: "
         "the batch stays on the CPU"
+    )
+    tensor_discarded_message = (
+        "`{call}` returns a moved copy of the tensor `{read}` and throws it away: `{read}` stays where it was"
     )
     fix_safety = "safe/unsafe"
     tokens = (".to(", ".cuda(")
@@ -406,6 +416,8 @@ class Trainer:
             for call in scan.calls
         ):
             return True
+        if scan.bare_moves:
+            return True  # t.to(device) alone on a line: a tensor's moved copy thrown away
         # a file that builds a DataLoader: loops, comprehensions and next() over it
         return any(
             (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
@@ -424,6 +436,29 @@ class Trainer:
                     self._consider(flow.scope_name(fn), ff, m, reported)
             for stmt, item in ff.discarded_moves:
                 self._discarded(stmt, item, reported)
+            for stmt in ff.discarded_tensor_moves:
+                self._discarded_tensor(fn, stmt, reported)
+
+    def _discarded_tensor(self, fn: cst.CSTNode, stmt: cst.Expr, reported: Set[Tuple[int, str]]) -> None:
+        """``t.to(device)`` alone on a line for a ``t`` known to be a tensor
+        (``Tensor.to`` never moves in place, unlike ``Module.to``)."""
+        key = (id(stmt), "discarded")
+        if key in reported:
+            return
+        reported.add(key)
+        call = stmt.value
+        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+        read = call.func.value
+        message = self.tensor_discarded_message.format(call=code_of(call), read=code_of(read))
+        if isinstance(read, cst.Name) and _loop_target(fn, stmt, read.value):
+            # for key, value in batch.items(): value.to(d) -- rebinding the
+            # loop's name moves nothing the loop read from
+            self.report(read, message, no_fix_reason=(
+                f"`{read.value}` is the loop's name for an item: store the moved copy back where the loop read it"
+            ))
+            return
+        bound = cst.Assign(targets=[cst.AssignTarget(target=read)], value=call, semicolon=stmt.semicolon)
+        self.report(read, message, fix=self.replace(stmt, bound, f"keep the moved copy: `{code_of(read)} = {code_of(call)}`"))
 
     def _discarded(self, stmt: cst.Expr, item: LoaderItem, reported: Set[Tuple[int, str]]) -> None:
         """``batch[k].to(device)`` alone on a line: whatever the model, the
@@ -697,4 +732,38 @@ def _keys_of(read: cst.BaseExpression, stmt: cst.CSTNode, context) -> bool:
         return False
     finder = _LoopsOver(read.value.value, read.slice[0].slice.value.value, stmt)
     context.module.visit(finder)
+    return finder.found
+
+
+class _LoopTargets(cst.CSTVisitor):
+    def __init__(self, stmt: cst.CSTNode, name: str) -> None:
+        self.stmt, self.name = stmt, name
+        self.stack: List[bool] = []
+        self.found = False
+
+    def visit_For(self, node: cst.For) -> None:
+        names = {n.value for n in _names(node.target)}
+        self.stack.append(self.name in names)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self.stack.pop()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if node is self.stmt and any(self.stack):
+            self.found = True
+        return super().on_visit(node)
+
+
+def _names(target: cst.BaseExpression) -> List[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _names(e.value)]
+    return []
+
+
+def _loop_target(fn: cst.CSTNode, stmt: cst.CSTNode, name: str) -> bool:
+    """Whether ``stmt`` sits in a ``for`` loop of ``fn`` whose target binds ``name``."""
+    finder = _LoopTargets(stmt, name)
+    walk(fn, finder)
     return finder.found

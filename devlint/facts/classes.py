@@ -1448,6 +1448,8 @@ class _FactsBuilder:
                     return "module", cls_name, dev, ""
         if self._is_tensor_expr(inner, local_tensors):
             return "tensor", "", "", ""
+        if self.distribution_of_tensors(inner, local_tensors):
+            return "tensor_container", "", "", ""  # self.prior = Normal(torch.zeros(d), torch.ones(d))
         if self._is_fixed_device(value, params):
             return "device", "", "", ""
         if isinstance(value, (cst.List, cst.Tuple, cst.ListComp, cst.Dict, cst.DictComp)) or is_sequence_call(value) \
@@ -1514,6 +1516,17 @@ class _FactsBuilder:
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and local_tensors:
             return f"{node.value.value}.{node.attr.value}" in local_tensors  # self.betas, assigned a tensor above
         return False
+
+    def distribution_of_tensors(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
+        """``Normal(torch.zeros(d), torch.ones(d))``: a ``torch.distributions``
+        object built from tensors, which it keeps as plain attributes (no
+        buffers: ``.to()`` does not reach them)."""
+        if not isinstance(node, cst.Call):
+            return False
+        q = self.facts.qualify(node.func) or ""
+        if not q.startswith("torch.distributions.") or not q.rsplit(".", 1)[-1][:1].isupper():
+            return False
+        return any(self._is_tensor_expr(a.value, local_tensors) for a in node.args if not a.star)
 
     def is_scalar_tensor(self, node: cst.BaseExpression, scalar_names: Iterable[str] = ()) -> bool:
         """A 0-dim tensor: ``torch.tensor(<number>)`` (``scalar_names``: local
@@ -2181,6 +2194,15 @@ class _AttributeCollector(cst.CSTVisitor):
         if isinstance(value, cst.Name) and value.value in self.factory_params:
             record.factory = self.factory_params[value.value]
         record.container = _container_type(value)
+        if kind == "tensor_container" and self.b.distribution_of_tensors(_strip_placement(value)[0], self.local_tensors):
+            record.container = "distribution"
+            inner = _strip_placement(value)[0]
+            assert isinstance(inner, cst.Call)
+            # Normal(torch.tensor(0.0), torch.tensor(1.0)): 0-dim parameters mix with any device
+            record.scalar = all(
+                self.b.is_scalar_tensor(a.value, self.scalar_names) or _is_python_number(a.value, self.scalar_names)
+                for a in inner.args if not a.star
+            )
         if record.container == "dict":
             record.str_keys = _dict_has_str_keys(value)
         if kind == "module_container" and not record.container:

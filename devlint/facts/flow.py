@@ -610,6 +610,10 @@ class FunctionFlow:
     #: yields: ``Tensor.to`` returns a moved copy and it is thrown away
     #: (the statement, the loader item it was read from)
     discarded_moves: List[Tuple[cst.Expr, "LoaderItem"]] = field(default_factory=list)
+    #: ``t.to(device)`` alone on a line, of any value known to be a tensor
+    #: (not guessed; ``isinstance(t, torch.Tensor)`` tested counts): the
+    #: moved copy is thrown away, ``t`` stays where it was
+    discarded_tensor_moves: List[cst.Expr] = field(default_factory=list)
     #: a call of a function of the file that returns a tensor the function
     #: creates on the CPU (``prob_mask_like(x, p)``): an origin of its own,
     #: beside the factory in that function -> (the function as a message
@@ -1759,6 +1763,8 @@ class _Interpreter:
         #: loop variable -> the module class of the file each element of the
         #: container it walks is (see ``_element_loop``)
         self.element_classes: Dict[str, str] = {}
+        #: names the enclosing ``if isinstance(x, torch.Tensor):`` tests show to be tensors
+        self._narrowed: List[Set[str]] = []
         self._handed: Set[int] = set()
         #: the loops around the statement being run (``next(it)`` batches belong to the innermost)
         self._loops: List[cst.CSTNode] = []
@@ -1954,13 +1960,22 @@ class _Interpreter:
                     v = env.get(n)
                     if v is not None and v.kind != SEQ:
                         branch[n] = _seq(elem=LOCAL_UNKNOWN if v.device == LOCAL else UNKNOWN_VALUE, known=False)
+            for n in self._tensor_tests(stmt.test):
+                # if isinstance(value, torch.Tensor): a tensor there, wherever it is
+                v = env.get(n)
+                if v is not None and v.kind in (UNKNOWN, OTHER):
+                    then_env[n] = _tensor(v.device if follows(v) else ANY, anchor=n)
             then_dead, else_dead = _decided(stmt.test, env)
             if not (then_dead or else_dead):
                 then_dead, else_dead = self._type_decided(stmt.test, env)
             tracing = self._tracing_test(stmt.test)
             if tracing is not None:
                 then_dead, else_dead = not tracing, tracing
-            a = self._block(statements(stmt.body), then_env) if not then_dead else None
+            self._narrowed.append(set(self._tensor_tests(stmt.test)))
+            try:
+                a = self._block(statements(stmt.body), then_env) if not then_dead else None
+            finally:
+                self._narrowed.pop()
             if else_dead:
                 b = None
             elif isinstance(stmt.orelse, cst.If):
@@ -2042,6 +2057,19 @@ class _Interpreter:
                 out = self._join_envs(out, self._branch(statements(case.body), env)) if out is not None else self._branch(statements(case.body), env)
             return self._join_envs(out, env)
         return env
+
+    def _tensor_tests(self, test: cst.BaseExpression) -> List[str]:
+        """Names ``isinstance(x, torch.Tensor)`` shows to be tensors in an
+        ``if`` body (one test, or one of an ``and``)."""
+        parts = [test]
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+            parts = [test.left, test.right]
+        out = []
+        for t in parts:
+            if isinstance(t, cst.Call) and dotted_name(t.func) == "isinstance" and len(t.args) == 2 \
+                    and isinstance(t.args[0].value, cst.Name) and self.facts.qualify(t.args[1].value) in _TENSOR_TYPES:
+                out.append(t.args[0].value.value)
+        return out
 
     def _type_decided(self, test: cst.BaseExpression, env: Env) -> Tuple[bool, bool]:
         """``if isinstance(h, torch.Tensor):`` for an ``h`` the flow holds as a
@@ -2267,6 +2295,11 @@ class _Interpreter:
         """``batch[k].to(device)`` as a statement, of a batch (or a field of
         one) a loader yields: the moved copy is lost, the batch stays put."""
         call = small.value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda") \
+                and isinstance(call.func.value, (cst.Name, cst.Attribute)):
+            if self._surely_tensor(call.func.value, env):
+                self.result.discarded_tensor_moves.append(small)
+            return
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value in ("to", "cuda") and isinstance(call.func.value, cst.Subscript)):
             return
@@ -2276,6 +2309,24 @@ class _Interpreter:
         item = self._item_of(env[base.value])
         if item is not None:
             self.result.discarded_moves.append((small, item))
+
+    def _surely_tensor(self, node: cst.BaseExpression, env: Env) -> bool:
+        """A tensor by evidence, not by how it is used: a name an enclosing
+        ``isinstance(x, torch.Tensor)`` test shows, a parameter annotated as
+        one, a tensor a torch call made here (it has a birth), or a plain
+        tensor attribute of the module (a ``.to()`` on a module moves it in
+        place, so a use that only suggests a tensor is no evidence)."""
+        v = self._expr(node, env)
+        if v.kind != TENSOR or v.maybe_other or v.maybe_none or self._item_of(v) is not None:
+            return False  # (a loader's item: DL011 says where the batch goes unmoved)
+        if isinstance(node, cst.Name):
+            if any(node.value in names for names in self._narrowed):
+                return True
+            params = {p.name.value: p for p in (*self.node.params.posonly_params, *self.node.params.params, *self.node.params.kwonly_params)}
+            p = params.get(node.value)
+            if p is not None:
+                return p.annotation is not None and annotates_tensor(p.annotation.annotation)
+        return bool(v.born) or v.device == HELD
 
     def _stored(self, key: str, v: Value) -> None:
         """``self.<attr> = v``: what a call of this method leaves in the
@@ -2324,9 +2375,19 @@ class _Interpreter:
         local = next((v for v in sides if not is_placed(v.device)), sides[0])
         for i, v in enumerate(values):
             if v.pinned and not v.mixes_anywhere(scalars_meet):
+                arg = nodes[i] if nodes is not None and i < len(nodes) else None
+                if is_placed(local.device) and v.device == CURRENT:
+                    # labels.cuda() against the output of a model the script
+                    # put on a GPU it chose by index: the current GPU is cuda:0
+                    ref = local.device[len(PLACED):]
+                    gpu = self._chosen_gpu(ref) if ref else None
+                    if gpu is not None:
+                        for origin in v.born:
+                            self.result.model_gpus.setdefault(origin, (ref, gpu.device, gpu.how, gpu.known))
+                        self._meet_all(v, at, how, ref, local.device, arg)
+                    continue
                 if is_placed(local.device) and v.device != CPU:
                     continue
-                arg = nodes[i] if nodes is not None and i < len(nodes) else None
                 self._meet_all(v, at, how, local.anchor or "", local.device, arg)
 
     # -- stages (a module that pins its parts to devices) --------------------------------
@@ -2637,7 +2698,33 @@ class _Interpreter:
             code = code_of(bound)
         if is_explicit_device(code) or code.rsplit(".", 1)[-1] in RANK_NAMES:
             return p
+        if bound is None and code.isidentifier() and self._chosen_by_callers(code):
+            return p  # train(model, loader, device) with device = torch.device(f"cuda:{args.gpu}") at every call
         return None
+
+    def _chosen_by_callers(self, param: str) -> bool:
+        """Every call of this function in the file passes for ``param`` a
+        device that names a GPU index (``torch.device(f"cuda:{args.gpu}")``)."""
+        if param not in {p.name.value for p in (*self.node.params.posonly_params, *self.node.params.params,
+                                                  *self.node.params.kwonly_params)}:
+            return False
+        training = self.flows.training
+        name = self.node.name.value
+        codes: List[str] = []
+        for c in self.flows._function_callers(self.node):
+            if c is self.node:
+                continue
+            scope = training.scopes.get(self.flows.scope_name(c))
+            for call in calls_in(c.body):
+                if not (isinstance(call.func, cst.Name) and call.func.value == name):
+                    continue
+                pos = bound_parameters(self.node, call.args).get(param)
+                if pos is None:
+                    return False
+                arg = call.args[pos].value
+                bound = scope.values.get(arg.value) if scope is not None and isinstance(arg, cst.Name) else None
+                codes.append(code_of(bound if bound is not None else arg))
+        return bool(codes) and all(is_explicit_device(code) or code.rsplit(".", 1)[-1] in RANK_NAMES for code in codes)
 
     def _wrapped(self, node: cst.Call, args: List[Tuple[cst.Arg, Value]]) -> Value:
         """``nn.DataParallel(model)``: it moves its inputs (so does a DDP
@@ -3340,7 +3427,10 @@ class _Interpreter:
             # torch.Generator(): a CPU generator, which draws into CPU tensors only
             dev = keyword_arg(node, "device") or next((a for a in node.args if a.keyword is None), None)
             return Value(OTHER, self._device_of(dev.value, env)[0] if dev is not None else CPU)
-        compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES) or q in _AUTOGRAD
+        # (a torch.distributions object computes with the tensors it is
+        # built from: Normal(mu, sigma) is where they are, and
+        # kl_divergence(p, q) mixes both distributions' tensors)
+        compute = q.count(".") == 1 or q.startswith(_COMPUTE_NAMESPACES) or q in _AUTOGRAD or q.startswith("torch.distributions.")
         if not compute or name in _NO_MEETING:
             return UNKNOWN_VALUE
         if name == "where" and len(args) == 3 and args[0][0].keyword is None:
