@@ -449,24 +449,18 @@ class Pyramid(nn.Module):
             container = _CONTAINER_WORDS.get(record.container, "container")
             if record.tensor_keys:  # dict(n_fft=512, window=torch.hann_window(512)): name the tensors
                 container += " (" + ", ".join(f"`{k}`" for k in record.tensor_keys) + ")"
-            if record.container == "distribution":
-                self.report(
-                    target,
-                    self.container_message.format(name=name, container=container).replace("read in `forward`", f"read in {reader}", 1),
-                    no_fix_reason=(
-                        "a distribution keeps its parameters as plain tensors: register them as buffers "
-                        "(`self.register_buffer(name, t, persistent=False)`) and build the distribution from them where it is used"
-                    ),
-                )
-                return
+            why = (
+                "a distribution keeps its parameters as plain tensors: register them as buffers "
+                "(`self.register_buffer(name, t, persistent=False)`) and build the distribution from them where it is used"
+            ) if record.container == "distribution" else (
+                "a container of tensors cannot be one buffer: register each tensor with "
+                "`self.register_buffer(name, t, persistent=False)` (or `torch.stack` them into one buffer) "
+                "and read them back by name"
+            )
             self.report(
                 target,
                 self.container_message.format(name=name, container=container).replace("read in `forward`", f"read in {reader}", 1),
-                no_fix_reason=(
-                    "a container of tensors cannot be one buffer: register each tensor with "
-                    "`self.register_buffer(name, t, persistent=False)` (or `torch.stack` them into one buffer) "
-                    "and read them back by name"
-                ),
+                no_fix_reason=why,
             )
             return
         message = self.message.format(name=name)

@@ -442,13 +442,10 @@ class Trainer:
     def _discarded_tensor(self, fn: cst.CSTNode, stmt: cst.Expr, reported: Set[Tuple[int, str]]) -> None:
         """``t.to(device)`` alone on a line for a ``t`` known to be a tensor
         (``Tensor.to`` never moves in place, unlike ``Module.to``)."""
-        key = (id(stmt), "discarded")
-        if key in reported:
+        found = _first_report(stmt, reported)
+        if found is None:
             return
-        reported.add(key)
-        call = stmt.value
-        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-        read = call.func.value
+        call, read = found
         message = self.tensor_discarded_message.format(call=code_of(call), read=code_of(read))
         if isinstance(read, cst.Name) and _loop_target(fn, stmt, read.value):
             # for key, value in batch.items(): value.to(d) -- rebinding the
@@ -463,13 +460,10 @@ class Trainer:
     def _discarded(self, stmt: cst.Expr, item: LoaderItem, reported: Set[Tuple[int, str]]) -> None:
         """``batch[k].to(device)`` alone on a line: whatever the model, the
         batch was meant to move and does not."""
-        key = (id(stmt), "discarded")
-        if key in reported:
+        found = _first_report(stmt, reported)
+        if found is None:
             return
-        reported.add(key)
-        call = stmt.value
-        assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-        read = call.func.value
+        call, read = found
         message = self.discarded_message.format(call=code_of(call), read=code_of(read), loader=item.loader)
         bound = cst.Assign(targets=[cst.AssignTarget(target=read)], value=call, semicolon=stmt.semicolon)
         # a dict batch takes the item back (``for k in batch``); a tuple would not
@@ -733,6 +727,18 @@ def _keys_of(read: cst.BaseExpression, stmt: cst.CSTNode, context) -> bool:
     finder = _LoopsOver(read.value.value, read.slice[0].slice.value.value, stmt)
     context.module.visit(finder)
     return finder.found
+
+
+def _first_report(stmt: cst.Expr, reported: Set[Tuple[int, str]]) -> Optional[Tuple[cst.Call, cst.BaseExpression]]:
+    """``x.to(d)`` alone on a line, reported once: the call and what it
+    reads (its receiver), or None when it was reported already."""
+    key = (id(stmt), "discarded")
+    if key in reported:
+        return None
+    reported.add(key)
+    call = stmt.value
+    assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+    return call, call.func.value
 
 
 class _LoopTargets(cst.CSTVisitor):

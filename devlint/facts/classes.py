@@ -1342,17 +1342,23 @@ class _FactsBuilder:
         self._returns_tensor_cache[key] = False  # recursion: not known to be a tensor
         finder = _ReturnsAndAssigns()
         walk(fn.body, finder)
-        local: Set[str] = set()
         result = False
         if not finder.yields and finder.returns:
-            for target, value in finder.assigns:
-                if self._is_tensor_expr(value, local):
-                    local.add(target)
-                else:
-                    local.discard(target)
+            local = self._local_tensors(finder)
             result = all(r is not None and self._is_tensor_expr(r, local) for r in finder.returns)
         self._returns_tensor_cache[key] = result
         return result
+
+    def _local_tensors(self, finder: "_ReturnsAndAssigns") -> Set[str]:
+        """The local names of a helper's body bound to a tensor when its
+        ``return`` runs (the last plain assignment of each decides)."""
+        local: Set[str] = set()
+        for target, value in finder.assigns:
+            if self._is_tensor_expr(value, local):
+                local.add(target)
+            else:
+                local.discard(target)
+        return local
 
     def returned_tensor_positions(self, call: cst.BaseExpression) -> List[bool]:
         """For a call of a helper of this file every ``return`` of which
@@ -1369,12 +1375,7 @@ class _FactsBuilder:
         sizes = {len(r.elements) for r in finder.returns}  # type: ignore[union-attr]
         if len(sizes) != 1 or any(isinstance(e, cst.StarredElement) for r in finder.returns for e in r.elements):  # type: ignore[union-attr]
             return []
-        local: Set[str] = set()
-        for target, value in finder.assigns:
-            if self._is_tensor_expr(value, local):
-                local.add(target)
-            else:
-                local.discard(target)
+        local = self._local_tensors(finder)
         return [
             all(self._is_tensor_expr(r.elements[i].value, local) for r in finder.returns)  # type: ignore[union-attr]
             for i in range(sizes.pop())
@@ -1731,12 +1732,7 @@ class _FactsBuilder:
         walk(fn.body, finder)
         if not finder.returns or finder.yields:
             return ""
-        local: Set[str] = set()
-        for target, value in finder.assigns:
-            if self._is_tensor_expr(value, local):
-                local.add(target)
-            else:
-                local.discard(target)
+        local = self._local_tensors(finder)
         containers = set()
         for r in finder.returns:
             container = _container_type(r) if r is not None and not isinstance(r, cst.Call) else ""
