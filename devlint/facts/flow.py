@@ -2326,7 +2326,10 @@ class _Interpreter:
             p = params.get(node.value)
             if p is not None:
                 return p.annotation is not None and annotates_tensor(p.annotation.annotation)
-        return bool(v.born) or v.device == HELD
+        # a birth by a torch call that makes a tensor, not by a move of
+        # something of unknown kind (``model.to("cuda")`` is no evidence)
+        made = any(self.result.origin_names.get(b, "to") not in ("to", "cuda", "type") for b in v.born)
+        return made or v.device == HELD
 
     def _stored(self, key: str, v: Value) -> None:
         """``self.<attr> = v``: what a call of this method leaves in the
