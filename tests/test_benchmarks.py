@@ -242,3 +242,41 @@ def test_realbugs_smoke_on_cached_cases(tmp_path):
     res = json.loads((tmp_path / "results.json").read_text())
     assert {r["id"] for r in res["cases"]} == set(ids)
     assert all(not r["missing_files"] for r in res["cases"])
+
+
+EXCLUDED_IMPORTS = (
+    "accelerate", "deepspeed", "diffusers", "kornia", "monai", "open_clip", "peft", "pyannote", "lightning",
+    "sentence_transformers", "speechbrain", "torch_geometric", "torchaudio", "torchvision", "ultralytics",
+)
+
+
+def test_reportstyle_sets_are_well_formed():
+    """Every report-style bug names lines that exist, has a fixed look-alike,
+    and no program imports a package the independent check keeps for itself."""
+    root = ROOT / "bench" / "reportstyle"
+    sets = [p for p in root.iterdir() if (p / "expected.json").is_file()]
+    assert len(sets) >= 3
+    for folder in sets:
+        for e in json.loads((folder / "expected.json").read_text()):
+            src = (folder / e["file"]).read_text().splitlines()
+            assert e["lines"] and all(1 <= n <= len(src) for n in e["lines"]), e
+            assert (folder / e["file"].replace(".py", "_fixed.py")).is_file(), e
+        for py in folder.glob("*.py"):
+            text = py.read_text()
+            assert not any(f"import {m}" in text or f"from {m}" in text for m in EXCLUDED_IMPORTS), py
+
+
+def test_reportstyle_scores_a_set(tmp_path):
+    """bench/reportstyle.py runs devlint on a set and its look-alikes: the
+    counts agree with the rows, and a bug devlint reports is counted found."""
+    import reportstyle
+
+    out = tmp_path / "r.json"
+    assert reportstyle.main(["--sets", "c", "--json", str(out)]) == 0
+    [r] = json.loads(out.read_text())
+    assert r["bugs"] == len(r["rows"]) == 16
+    assert r["found_on_a_bug_line"] == sum(row["on_a_bug_line"] for row in r["rows"])
+    assert r["found_in_file"] >= r["found_on_a_bug_line"]
+    assert r["fixed_files"] == 16
+    # c11 is a torch.load without map_location in a CPU-only script: DL010's plain case
+    assert next(row for row in r["rows"] if row["file"] == "c11.py")["on_a_bug_line"]
