@@ -3949,13 +3949,17 @@ class _Interpreter:
             for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
         )
         # forward's input, a tensor only by convention here, is one where the
-        # callee computes with it (``torch.addmm(b, x, w)``): no fix names it
-        facts = self.flows.body_facts(fn)
-        operands = facts.operands | facts.computed
-        passed.update(
-            (k, replace(v, anchor=k, moved=frozenset(), items=(), elem=None))
-            for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and k in operands
-        )
+        # callee computes with it beside a plain tensor attribute it is also
+        # handed (``features(x, self.w, self.b)`` doing ``torch.addmm(b, x,
+        # w)``): the attribute's meeting, DL006's question (elsewhere the
+        # guess is not followed: it specialises many more callees)
+        if any(v.device == HELD for v in passed.values()):
+            facts = self.flows.body_facts(fn)
+            operands = facts.operands | facts.computed
+            passed.update(
+                (k, replace(v, anchor=k, moved=frozenset(), items=(), elem=None))
+                for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and k in operands
+            )
         flow = self.flows.specialised(fn, passed, self.depth + 1)
         born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)),
                                  *(v.born for v in passed.values() if v.kind == MODULE))
