@@ -147,11 +147,11 @@ class UnregisteredTensorAttribute(Rule):
     name = "unregistered-tensor-attribute"
     brief = "A tensor set as `self.x` in `__init__` and read in `forward`, neither buffer nor parameter"
     message = (
-        "`self.{name}` is a plain tensor attribute read in `forward`: `.to()` and DataParallel replicas "
+        "`self.{name}` is a plain tensor attribute read in `{reader}`: `.to()` and DataParallel replicas "
         "leave it on the device it was created on"
     )
     container_message = (
-        "`self.{name}` keeps tensors in a plain {container} read in `forward`: `.to()` and DataParallel "
+        "`self.{name}` keeps tensors in a plain {container} read in `{reader}`: `.to()` and DataParallel "
         "replicas leave them on the device they were created on"
     )
     fix_safety = "safe/unsafe"
@@ -444,7 +444,7 @@ class Pyramid(nn.Module):
             return
         # read by forward, or by a public method its users call on the model
         # (``model.compute_loss(logits, labels)``)
-        reader = "`forward`" if name in cls.forward_reads else f"`{cls.entry_reads[name]}`"
+        reader = "forward" if name in cls.forward_reads else cls.entry_reads[name]
         if record.kind == "tensor_container":
             container = _CONTAINER_WORDS.get(record.container, "container")
             if record.tensor_keys:  # dict(n_fft=512, window=torch.hann_window(512)): name the tensors
@@ -459,14 +459,11 @@ class Pyramid(nn.Module):
             )
             self.report(
                 target,
-                self.container_message.format(name=name, container=container).replace("read in `forward`", f"read in {reader}", 1),
+                self.container_message.format(name=name, container=container, reader=reader),
                 no_fix_reason=why,
             )
             return
-        message = self.message.format(name=name)
-        if dynamic and "{}" in name:
-            message = self.message.format(name=name.replace("{}", "<i>"))
-        message = message.replace("read in `forward`", f"read in {reader}", 1)
+        message = self.message.format(name=name.replace("{}", "<i>") if dynamic else name, reader=reader)
         why = ""
         if not fixable:
             why = "the assignment also binds other names; register it with `self.register_buffer(...)` by hand"

@@ -170,7 +170,7 @@ a namedtuple of tensors does not.
 
 from __future__ import annotations
 
-from typing import List, Optional, Set, Tuple
+from typing import Optional, Set, Tuple
 
 import libcst as cst
 
@@ -436,18 +436,19 @@ class Trainer:
                     self._consider(flow.scope_name(fn), ff, m, reported)
             for stmt, item in ff.discarded_moves:
                 self._discarded(stmt, item, reported)
-            for stmt in ff.discarded_tensor_moves:
-                self._discarded_tensor(fn, stmt, reported)
+            for stmt, looped in ff.discarded_tensor_moves:
+                self._discarded_tensor(stmt, looped, reported)
 
-    def _discarded_tensor(self, fn: cst.CSTNode, stmt: cst.Expr, reported: Set[Tuple[int, str]]) -> None:
+    def _discarded_tensor(self, stmt: cst.Expr, looped: bool, reported: Set[Tuple[int, str]]) -> None:
         """``t.to(device)`` alone on a line for a ``t`` known to be a tensor
-        (``Tensor.to`` never moves in place, unlike ``Module.to``)."""
+        (``Tensor.to`` never moves in place, unlike ``Module.to``);
+        ``looped``: ``t`` is the name an enclosing ``for`` binds."""
         found = _first_report(stmt, reported)
         if found is None:
             return
         call, read = found
         message = self.tensor_discarded_message.format(call=code_of(call), read=code_of(read))
-        if isinstance(read, cst.Name) and _loop_target(fn, stmt, read.value):
+        if looped and isinstance(read, cst.Name):
             # for key, value in batch.items(): value.to(d) -- rebinding the
             # loop's name moves nothing the loop read from
             self.report(read, message, no_fix_reason=(
@@ -740,36 +741,3 @@ def _first_report(stmt: cst.Expr, reported: Set[Tuple[int, str]]) -> Optional[Tu
     assert isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
     return call, call.func.value
 
-
-class _LoopTargets(cst.CSTVisitor):
-    def __init__(self, stmt: cst.CSTNode, name: str) -> None:
-        self.stmt, self.name = stmt, name
-        self.stack: List[bool] = []
-        self.found = False
-
-    def visit_For(self, node: cst.For) -> None:
-        names = {n.value for n in _names(node.target)}
-        self.stack.append(self.name in names)
-
-    def leave_For(self, original_node: cst.For) -> None:
-        self.stack.pop()
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if node is self.stmt and any(self.stack):
-            self.found = True
-        return super().on_visit(node)
-
-
-def _names(target: cst.BaseExpression) -> List[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for e in target.elements for n in _names(e.value)]
-    return []
-
-
-def _loop_target(fn: cst.CSTNode, stmt: cst.CSTNode, name: str) -> bool:
-    """Whether ``stmt`` sits in a ``for`` loop of ``fn`` whose target binds ``name``."""
-    finder = _LoopTargets(stmt, name)
-    walk(fn, finder)
-    return finder.found

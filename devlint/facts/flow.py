@@ -612,8 +612,10 @@ class FunctionFlow:
     discarded_moves: List[Tuple[cst.Expr, "LoaderItem"]] = field(default_factory=list)
     #: ``t.to(device)`` alone on a line, of any value known to be a tensor
     #: (not guessed; ``isinstance(t, torch.Tensor)`` tested counts): the
-    #: moved copy is thrown away, ``t`` stays where it was
-    discarded_tensor_moves: List[cst.Expr] = field(default_factory=list)
+    #: moved copy is thrown away, ``t`` stays where it was; with whether
+    #: ``t`` is the name an enclosing ``for`` binds (``for k, v in
+    #: batch.items(): v.to(d)``: rebinding it keeps nothing)
+    discarded_tensor_moves: List[Tuple[cst.Expr, bool]] = field(default_factory=list)
     #: a call of a function of the file that returns a tensor the function
     #: creates on the CPU (``prob_mask_like(x, p)``): an origin of its own,
     #: beside the factory in that function -> (the function as a message
@@ -2066,9 +2068,9 @@ class _Interpreter:
             parts = [test.left, test.right]
         out = []
         for t in parts:
-            if isinstance(t, cst.Call) and dotted_name(t.func) == "isinstance" and len(t.args) == 2 \
-                    and isinstance(t.args[0].value, cst.Name) and self.facts.qualify(t.args[1].value) in _TENSOR_TYPES:
-                out.append(t.args[0].value.value)
+            found = _isinstance_test(t)
+            if found is not None and not found[2] and all(self.facts.qualify(k) in _TENSOR_TYPES for k in found[1]):
+                out.append(found[0])
         return out
 
     def _type_decided(self, test: cst.BaseExpression, env: Env) -> Tuple[bool, bool]:
@@ -2077,14 +2079,11 @@ class _Interpreter:
         or ``isinstance(h, (list, tuple))`` for one it holds as a tensor, and
         ``isinstance(h, torch.Tensor)`` for one it knows is a tensor: the
         branch that cannot run, as ``_decided`` says."""
-        inner, negated = _negation(test)
-        if not (isinstance(inner, cst.Call) and dotted_name(inner.func) == "isinstance" and len(inner.args) == 2):
+        found = _isinstance_test(test)
+        if found is None or found[0] not in env:
             return False, False
-        subject, kinds = inner.args[0].value, inner.args[1].value
-        if not isinstance(subject, cst.Name) or subject.value not in env:
-            return False, False
-        types = [e.value for e in kinds.elements] if isinstance(kinds, (cst.Tuple, cst.List)) else [kinds]
-        v = env[subject.value]
+        subject, types, negated = found
+        v = env[subject]
         tensor_test = all(self.facts.qualify(t) in _TENSOR_TYPES for t in types)
         sequence_test = all((dotted_name(t) or "").rsplit(".", 1)[-1] in _SEQUENCE_TYPES for t in types)
         fails = (tensor_test and v.kind == SEQ) or (sequence_test and v.kind == TENSOR and not v.guessed)
@@ -2297,8 +2296,12 @@ class _Interpreter:
         call = small.value
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda") \
                 and isinstance(call.func.value, (cst.Name, cst.Attribute)):
-            if self._surely_tensor(call.func.value, env):
-                self.result.discarded_tensor_moves.append(small)
+            recv = call.func.value
+            if self._surely_tensor(recv, env):
+                looped = isinstance(recv, cst.Name) and any(
+                    isinstance(loop, cst.For) and recv.value in target_names(loop.target) for loop in self._loops
+                )
+                self.result.discarded_tensor_moves.append((small, looped))
             return
         if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value in ("to", "cuda") and isinstance(call.func.value, cst.Subscript)):
@@ -4528,15 +4531,25 @@ def _sequence_tests(test: cst.BaseExpression) -> Tuple[List[str], List[str]]:
     """Names an ``if`` test shows to be a Python list or tuple in its body
     and in its else branch: ``isinstance(x, list)``, ``isinstance(x, (list,
     tuple))``, ``not isinstance(x, List)``."""
+    found = _isinstance_test(test)
+    if found is None or not all((dotted_name(t) or "").rsplit(".", 1)[-1] in _SEQUENCE_TYPES for t in found[1]):
+        return [], []
+    subject, _, negated = found
+    return ([], [subject]) if negated else ([subject], [])
+
+
+def _isinstance_test(test: cst.BaseExpression) -> Optional[Tuple[str, List[cst.BaseExpression], bool]]:
+    """``isinstance(x, T)`` / ``isinstance(x, (T, U))`` / ``not isinstance(...)``
+    of a plain name: (the name, the type expressions, whether negated);
+    None for any other test."""
     inner, negated = _negation(test)
     if not (isinstance(inner, cst.Call) and dotted_name(inner.func) == "isinstance" and len(inner.args) == 2):
-        return [], []
+        return None
     subject, kinds = inner.args[0].value, inner.args[1].value
-    types = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
-    names = [(dotted_name(t) or "").rsplit(".", 1)[-1] for t in types]
-    if not isinstance(subject, cst.Name) or not names or not all(n in _SEQUENCE_TYPES for n in names):
-        return [], []
-    return ([], [subject.value]) if negated else ([subject.value], [])
+    types = [e.value for e in kinds.elements] if isinstance(kinds, (cst.Tuple, cst.List)) else [kinds]
+    if not isinstance(subject, cst.Name) or not types:
+        return None
+    return subject.value, types, negated
 
 
 def _truth_test(test: cst.BaseExpression) -> Tuple[Optional[str], bool]:

@@ -869,9 +869,7 @@ class _ScriptCollector(cst.CSTVisitor):
             conditional = bool(ev.branch or branch)
             old = helpers.get(scope.name)
             if old is None or (old.conditional and not conditional):
-                cond = self._condition_params(scope, list(ev.branch) + list(branch), scope.params[param])
-                ids = ev.device_ids if not ev.device_ids or list_first_index(ev.device_ids) is not None else "?"
-                helpers[scope.name] = WrapHelper(param, scope.params[param], ev.wrapper, conditional, cond, places, ids)
+                helpers[scope.name] = self._wrap_helper(scope, ev, param, places, list(branch))
         # a class whose ``__init__`` wraps a parameter (``self.model =
         # nn.DataParallel(model)``): building one wraps what it is given
         for scope in self.scopes:
@@ -882,9 +880,7 @@ class _ScriptCollector(cst.CSTVisitor):
                 param, places = self._param_wrapped(scope, ev)
                 if param < 1:
                     continue
-                cond = self._condition_params(scope, list(ev.branch), scope.params[param])
-                ids = ev.device_ids if not ev.device_ids or list_first_index(ev.device_ids) is not None else "?"
-                helpers[scope.class_name] = WrapHelper(param, scope.params[param], ev.wrapper, bool(ev.branch), cond, places, ids)
+                helpers[scope.class_name] = self._wrap_helper(scope, ev, param, places, [])
                 self.constructors.add(scope.class_name)
                 break
         if not helpers and self.facts.index is None:
@@ -897,6 +893,14 @@ class _ScriptCollector(cst.CSTVisitor):
             if not self._relayed_helpers():
                 break
             self._helper_calls(done)
+
+    def _wrap_helper(self, scope: ScopeFacts, ev: WrapEvent, param: int, places: bool, branch: List[str]) -> WrapHelper:
+        """The helper record of ``scope`` wrapping its parameter ``param`` with
+        ``ev`` (under ``branch`` as well as the wrap's own conditions)."""
+        tests = list(ev.branch) + branch
+        cond = self._condition_params(scope, tests, scope.params[param])
+        ids = ev.device_ids if not ev.device_ids or list_first_index(ev.device_ids) is not None else "?"
+        return WrapHelper(param, scope.params[param], ev.wrapper, bool(tests), cond, places, ids)
 
     def _relayed_helpers(self) -> bool:
         """Add to ``wrap_helpers`` the functions that return a wrap helper's
