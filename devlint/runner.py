@@ -443,6 +443,29 @@ def _death_message(exitcode: Optional[int]) -> str:
 #: objects made meanwhile keep (transformers' 2,912 files took a kept worker
 #: from 130 to 330 MiB, of which a dozen MiB were live objects).
 RECYCLE_GROWTH_MIB = 64
+#: a worker that has checked files is retired *before* a job, and a fresh
+#: fork takes the job, when its resident memory plus the job's expected peak
+#: (:data:`JOB_PEAK_BYTES_PER_BYTE` times the file's size) would pass this.
+#: The growth a worker keeps (up to :data:`RECYCLE_GROWTH_MIB`) and a large
+#: file's transient tree (80 MiB for a 190 KB modeling file) add up: on
+#: transformers a worker near its retirement point that drew such a file
+#: peaked at 262 MiB where a fresh one peaks under 230
+WORKER_BUDGET_MIB = 230
+#: a worker that lacks more than this many of the index's summaries does not
+#: receive them: a fresh fork, which shares the parent's copy, takes the job.
+#: Unpickled in the worker they are a copy of their own: a worker that
+#: checked the first wave's small files and then received the summaries of
+#: the next thousand files on transformers grew from 113 to 192 MiB before
+#: its job began (and peaked at 238 in it)
+MAX_DELTA_SUMMARIES = 200
+#: ... but only when a fresh fork (which starts from the parent's memory)
+#: would start at least this much lower, so that a large parent does not
+#: make every worker retire before every large file
+FRESH_FORK_GAIN_MIB = 16
+#: a file's analysis takes about this many bytes at its peak per byte of
+#: source (libcst's tree, positions, the facts): 420-490 on transformers'
+#: largest files, each checked alone (``/usr/bin/time -f %M``)
+JOB_PEAK_BYTES_PER_BYTE = 450
 #: a project run of at least this many files with one job runs them in one
 #: pool worker (retiring like the others), not in the parent: the parent's
 #: heap keeps what a run of a thousand files fragments (464 MiB on
@@ -550,12 +573,12 @@ def _pool_worker(conn, parent_end=None) -> None:
         result = _run_job_digest(job)
         retire = _should_retire(start)
         try:
-            conn.send((result, retire))
+            conn.send((result, retire, resident_mib()))
         except Exception as exc:  # a result that does not pickle: an engine bug
             conn.send(((None, FileResult(path=job.path, internal_errors=[
                 f"internal error (cannot send the result back: {type(exc).__name__}: {exc}); "
                 "please report this as a devlint bug"
-            ])), retire))
+            ])), retire, resident_mib()))
         if retire:
             conn.close()
             return
@@ -584,13 +607,16 @@ class _WorkerPool:
     (``log``, appended by :func:`run_jobs`). Forking a fresh pair per wave
     cost about a second of system time on timm's twelve waves. A worker
     whose memory grew past :data:`RECYCLE_GROWTH_MIB` retires after its job
-    and a fresh fork (with the index so far) takes the next one."""
+    and a fresh fork (with the index so far) takes the next one; so does
+    one that has checked files and would pass :data:`WORKER_BUDGET_MIB`
+    with the next job's expected peak (:func:`job_peak_mib`)."""
 
     def __init__(self, processes: int) -> None:
         self.processes = processes
         #: (module, summary) in the order the parent's index gained them
         self.log: List[Tuple[str, Any]] = []
-        #: workers between jobs: [connection, process, how much of ``log`` it has]
+        #: workers between jobs: [connection, process, how much of ``log``
+        #: it has, its resident MiB after its last job (None: no job yet)]
         self._idle: List[list] = []
 
     def _start(self):
@@ -604,7 +630,16 @@ class _WorkerPool:
         proc = ctx.Process(target=_pool_worker, args=(there, here), daemon=True)
         proc.start()
         there.close()
-        return [here, proc, len(self.log)]
+        return [here, proc, len(self.log), None]
+
+    @staticmethod
+    def _stop(worker: list) -> None:
+        try:
+            worker[0].send(None)
+        except OSError:
+            pass
+        worker[0].close()
+        worker[1].join()
 
     def _send(self, worker: list, job: Job) -> None:
         delta = self.log[worker[2]:]
@@ -630,6 +665,14 @@ class _WorkerPool:
         def give(worker: list) -> bool:
             while todo:
                 i = todo.pop()
+                if len(self.log) - worker[2] > MAX_DELTA_SUMMARIES or (
+                        worker[3] is not None and worker[3] + job_peak_mib(jobs[i].path) > WORKER_BUDGET_MIB
+                        and worker[3] > resident_mib() + FRESH_FORK_GAIN_MIB):
+                    # a worker that has grown would peak past the budget on
+                    # this file, and a fresh fork would start lower: it
+                    # takes the file
+                    self._stop(worker)
+                    worker = self._start()
                 try:
                     self._send(worker, jobs[i])
                 except OSError:  # it died between two jobs: nothing lost
@@ -652,7 +695,7 @@ class _WorkerPool:
                     result, retired = None, False
                     if conn in ready or conn.poll():
                         try:
-                            result, retired = conn.recv()
+                            result, retired, worker[3] = conn.recv()
                         except (EOFError, OSError):
                             result = None
                     del busy[conn]
@@ -685,13 +728,8 @@ class _WorkerPool:
         return done, died
 
     def close(self) -> None:
-        for conn, proc, _ in self._idle:
-            try:
-                conn.send(None)
-            except OSError:
-                pass
-            conn.close()
-            proc.join()
+        for worker in self._idle:
+            self._stop(worker)
         self._idle = []
 
 
@@ -705,6 +743,12 @@ def _run_pool(jobs: Sequence[Job], order: Sequence[int], processes: int, finishe
         return pool.run(jobs, order, finished)
     finally:
         pool.close()
+
+
+def job_peak_mib(path: str) -> float:
+    """What checking ``path`` is expected to add to a worker's memory at its
+    peak (:data:`JOB_PEAK_BYTES_PER_BYTE`), in MiB."""
+    return _size(path) * JOB_PEAK_BYTES_PER_BYTE / 1048576
 
 
 def _size(path: str) -> int:

@@ -238,3 +238,70 @@ def test_a_worker_whose_parent_was_killed_exits(tmp_path):
     if still:
         os.kill(pid, signal.SIGKILL)
     assert not still, "the worker outlived its killed parent"
+
+
+@pytest.mark.parametrize("budget, gain, starts", [
+    (float("-inf"), float("-inf"), 7),  # every job would pass the budget: each goes to a fresh fork
+    (float("inf"), float("-inf"), 2),  # nothing would: the two first workers take all
+    (float("-inf"), float("inf"), 2),  # a fresh fork would not start lower: no point retiring
+])
+def test_a_grown_worker_retires_before_a_job_that_would_pass_the_budget(tmp_path, monkeypatch, budget, gain, starts):
+    monkeypatch.setattr(runner, "RECYCLE_GROWTH_MIB", float("inf"))
+    monkeypatch.setattr(runner, "WORKER_BUDGET_MIB", budget)
+    monkeypatch.setattr(runner, "FRESH_FORK_GAIN_MIB", gain)
+    jobs = _jobs(tmp_path)
+    pool = _WorkerPool(2)
+    started = []
+    real_start = pool._start
+
+    def counting_start():
+        worker = real_start()
+        started.append(worker[1].pid)
+        return worker
+
+    pool._start = counting_start
+    try:
+        done, died = pool.run(jobs, list(range(len(jobs))))
+    finally:
+        pool.close()
+    assert not died
+    assert len(started) == starts
+    assert [_codes(done[i][1]) for i in range(len(jobs))] == [_codes(run_job(j)) for j in jobs]
+
+
+def test_a_jobs_expected_peak_follows_its_size(tmp_path):
+    small, large = tmp_path / "s.py", tmp_path / "l.py"
+    small.write_text("x = 1\n")
+    large.write_text("x = 1\n" * 40_000)
+    assert runner.job_peak_mib(str(small)) < 0.01
+    assert 100 < runner.job_peak_mib(str(large)) < 120  # 240 KB at 450 bytes a byte
+    assert runner.job_peak_mib(str(tmp_path / "gone.py")) == 0
+
+
+@pytest.mark.parametrize("most, starts", [(0, 4), (10, 2)])
+def test_a_worker_far_behind_the_index_gives_way_to_a_fresh_fork(tmp_path, monkeypatch, most, starts):
+    """Between waves the parent's index gains summaries; a worker lacking
+    more than MAX_DELTA_SUMMARIES of them is replaced by a fork that shares
+    the parent's copy instead of receiving them."""
+    monkeypatch.setattr(runner, "RECYCLE_GROWTH_MIB", float("inf"))
+    monkeypatch.setattr(runner, "WORKER_BUDGET_MIB", float("inf"))
+    monkeypatch.setattr(runner, "MAX_DELTA_SUMMARIES", most)
+    jobs = _jobs(tmp_path, 4)
+    pool = _WorkerPool(2)
+    started = []
+    real_start = pool._start
+
+    def counting_start():
+        worker = real_start()
+        started.append(worker[1].pid)
+        return worker
+
+    pool._start = counting_start
+    try:
+        pool.run(jobs[:2], [0, 1])
+        pool.log.append(("some.module", None))  # the wave's summary reaches the index
+        done, died = pool.run(jobs[2:], [0, 1])
+    finally:
+        pool.close()
+    assert not died
+    assert len(started) == starts
