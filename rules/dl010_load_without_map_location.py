@@ -62,6 +62,13 @@ runs it (through a trainer's checkpoint callback too, which devlint does not
 see), or data shipped with the tests, which a CPU-only test run has to load
 as well.
 
+Also not flagged: a load whose value is declared to hold no tensors: returned
+at once from a function whose return annotation, or assigned to a name whose
+annotation, is made only of Python scalars and text, NumPy arrays and the
+containers and unions of those (`def load_meta(root) -> Tuple[Dict[str, str],
+List[str]]: return torch.load(path)`, `states: np.ndarray = torch.load(p)`);
+there is no device to restore. `Any`, a class or no annotation says nothing.
+
 Also not flagged: a load fed to the `load_state_dict` of an LR scheduler or
 a GradScaler (a name containing `scheduler` or `scaler`: their states hold
 Python numbers, no tensors), and a loaded object whose every use restores a
@@ -115,6 +122,7 @@ from typing import Dict, List, Optional, Set, Tuple
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
+from devlint.facts.classes import annotation_holds_no_tensors
 from devlint.facts.scripts import Scripts
 from devlint.facts.training import (
     ScopeStack,
@@ -258,6 +266,8 @@ def embeddings(path, device):
         self._bound_to: Dict[int, str] = {}
         # torch.load calls whose result is moved at once (torch.load(p).to(device))
         self._moved_at_once: Set[int] = set()
+        # the functions being visited, innermost last
+        self._functions: List[cst.FunctionDef] = []
 
     def visit_Module(self, node: cst.Module) -> None:
         # module-level functions that pass a parameter defaulting to None as
@@ -277,9 +287,26 @@ def embeddings(path, device):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.push(node)
+        self._functions.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
+        self._functions.pop()
+
+    def visit_Return(self, node: cst.Return) -> None:
+        # ``def load_meta(...) -> Tuple[Dict[str, str], List[str]]: return
+        # torch.load(f)``: the declared type holds no tensors to restore
+        function = self._functions[-1] if self._functions else None
+        if (
+            isinstance(node.value, cst.Call) and function is not None and function.returns is not None
+            and annotation_holds_no_tensors(function.returns.annotation, self.facts)
+        ):
+            self._no_tensors.add(id(node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        # ``states: np.ndarray = torch.load(f)``
+        if isinstance(node.value, cst.Call) and annotation_holds_no_tensors(node.annotation.annotation, self.facts):
+            self._no_tensors.add(id(node.value))
 
     def visit_Assign(self, node: cst.Assign) -> None:
         value = node.value

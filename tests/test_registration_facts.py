@@ -6,6 +6,7 @@ from __future__ import annotations
 import textwrap
 
 import libcst as cst
+import pytest
 
 from devlint.facts.classes import build_facts
 
@@ -446,3 +447,28 @@ def test_device_attributes_only_move_overrides_update():
     assert facts.kept_by_move_overrides("Stale") == {"_device": ("to",)}  # half() is a cast beside it
     assert facts.kept_by_move_overrides("InApply") == {}  # its _apply runs the update on every move (the `to` is inherited)
     assert facts.kept_by_move_overrides("Unread") == {}  # nothing reads it once built
+
+
+@pytest.mark.parametrize("annotation, none", [
+    ("Tuple[Dict[str, str], List[str]]", True),
+    ("np.ndarray", True),
+    ("npt.NDArray[np.float32]", True),
+    ("Optional[int]", True),
+    ("dict[str, int] | None", True),
+    ("'List[str]'", True),
+    ("Tuple[int, ...]", True),
+    ("torch.Tensor", False),
+    ("Dict[str, Tensor]", False),
+    ("Any", False),
+    ("Batch", False),  # a class of the project may hold tensors
+    ("Optional[Batch]", False),
+    ("List", False),  # a bare generic holds anything
+])
+def test_declared_types_without_tensors(annotation, none):
+    from devlint.facts.classes import annotation_holds_no_tensors
+
+    facts = build_facts(cst.parse_module(
+        "import numpy as np\nimport numpy.typing as npt\nfrom typing import Any, Dict, List, Optional, Tuple\n"
+        "from torch import Tensor\nimport torch\nfrom .records import Batch\n"
+    ))
+    assert annotation_holds_no_tensors(cst.parse_expression(annotation), facts) is none

@@ -645,6 +645,61 @@ def tensor_annotation(ann: Optional[str], facts: "FileFacts") -> bool:
     return q.startswith("torch.") and q[len("torch."):] in _TENSOR_ANNOTATIONS
 
 
+#: annotation leaves that hold no tensor: Python scalars and text, and the
+#: generic containers and unions whose arguments decide
+_NO_TENSOR_LEAVES = frozenset({"int", "float", "bool", "str", "bytes", "complex", "None", "NoneType", "bytearray"})
+_TYPING_WRAPPERS = frozenset(
+    {"Optional", "Union", "List", "Dict", "Tuple", "Set", "FrozenSet", "Sequence", "Mapping", "MutableMapping",
+     "MutableSequence", "Iterable", "Collection", "DefaultDict", "OrderedDict", "Deque",
+     "list", "dict", "tuple", "set", "frozenset"}
+)
+
+
+def annotation_holds_no_tensors(node: Optional[cst.BaseExpression], facts: "FileFacts") -> bool:
+    """Whether an annotation declares a value that can hold no torch tensor:
+    made only of Python scalars and text, NumPy arrays (``np.ndarray``,
+    ``numpy.typing.NDArray[...]``) and the generic containers and unions of
+    those (``Tuple[Dict[str, str], List[str]]``, ``Optional[int]``,
+    ``str | None``, a string annotation of one). Anything else, ``Any``, a
+    class of the project or a missing annotation, may hold tensors: False."""
+    if node is None:
+        return False
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        text = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+        if not isinstance(text, str):
+            return False
+        try:
+            return annotation_holds_no_tensors(cst.parse_expression(text), facts)
+        except cst.ParserSyntaxError:
+            return False
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        return annotation_holds_no_tensors(node.left, facts) and annotation_holds_no_tensors(node.right, facts)
+    if isinstance(node, cst.Subscript):
+        outer = dotted_name(node.value) or ""
+        q = facts.qualify_dotted(outer) or outer
+        last = q.rsplit(".", 1)[-1]
+        if q.startswith("numpy.") or (last == "NDArray" and "numpy" in q):
+            return True
+        if last not in _TYPING_WRAPPERS or not (q == last or q.startswith(("typing.", "collections.", "builtins."))):
+            return False
+        for element in node.slice:
+            value = element.slice.value if isinstance(element.slice, cst.Index) else None
+            if isinstance(value, cst.Ellipsis):
+                continue
+            if value is None or not annotation_holds_no_tensors(value, facts):
+                return False
+        return True
+    if isinstance(node, cst.Name) and node.value == "None":
+        return True
+    name = dotted_name(node)
+    if name is None:
+        return False
+    q = facts.qualify_dotted(name) or name
+    if q.startswith("numpy."):
+        return q.rsplit(".", 1)[-1] in ("ndarray", "NDArray", "generic", "number", "integer", "floating", "bool_")
+    return q in _NO_TENSOR_LEAVES or (q.startswith("builtins.") and q[len("builtins."):] in _NO_TENSOR_LEAVES)
+
+
 def _is_collection_annotation(ann: str) -> bool:
     """``List[torch.Tensor]``, ``tuple[Tensor, ...]``, ``Dict[str, Tensor]``:
     a container of tensors, not a tensor."""
