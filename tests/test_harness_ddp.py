@@ -180,6 +180,37 @@ def test_forked_ranks_get_the_same_environment_and_the_same_end():
     assert _gone([int(s[4]) for s in seen])
 
 
+def _flaky_rank(rank: int) -> int:
+    """Rank 1 fails on the group's connections the first time only; rank 0
+    prints its port each time."""
+    marker = os.path.join(os.environ["DEVLINT_TEST_FLAKY"], "failed-once")
+    print(os.environ["MASTER_PORT"])
+    if rank == 1 and not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("torch.distributed.DistNetworkError: Connection reset by peer")
+    return 0
+
+
+def _code_error_rank(rank: int) -> int:
+    if rank == 1:
+        raise ValueError("Expected all tensors to be on the same device")
+    return 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_a_group_that_failed_on_its_own_connections_runs_once_more(tmp_path, monkeypatch):
+    from devlint.harness.distributed import launch_function
+
+    monkeypatch.setenv("DEVLINT_TEST_FLAKY", str(tmp_path))
+    r = launch_function(_flaky_rank, nprocs=2, timeout=30, grace=0.5)
+    assert r.ok, r.error_line()
+    assert r.retried == "rank 1 exited with status 1: RuntimeError: torch.distributed.DistNetworkError: Connection reset by peer"
+    # the code's own failure is its result: no second run
+    r = launch_function(_code_error_rank, nprocs=2, timeout=30, grace=0.5)
+    assert r.first_failed == 1 and r.retried == ""
+    assert r.error_line() == "rank 1 exited with status 1: ValueError: Expected all tensors to be on the same device"
+
+
 LAUNCHER = """
 import json, signal, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
