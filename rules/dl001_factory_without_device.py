@@ -58,6 +58,10 @@ are spread over (`rotation(*angles, x)`), a loop over a container of the
 module's submodules (`for layer in self.layers: x = layer(x, edge_index)`)
 runs that class's `forward`, and a `torch.autograd.Function`'s `backward`
 takes its gradients on the inputs' device. A
+function the flow cannot see (of another library) given only CPU-born
+tensors and no device computes on the CPU: its result, used where only a
+tensor can be (`torch.einsum(eq, rotation_from_angles(torch.rand(3)), x)`),
+meets the inputs, and the factory is the finding. A
 callable attribute that holds a torch factory by default
 (`self.window_fn = window_fn` with `window_fn=torch.hann_window`) is that
 factory when it is called without `device=`. A

@@ -368,6 +368,14 @@ def element_of(v: Value) -> Value:
     return UNKNOWN_VALUE
 
 
+def _is_builtin_call(func: cst.BaseExpression, env: "Env") -> bool:
+    """``print(t)``, ``list(t)``, ``zip(a, b)``: a Python builtin, not a
+    function computing a tensor."""
+    import builtins
+
+    return isinstance(func, cst.Name) and func.value not in env and hasattr(builtins, func.value)
+
+
 def follows(v: Value) -> bool:
     """Of unknown kind, but on the model's side: what came in with the
     inputs (a parameter, an attribute or item of one), or a script's model's
@@ -386,6 +394,10 @@ def as_tensor(v: Value) -> Value:
         # out.cpu() of something of unknown kind: where a tensor must be,
         # a tensor taken to the CPU on purpose (torch.cat of such rows)
         return _tensor(CPU)
+    if v.kind == UNKNOWN and v.device == CPU:
+        # what an unseen function computed from CPU-born tensors, where
+        # only a tensor can be: a CPU-born tensor
+        return replace(v, kind=TENSOR)
     return v
 
 
@@ -1479,6 +1491,11 @@ def _returns_several(name: str, call: cst.Call) -> bool:
     return True
 
 
+#: torch functions whose positional arguments after the first are tensors
+#: too (``einsum``'s equation string aside)
+_TENSOR_OPERANDS = frozenset({"einsum", "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "kron", "cdist", "inner", "baddbmm", "addmm", "addbmm", "chain_matmul", "block_diag", "cartesian_prod"})
+
+
 def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
     """The arguments of a torch computation that can only be tensors: the
     first positional one (the elements of a sequence for ``cat``/``stack``;
@@ -1492,6 +1509,9 @@ def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
             out.extend(e.value for e in first.elements if not isinstance(e, cst.StarredElement))
         elif name not in _CONCAT and name not in SCALAR_FIRST:  # torch.remainder(n, t): n may be a number
             out.append(first)
+        if name in _TENSOR_OPERANDS:
+            # torch.einsum(eq, a, b), torch.matmul(a, b): every operand is one
+            out.extend(a.value for a in positional[1:] if not isinstance(a.value, (cst.SimpleString, cst.Integer, cst.Float)))
     out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value in _TENSOR_KEYWORDS)
     return out
 
@@ -3292,6 +3312,17 @@ class _Interpreter:
                 # the flow cannot see, given a tensor (or a device) on the
                 # inputs' device (or a model's output), computes there
                 return Value(UNKNOWN, side)
+            given = [v for _, v in args if v.kind in (TENSOR, UNKNOWN, DEVICE)]
+            if (
+                given and all(v.kind == TENSOR and v.pinned and v.device == CPU for v in given)
+                and not any(a.star for a, _ in args) and not _is_builtin_call(func, env)
+            ):
+                # rotation_matrix(torch.rand(3)), self.rep.matrix(angles): a
+                # function the flow cannot see, given only tensors born on
+                # the CPU (and no device), computes there; of unknown kind
+                # until it is used where only a tensor can be
+                born = frozenset().union(*(v.born for v in given))
+                return Value(UNKNOWN, CPU, born, scalar=all(v.scalar for v in given))
             keys = {stage_of(v.device) for _, v in args if v.kind in (TENSOR, UNKNOWN) and model_side(v.device)}
             if len(keys) == 1 and None not in keys:
                 # Output(**hidden), pack(h): given what one stage made, and
