@@ -39,6 +39,18 @@ module is built (`__init__`); the message names the method that reads it.
 `self.w, self.b = sample_params(n)` of a helper returning `w, b` stores a
 tensor in each target (reported without a fix: register each by hand).
 
+A class that is no `nn.Module` (a diffusion schedule, a running metric, a
+sampler) is flagged the same way for a tensor its `__init__` creates and
+keeps (`self.alpha_bar = torch.cumprod(1 - betas, 0)`) when the device flow
+shows another of its methods meeting it with a tensor on the device of what
+that method is given (`self.alpha_bar.gather(0, t)`, `self.counts +=
+torch.bincount(idx)`): nothing moves a plain object's tensors. Not when
+another method assigns the attribute (`self.counts =
+self.counts.to(preds.device)`; `+=` works in place and does not count), the
+class has a move method of its own (`to`, `cuda`), or the tensor is 0-dim.
+No fix: such a class has no buffers; give it the device to create the
+tensor on, or move it where it is used.
+
 ## Why is this bad?
 `model.to(device)`, `model.cuda()` and `model.half()` move and cast parameters,
 buffers and submodules; a plain tensor attribute stays where it was created,
@@ -153,6 +165,11 @@ class UnregisteredTensorAttribute(Rule):
     container_message = (
         "`self.{name}` keeps tensors in a plain {container} read in `{reader}`: `.to()` and DataParallel "
         "replicas leave them on the device they were created on"
+    )
+    plain_message = (
+        "`self.{name}` is a tensor `{cls}.__init__` creates where it runs, usually the CPU: `{cls}` is no "
+        "`nn.Module`, nothing moves it, and `{reader}` meets it with the tensors it is given, which fails when "
+        "those are on a GPU"
     )
     fix_safety = "safe/unsafe"
     tokens = ("torch",)
@@ -406,8 +423,14 @@ class Pyramid(nn.Module):
                 name: Optional[str] = None) -> Optional[AttributeFacts]:
         ctx = self.context
         cls, method = ctx.current_class, ctx.current_method
-        if cls is None or not cls.is_module or method is None or ctx.current_function is not method:
+        if cls is None or method is None or ctx.current_function is not method:
             return None
+        if not cls.is_module:
+            # a class that is no module: what its __init__ keeps
+            name = name or self_attribute(target, ctx.self_name)
+            if method.name.value != "__init__" or name is None:
+                return None
+            return cls.assignment_for(method.name.value, name, code_of(value))
         if method.name.value == "forward" or method.name.value in cls.forward_reachable:
             return None
         name = name or self_attribute(target, ctx.self_name)
@@ -426,6 +449,19 @@ class Pyramid(nn.Module):
         cls = self.context.current_class
         assert cls is not None
         name = record.name
+        if not cls.is_module:
+            if record.kind != "tensor" or dynamic:
+                return
+            reader = self.context.device_flow.held_readers(cls.name).get(name)
+            if reader is not None:
+                self.report(
+                    target, self.plain_message.format(name=name, cls=cls.name, reader=reader),
+                    no_fix_reason=(
+                        f"`{cls.name}` is no `nn.Module`, so it has no buffers: give it the device to create "
+                        f"`self.{name}` on, or move it where `{reader}` uses it (`.to(<tensor>.device)`)"
+                    ),
+                )
+            return
         if any(
             c is not None and (name in c.buffers or name in c.parameters)
             for c in map(self.facts.class_facts, self.facts.lineage(cls.name))

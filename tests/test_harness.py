@@ -769,3 +769,24 @@ def test_one_gpu_gather_refuses_cpu_outputs_only_from_the_gpu_replica():
         assert fine.shape == (4,) and fine.device == gpu_like
         with pytest.raises(AssertionError, match="Gather function not implemented for CPU tensors"):
             E.EmulatedDataParallel.gather(dp, [(torch.ones(2),), (torch.ones(2),)], 0)
+
+
+def test_a_plain_class_state_finding_is_reproduced_though_it_has_no_fix():
+    """DL006 on a plain class (no ``nn.Module``) has no fix to confirm; the
+    harness still shows its bug: the fixture's objects, given GPU tensors,
+    fail with PyTorch's device mismatch, and the verdict says devlint has
+    no fix."""
+    path = FIXTURES / "DL006" / "bad_plain_class_state.py"
+    case = (
+        "\n\ndef _on_gpu():\n"
+        "    device = torch.device('cuda')\n"
+        "    x0 = torch.randn(2, 3, 4, 4, device=device)\n"
+        "    t = torch.randint(0, 50, (2,), device=device)\n"
+        "    return Diffusion(steps=50).q_sample(x0, t, torch.randn_like(x0))\n"
+        "\n\ndef devlint_cases():\n"
+        "    return [{'name': 'on_gpu', 'placement': 'call', 'run': _on_gpu}]\n"
+    )
+    [r] = verify_jobs([job_for_text(str(path.relative_to(ROOT)), path.read_text() + case)], simulate=True, timeout=60, workers=1)
+    assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
+    assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
+    assert r["verdict"] == "fix failed"

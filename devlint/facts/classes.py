@@ -256,6 +256,9 @@ class ClassFacts:
     element_index: Dict[str, str] = field(default_factory=dict)
     #: every ``self.<name>`` assigned in any method, ``forward`` included
     self_assigned: List[str] = field(default_factory=list)
+    #: for a class that is no module: what methods other than ``__init__``
+    #: assign on ``self``
+    assigned_after_init: List[str] = field(default_factory=list)
     #: a path from an instance to a tensor it holds directly or through its
     #: own submodules (``ln1.weight``, ``scale``, ``attn.proj.weight``), usable
     #: as a device anchor (``block.ln1.weight.device``); "" when none is known
@@ -930,6 +933,8 @@ class _FactsBuilder:
         for cls in self.facts.classes.values():
             if cls.is_module:
                 self._finish_module_class(cls)
+            else:
+                self._finish_plain_class(cls)
         self._finish_inherited_reach()
         self._finish_forward_uses()
         self._finish_container_reads()
@@ -1175,6 +1180,28 @@ class _FactsBuilder:
         for record in cls.assignments:
             if record.kind == "module_container" and record.name in registered:
                 record.registered_elsewhere = True
+
+    def _finish_plain_class(self, cls: ClassFacts) -> None:
+        """A class that is no module: what its ``__init__`` keeps on ``self``
+        when that builds something with torch (``self.betas =
+        torch.linspace(...)``), so the device flow can read it back in the
+        class's other methods. Nothing moves such a tensor: no ``.to()``,
+        no replica."""
+        node = self._class_nodes.get(cls.name)
+        if node is None:
+            return
+        init = next((s for s in statements(node) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+        if init is None or not any((self.facts.qualify(call.func) or "").startswith("torch.") for call in calls_in(init.body)):
+            return
+        self._method_attributes(cls, init)
+        # what the other methods assign on ``self`` (``self.mat =
+        # self.mat.to(pred.device)`` keeps it in step)
+        for stmt in statements(node):
+            if isinstance(stmt, cst.FunctionDef) and stmt is not init:
+                params = [p.name.value for p in stmt.params.params]
+                assigned = _SelfAssignments(params[0] if params else "self", params[1:], augmented=False)
+                walk(stmt.body, assigned)
+                cls.assigned_after_init.extend(n for n in assigned.names if n not in cls.assigned_after_init)
 
     def _finish_inherited_reach(self) -> None:
         """A method a module class inherits from a module base of this file
@@ -2777,9 +2804,11 @@ class _SelfAssignments(cst.CSTVisitor):
     """Names of ``self.<name> = ...`` targets in one method body, and whether
     the method moves one of its own parameters (``x.to(...)``)."""
 
-    def __init__(self, self_name: str, params: Sequence[str] = ()) -> None:
+    def __init__(self, self_name: str, params: Sequence[str] = (), augmented: bool = True) -> None:
         self.self_name = self_name
         self.params = set(params)
+        #: whether ``self.<name> += ...`` counts (on a tensor it works in place)
+        self.augmented = augmented
         self.names: List[str] = []
         self.moves_inputs = False
         #: ``self.<attr>(p, ...)`` with a parameter ``p`` as it came in: the
@@ -2820,7 +2849,8 @@ class _SelfAssignments(cst.CSTVisitor):
         self._target(node.target)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target)
+        if self.augmented:
+            self._target(node.target)
 
 
 def build_facts(module: cst.Module, project: Optional["ProjectContext"] = None) -> FileFacts:

@@ -743,7 +743,7 @@ class DeviceFlow:
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
         #: annotation name -> the tensor fields of its class (``tensor_fields``)
         self._tensor_fields: Dict[str, FrozenSet[str]] = {}
-        self._held: Dict[str, Set[str]] = {}
+        self._held: Dict[str, Dict[str, str]] = {}
         self._none_guards: Dict[cst.FunctionDef, Dict[int, FrozenSet[str]]] = {}
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
         self._takes_inputs: Dict[cst.FunctionDef, bool] = {}
@@ -1094,18 +1094,23 @@ class DeviceFlow:
         runs once the module is built, or in a method such a class inherits
         from a base class of the file, run for it (a base's ``forward``
         reading what the subclass's ``__init__`` set)."""
+        return set(self.held_readers(cls_name))
+
+    def held_readers(self, cls_name: str) -> Dict[str, str]:
+        """:meth:`held_meetings`, each attribute with the first method (in
+        the class's order) where it meets such a tensor."""
         found = self._held.get(cls_name)
         if found is None:
-            found = set()
+            found = {}
             for c, methods in self.methods.items():
                 if cls_name not in self.facts.lineage(c):
                     continue
-                flows = [self.function(fn) for fn in methods.values() if not self.init_time(fn)]
-                flows += [self.function_as(fn, c) for fn in self._inherited(c) if not self.init_time(fn)]
-                for flow in flows:
+                flows = [(fn, self.function(fn)) for fn in methods.values() if not self.init_time(fn)]
+                flows += [(fn, self.function_as(fn, c)) for fn in self._inherited(c) if not self.init_time(fn)]
+                for fn, flow in flows:
                     for m in flow.meetings:
                         if m.device == HELD and isinstance(m.origin, cst.Attribute):
-                            found.add(m.origin.attr.value)
+                            found.setdefault(m.origin.attr.value, fn.name.value)
             self._held[cls_name] = found
         return found
 
@@ -3024,6 +3029,8 @@ class _Interpreter:
 
     def _self_attribute(self, attr: str, node: Optional[cst.CSTNode] = None) -> Value:
         cls = self.cls
+        if cls is not None and not self.is_module and node is not None:
+            return self._plain_attribute(cls, attr, node)
         if cls is None or not self.is_module:
             return UNKNOWN_VALUE
         name = f"{self.self_name}.{attr}"
@@ -3060,6 +3067,23 @@ class _Interpreter:
                 return held
             return replace(_seq(elem=held, known=False), anchor=name if a.tensor_keys else None)
         return UNKNOWN_VALUE
+
+    def _plain_attribute(self, cls: ClassFacts, attr: str, node: cst.CSTNode) -> Value:
+        """``self.mat`` of a class that is no module: a tensor its
+        ``__init__`` built without a device, assigned nowhere else, is held
+        where it was built (nothing moves a plain object); in its other
+        methods it meets the tensors they are given. A class with a move
+        method of its own (``to``, ``cuda``) keeps its tensors in step."""
+        if self.node.name.value in INIT_METHODS:
+            return UNKNOWN_VALUE
+        records = cls.assignments_of(attr)
+        if not records or attr in cls.assigned_after_init or any(r.kind != "tensor" or r.method not in INIT_METHODS or r.scalar for r in records):
+            return UNKNOWN_VALUE
+        if any(self.flows.method(cls.name, m) is not None for m in ("to", "cuda", "_apply", "to_device", "move_to")):
+            return UNKNOWN_VALUE
+        if any(c.is_module for c in map(self.facts.class_facts, self.facts.lineage(cls.name)) if c is not None):
+            return UNKNOWN_VALUE
+        return Value(TENSOR, HELD, frozenset({node}))
 
     def _tensor_keys(self, anchor: Optional[str]) -> Optional[Sequence[str]]:
         """For the value of ``self.<attr>`` (``anchor``), a dict of settings
