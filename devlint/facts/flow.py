@@ -4006,6 +4006,14 @@ class _Interpreter:
             (k, replace(v, anchor=k, moved=frozenset(), items=(), elem=None))
             for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
         )
+        # and what a script's model gave (or a tensor the script put where
+        # its model is) stays there: ``auc(scores, labels.to(device))`` of a
+        # model moved with ``.to(device)`` hands the callee two tensors on
+        # the model's device, not the inputs' device and the current GPU
+        passed.update(
+            (k, replace(v, anchor=k)) for k, v in bound.items()
+            if k not in passed and v.kind in (TENSOR, UNKNOWN) and is_placed(v.device)
+        )
         # forward's input, a tensor only by convention here, is one where the
         # callee computes with it beside a plain tensor attribute it is also
         # handed (``features(x, self.w, self.b)`` doing ``torch.addmm(b, x,
