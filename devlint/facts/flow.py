@@ -2363,8 +2363,10 @@ class _Interpreter:
         """``self.<attr> = v``: what a call of this method leaves in the
         module's state (the last store wins; only a tensor a call pinned
         matters to the caller)."""
-        if not self.is_module or not self.self_name or not key.startswith(self.self_name + ".") or key.count(".") != 1:
-            return  # (a plain class's state is its own bookkeeping: a sampler's indices live on the CPU)
+        if not self.self_name or not key.startswith(self.self_name + ".") or key.count(".") != 1:
+            return
+        if not self.is_module and self.node.name.value != "__init__":
+            return  # (a plain class's state is its own bookkeeping: only what __init__ makes is read, by _plain_attribute)
         attr = key[len(self.self_name) + 1:]
         old = self.result.stores.get(attr)
         if old is None or any(t.pinned for t in _tensors_in(v)):
@@ -3082,6 +3084,12 @@ class _Interpreter:
         if any(self.flows.method(cls.name, m) is not None for m in ("to", "cuda", "_apply", "to_device", "move_to")):
             return UNKNOWN_VALUE
         if any(c.is_module for c in map(self.facts.class_facts, self.facts.lineage(cls.name)) if c is not None):
+            return UNKNOWN_VALUE
+        init = self.flows.method(cls.name, "__init__")
+        made = self.flows.function(init).stores.get(attr) if init is not None and init is not self.node else None
+        if made is None or not (made.pinned and made.device == CPU and not made.scalar):
+            # what __init__ was given (``self.A = A``) or computed from it is
+            # where the caller's tensors are; only a CPU birth is held
             return UNKNOWN_VALUE
         return Value(TENSOR, HELD, frozenset({node}))
 
