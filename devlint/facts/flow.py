@@ -1496,9 +1496,12 @@ def _returns_several(name: str, call: cst.Call) -> bool:
     return True
 
 
-#: torch functions whose positional arguments after the first are tensors
-#: too (``einsum``'s equation string aside)
-_TENSOR_OPERANDS = frozenset({"einsum", "matmul", "mm", "bmm", "mv", "dot", "vdot", "outer", "ger", "kron", "cdist", "inner", "baddbmm", "addmm", "addbmm", "chain_matmul", "block_diag", "cartesian_prod"})
+#: torch functions whose positional arguments after the first (an equation
+#: string) are all tensors. (``torch.mm(a, b)``'s ``b`` is one too, but a
+#: parameter of no other tensor use that is ``b`` is as often host data a
+#: function hands a NumPy library beside it: only the first operand is read
+#: as a tensor there, as before)
+_TENSOR_OPERANDS = frozenset({"einsum"})
 
 
 def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
