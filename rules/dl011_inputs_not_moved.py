@@ -92,7 +92,11 @@ statement, whose moved copy was thrown away, becomes `x = x.to(device)`
 (a field of a batch moved by a statement, `batch[k].to(device)`, is a
 finding of its own in any function, whatever the model: the fix stores the
 copy back, `batch[k] = batch[k].to(device)`, a safe fix where the loop walks
-the batch's keys, so the batch is a dict, an unsafe one otherwise); a
+the batch's keys, so the batch is a dict, an unsafe one otherwise); so is
+a tensor a helper unpacks from a batch the loop hands it and moves by a
+statement (`prepare_batch(batch, device)` doing `images, targets = batch;
+images.to(device)`: the fix rebinds the name, `images =
+images.to(device)`); a
 batch object read by attributes is moved whole (`data = data.to(device)`).
 So is any `t.to(device)` or `t.cuda()` written as a statement where `t` is
 surely a tensor: a name an enclosing `isinstance(t, torch.Tensor)` test
@@ -431,11 +435,11 @@ class Trainer:
             if flow.init_time(fn):
                 continue
             ff = flow.function(fn)
+            for stmt, item in ff.discarded_moves:
+                self._discarded(stmt, item, reported)
             for m in ff.meetings:
                 if is_placed(m.against):
                     self._consider(flow.scope_name(fn), ff, m, reported)
-            for stmt, item in ff.discarded_moves:
-                self._discarded(stmt, item, reported)
             for stmt, looped in ff.discarded_tensor_moves:
                 self._discarded_tensor(stmt, looped, reported)
 
@@ -465,17 +469,22 @@ class Trainer:
         if found is None:
             return
         call, read = found
+        # the tensor's own meeting with the model is this finding too
+        reported.add((id(item.loop), item.key))
         message = self.discarded_message.format(call=code_of(call), read=code_of(read), loader=item.loader)
         bound = cst.Assign(targets=[cst.AssignTarget(target=read)], value=call, semicolon=stmt.semicolon)
-        # a dict batch takes the item back (``for k in batch``); a tuple would not
-        safety = FixSafety.SAFE if _keys_of(read, stmt, self.context) else FixSafety.UNSAFE
+        # a dict batch takes the item back (``for k in batch``); a tuple would
+        # not; a name unpacked from the batch (``images, targets = batch``)
+        # is rebound to the moved copy
+        safety = FixSafety.SAFE if isinstance(read, cst.Name) or _keys_of(read, stmt, self.context) else FixSafety.UNSAFE
         self.report(read, message, fix=self.replace(stmt, bound, f"keep the moved copy: `{code_of(read)} = {code_of(call)}`", safety))
 
     def _consider(self, scope: str, ff: FunctionFlow, m: Meeting, reported: Set[Tuple[int, str]]) -> None:
         """A CPU tensor meets a model the script moved, or its output: a
         batch item the loop never moved, or a tensor built on the CPU and
         fed to the model."""
-        item = ff.loader_items.get(m.origin)
+        # (an item a helper unpacked from the batch this function handed it)
+        item = ff.loader_items.get(m.origin) or self.context.device_flow.loader_items.get(m.origin)
         as_input = m.how == "model input"
         host = item is None and m.origin in ff.origin_names and (self._host_built(m.origin) or m.origin in ff.relayed)
         if item is None and not host:

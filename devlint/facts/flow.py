@@ -744,6 +744,9 @@ class DeviceFlow:
         #: annotation name -> the tensor fields of its class (``tensor_fields``)
         self._tensor_fields: Dict[str, FrozenSet[str]] = {}
         self._held: Dict[str, Dict[str, str]] = {}
+        #: every loader item any function's flow has seen, by the node that
+        #: names it (a helper handed a caller's batch reads its items here)
+        self.loader_items: Dict[cst.CSTNode, "LoaderItem"] = {}
         self._none_guards: Dict[cst.FunctionDef, Dict[int, FrozenSet[str]]] = {}
         self._hints: Dict[cst.FunctionDef, Dict[str, Value]] = {}
         self._takes_inputs: Dict[cst.FunctionDef, bool] = {}
@@ -2325,6 +2328,14 @@ class _Interpreter:
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda") \
                 and isinstance(call.func.value, (cst.Name, cst.Attribute)):
             recv = call.func.value
+            item = self._item_of(env[recv.value]) if isinstance(recv, cst.Name) and recv.value in env else None
+            if item is not None and item.kind == "name" and not any(item.loop is loop for loop in self._loops):
+                # images.to(device) of ``images, targets = batch`` in a
+                # helper a loop hands its batch: a loader's tensor, whose
+                # moved copy is thrown away (in the loop itself, the use
+                # that meets the model is the finding, and says so)
+                self.result.discarded_moves.append((small, item))
+                return
             if self._surely_tensor(recv, env):
                 looped = isinstance(recv, cst.Name) and any(
                     isinstance(loop, cst.For) and recv.value in target_names(loop.target) for loop in self._loops
@@ -2628,16 +2639,21 @@ class _Interpreter:
 
     def _record_item(self, node: cst.CSTNode, loader: str, key: str, kind: str, base: str, loop: cst.CSTNode,
                      bound_at: Optional[cst.CSTNode] = None) -> Value:
-        self.result.loader_items.setdefault(node, LoaderItem(loader, key, kind, base, loop, bound_at or node))
+        self._add_loader_item(node, LoaderItem(loader, key, kind, base, loop, bound_at or node))
         return _tensor(CPU, [node])
 
     def _item_of(self, v: Value) -> Optional[LoaderItem]:
-        """The loader item a value was born as, if any."""
+        """The loader item a value was born as, if any (in this function or,
+        for a batch a caller handed over, in the caller)."""
         for origin in v.born:
-            item = self.result.loader_items.get(origin)
+            item = self.result.loader_items.get(origin) or self.flows.loader_items.get(origin)
             if item is not None:
                 return item
         return None
+
+    def _add_loader_item(self, node: cst.CSTNode, item: "LoaderItem") -> None:
+        self.result.loader_items.setdefault(node, item)
+        self.flows.loader_items.setdefault(node, item)
 
     def _loader_batches(self, loop: cst.CSTNode, target: cst.BaseExpression) -> Env:
         """``for x, y in loader`` / ``for batch in loader`` over a loader that
@@ -2657,7 +2673,7 @@ class _Interpreter:
                 continue
             loader = found.loader_of.get(name, found.loader)
             if name in found.batches:
-                self.result.loader_items.setdefault(at, LoaderItem(loader, name, "batch", name, loop, at))
+                self._add_loader_item(at, LoaderItem(loader, name, "batch", name, loop, at))
                 env[name] = Value(BATCH, CPU, frozenset({at}))
             else:
                 env[name] = self._record_item(at, loader, name, "name", name, loop)
@@ -2671,7 +2687,7 @@ class _Interpreter:
         loader = next_loader(self.flows.training, self.scope, node.args[0].value, self.self_name or "self")
         if loader is None:
             return None
-        self.result.loader_items.setdefault(node, LoaderItem(loader, "", "batch", "", self._loops[-1] if self._loops else node, node))
+        self._add_loader_item(node, LoaderItem(loader, "", "batch", "", self._loops[-1] if self._loops else node, node))
         return Value(BATCH, CPU, frozenset({node}))
 
     def _batch_part(self, base: Value, node: cst.CSTNode, key: str, kind: str, base_name: str) -> Value:
@@ -3182,7 +3198,7 @@ class _Interpreter:
                 # test_data[0]: one sample (an image and its label), as a
                 # loader would yield it, on the CPU
                 name = dotted_name(node.value) or short_code(node.value)
-                self.result.loader_items.setdefault(node, LoaderItem(name, code_of(node), "batch", code_of(node), node, node))
+                self._add_loader_item(node, LoaderItem(name, code_of(node), "batch", code_of(node), node, node))
                 return Value(BATCH, CPU, frozenset({node}))
             kind = _constant_key(node)
             name = node.value.value if isinstance(node.value, cst.Name) else ""
@@ -3314,7 +3330,7 @@ class _Interpreter:
         if self.flows.scripts and self.flows.host_dataset(q, dotted_name(func) or ""):
             # test_data = datasets.MNIST(root, transform=ToTensor()): its
             # items are samples of host data, on the CPU
-            self.result.loader_items.setdefault(node, LoaderItem("", "", "dataset", "", node, node))
+            self._add_loader_item(node, LoaderItem("", "", "dataset", "", node, node))
             return Value(BATCH, CPU, frozenset({node}))
         if self.flows.scripts and q in _MODEL_COPIES and args and args[0][0].keyword is None:
             return replace(args[0][1], anchor=None)  # ema = copy.deepcopy(model): where the model is
@@ -3989,6 +4005,10 @@ class _Interpreter:
         bound = _bind_arguments(fn, args, method=self.flows.owner.get(fn) is not None)
         # (a list or tuple of such tensors too: ``self.update_grid([t])``)
         passed = {k: v for k, v in bound.items() if _holds_pinned(v)}
+        if self.flows.scripts:
+            # a whole batch a loader left on the CPU, handed to a helper
+            # (``prepare_batch(batch, device)``): its items are tensors there
+            passed.update((k, v) for k, v in bound.items() if v.kind == BATCH and v.device == CPU and v.born)
         passed.update(state or {})
         if self.stages is not None and self.flows.owner.get(fn) == self.stages.cls.name:
             # self._merge(h, y) of a module whose parts are on stages: the
@@ -4038,6 +4058,11 @@ class _Interpreter:
                 for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and k in operands
             )
         flow = self.flows.specialised(fn, passed, self.depth + 1)
+        for moved in flow.discarded_moves:
+            # prepare_batch(batch, device) throwing away a move of the batch
+            # this call hands it: a finding in the helper, found from here
+            if moved not in self.result.discarded_moves:
+                self.result.discarded_moves.append(moved)
         born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)),
                                  *(v.born for v in passed.values() if v.kind == MODULE))
         for m in flow.meetings:
