@@ -20,6 +20,13 @@ place that fails when the model runs on a GPU:
 - the value a module's `forward` returns (a model on a GPU hands its caller
   a CPU tensor, and `DataParallel` cannot gather it);
 - a collective (`dist.all_reduce(t)`: NCCL takes CUDA tensors only);
+- a draw on another device given a CPU generator: `torch.Generator()`
+  (made in the function, or kept by a module from its `__init__`, which no
+  `.to()` moves) passed as `generator=` to `torch.rand(..., device=x.device)`,
+  directly or through a helper it is handed to with the device (PyTorch:
+  "Expected a 'cuda' device type for generator but found 'cpu'"); the fix
+  creates a generator made in the function on the drawing device
+  (`torch.Generator(device=x.device)`), one from `__init__` has none;
 - autograd's seed gradients: `grad_outputs=torch.ones(scores.size())` of
   `torch.autograd.grad` (a WGAN-GP gradient penalty), `scores.backward(g)`,
   `torch.autograd.backward(ts, grad_tensors=...)`, which must be on each
@@ -284,6 +291,12 @@ class RNN(nn.Module):
         local: "bool | None" = None
         collective: "bool | None" = None
         factory_attributes: "set[str] | None" = None
+        # torch.Generator() (a CPU generator) and a draw given both a device
+        # and a generator: it may draw on a GPU with a CPU generator
+        if any(c.n_args == 0 and "Generator" in scan.torch_functions(c.func) for c in scan.calls) and any(
+            "generator" in c.keywords and "device" in c.keywords for c in scan.calls
+        ):
+            return True
         for call in scan.calls:
             if "device" in call.keywords or "out" in call.keywords or call.has_star_kwargs or call.moved:
                 continue
@@ -315,6 +328,9 @@ class RNN(nn.Module):
         for found in self.context.device_flow.origin_meetings((CPU,), set()):
             origin, meeting = found.origin, found.meeting
             shown = self._shown(found.name, found.where, origin)
+            if meeting.how == "generator":
+                self._report_generator(found)
+                continue
             if meeting.how == "output":
                 message = (
                     f"{shown} in `{found.where}` creates its tensor on the CPU and `forward` returns it: "
@@ -395,6 +411,35 @@ class RNN(nn.Module):
             moved = isinstance(new.func, cst.Attribute) and new.func.value is origin
             description = f"move it to `{anchor}`" if moved else f"create it on `{anchor}`"
             self.report(origin, message, fix=self.replace(origin, new, description), related=related)
+
+    def _report_generator(self, found) -> None:
+        """A CPU generator (``torch.Generator()``) a draw on another device
+        is given: ``torch.rand(n, device=x.device, generator=g)`` raises
+        "Expected a 'cuda' device type for generator"."""
+        origin, meeting = found.origin, found.meeting
+        made = f"`{code_of(origin)}`"
+        if isinstance(origin, cst.Attribute):
+            made += " (a `torch.Generator()` made while the module is built)"
+        draw = code_of(meeting.at.func) if isinstance(meeting.at, cst.Call) else "a draw"  # type: ignore[attr-defined]
+        partner = meeting.partner
+        where = f"`{partner[:-len('.device')]}`'s device" if partner.endswith(".device") else f"`{partner}`"
+        message = (
+            f"{made} in `{found.where}` is a CPU generator, and `{draw}` draws with it on {where}: "
+            "a generator must be on the device it draws on (\"Expected a 'cuda' device type for generator\"), "
+            "which fails when that is a GPU"
+        )
+        if isinstance(origin, cst.Call) and found.anchors and not origin.args:
+            anchor = f"{found.anchors[0]}.device"
+            new = origin.with_changes(args=[cst.Arg(cst.parse_expression(anchor), keyword=cst.Name("device"),
+                                                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                                          whitespace_after=cst.SimpleWhitespace("")))])
+            self.report(origin, message, fix=self.replace(origin, new, f"create the generator on `{anchor}`"))
+            return
+        self.report(origin, message, no_fix_reason=(
+            "the generator is made where no tensor on the drawing device is in scope (a module's `__init__` runs "
+            "before the module is moved): create it on the device it draws on when it first draws "
+            "(`torch.Generator(device=x.device)`, seeded there), or draw on the CPU and move the result"
+        ))
 
     def _builds_layer(self, origin: cst.CSTNode) -> bool:
         """``nn.Linear(8, 4)``: a torch.nn layer with weights; ``Scorer()``:

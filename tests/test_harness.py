@@ -792,3 +792,35 @@ def test_a_plain_class_state_finding_is_reproduced_though_it_has_no_fix():
     assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
     assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
     assert r["verdict"] == "fix failed"
+
+
+def test_a_cpu_generator_drawing_on_a_simulated_gpu_raises_as_pytorch_does():
+    """The simulated path checks a draw's generator as ATen does: a CPU
+    generator on a CUDA device raises PyTorch's message (its two halves are
+    in the installed libtorch), and a generator made for a simulated GPU
+    draws there."""
+    import os
+
+    from devlint.harness.env import _check_generator, _simulated_generator_class
+
+    library = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    if os.path.exists(library):
+        data = open(library, "rb").read()
+        assert b"' device type for generator but found '" in data
+    with pytest.raises(RuntimeError, match=r"^Expected a 'cuda' device type for generator but found 'cpu'$"):
+        _check_generator(torch.Generator(), torch.device("cuda", 0))
+    _check_generator(None, torch.device("cuda", 0))
+
+    class Env:
+        @staticmethod
+        def resolve(device):
+            return torch.device("cuda", 0) if device.type == "cuda" else device
+
+    Generator = _simulated_generator_class(Env())
+    on_gpu = Generator(device="cuda")
+    assert isinstance(on_gpu, torch.Generator) and on_gpu._devlint_device == torch.device("cuda", 0)
+    _check_generator(on_gpu, torch.device("cuda", 0))
+    on_cpu = Generator()
+    assert on_cpu.device == torch.device("cpu") and not hasattr(on_cpu, "_devlint_device")
+    on_cpu.manual_seed(0)
+    assert torch.rand(2, generator=on_cpu).shape == (2,)

@@ -346,10 +346,11 @@ def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
 
 
 def _holds_pinned(v: Value) -> bool:
-    """A pinned tensor, or a sequence holding one (``[torch.linspace(...)]``)."""
+    """A pinned tensor, or a sequence holding one (``[torch.linspace(...)]``),
+    a module built on the CPU, or a CPU generator the code made."""
     return v.pinned or (v.kind == SEQ and any(t.pinned for t in _tensors_in(v))) or (
         v.kind == MODULE and v.device == CPU and bool(v.born) and not v.loss
-    )
+    ) or (_cpu_generator(v) and bool(v.born))
 
 
 def element_of(v: Value) -> Value:
@@ -3077,6 +3078,12 @@ class _Interpreter:
             return Value(DEVICE, self._captured(attr, a.value), anchor=name)
         if a.sequence and a.kind not in ("tensor", "tensor_container", "module_container"):
             return _seq(known=False)  # self.weights = (10.0, 10.0, 5.0, 5.0): torch.tensor of it has dimensions
+        if a.kind == "other" and node is not None and self._generator_attribute(cls, attr):
+            # self.gen = torch.Generator() in __init__: a CPU generator that
+            # no .to() moves (its read is the origin, as for a plain tensor)
+            self.result.origin_names[node] = "Generator"
+            self.result.anchors[node] = []
+            return Value(OTHER, CPU, frozenset({node}))
         if a.kind == "other" and self._captured(attr, "") == FIXED:
             # self.gpu = gpu: used as a CUDA index it names a fixed device
             return Value(UNKNOWN, FIXED, anchor=name)
@@ -3088,6 +3095,23 @@ class _Interpreter:
                 return held
             return replace(_seq(elem=held, known=False), anchor=name if a.tensor_keys else None)
         return UNKNOWN_VALUE
+
+    def _generator_attribute(self, cls: ClassFacts, attr: str) -> bool:
+        """Every assignment of ``self.<attr>`` is ``torch.Generator()`` with
+        no device (a ``manual_seed`` on it returns the generator)."""
+        records = cls.assignments_of(attr)
+        if not records:
+            return False
+        for r in records:
+            try:
+                value = cst.parse_expression(r.value)
+            except cst.ParserSyntaxError:
+                return False
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "manual_seed":
+                value = value.func.value
+            if not (isinstance(value, cst.Call) and self.facts.qualify(value.func) == "torch.Generator" and not value.args):
+                return False
+        return True
 
     def _plain_attribute(self, cls: ClassFacts, attr: str, node: cst.CSTNode) -> Value:
         """``self.mat`` of a class that is no module: a tensor its
@@ -3392,6 +3416,14 @@ class _Interpreter:
             return _tensor(stage_device(key) if key else ANY)
         if dev is not None:
             where, born, source = self._device_of(dev.value, env)
+            gen = _keyword_value(args, "generator")
+            if _cpu_generator(gen) and gen.born and (where == LOCAL or where in (CURRENT, FIXED)):
+                # torch.rand(n, device=x.device, generator=g) of a CPU
+                # generator: "Expected a 'cuda' device type for generator"
+                arg = keyword_arg(node, "generator")
+                partner = code_of(dev.value)
+                for origin in gen.born:
+                    self._meet(origin, node, "generator", partner, CPU, where, arg.value if arg is not None else None)
             if where in (CURRENT, FIXED):  # device="cuda", device="cuda:1", device=self.device
                 return self._born(node, name, env, device=where, source=source)
             return _tensor(where, born)  # device=t.device: where t is (with its birth, if t was born there)
@@ -3453,24 +3485,28 @@ class _Interpreter:
             # which one this tensor meets is not the inputs' device
             self.result.anchors[node] = []
             return _tensor(device, [node], scalar=scalar)
-        # names holding a tensor on the inputs' device here (never one that
-        # may be None or is only guessed to be a tensor): parameters first
+        # nor a name whose data the call converts (``torch.tensor(float(nu))``: a number there)
+        converted = _names_in(node.args) if name in ("tensor", "as_tensor") or name[:1].isupper() else set()
+        self.result.anchors[node] = self._anchors_here(env, converted)
+        return _tensor(device, [node], scalar=scalar)
+
+    def _anchors_here(self, env: Env, skip: Collection[str] = ()) -> List[str]:
+        """The names holding a tensor on the inputs' device here, which a
+        fix may name (never one that may be None or is only guessed to be a
+        tensor, nor one in ``skip``): parameters first, then the module's
+        own tensors."""
         held = [
             n for n, v in env.items()
             if v.kind == TENSOR and v.device == LOCAL and not v.guessed and not v.maybe_none and not v.maybe_number
-            and not v.maybe_other and "." not in n
+            and not v.maybe_other and "." not in n and n not in skip
         ]
-        # nor a name whose data the call converts (``torch.tensor(float(nu))``: a number there)
-        converted = _names_in(node.args) if name in ("tensor", "as_tensor") or name[:1].isupper() else set()
-        held = [n for n in held if n not in converted]
         anchors = [n for n in held if env[n].anchor == n] + [n for n in held if env[n].anchor != n]
         if self.is_module and self.cls is not None:
             own = [f"{self.self_name}.{p}" for p in (*self.cls.parameters, *self.cls.buffers)]
             if self.cls.anchor_tensor:
                 own.append(f"{self.self_name}.{self.cls.anchor_tensor}")
             anchors.extend(a for a in own if a not in anchors)
-        self.result.anchors[node] = anchors
-        return _tensor(device, [node], scalar=scalar)
+        return anchors
 
     def _device_of(self, node: cst.BaseExpression, env: Env) -> Tuple[str, FrozenSet[cst.CSTNode], str]:
         """Where a ``device=`` argument puts a tensor; for ``t.device``
@@ -3514,7 +3550,11 @@ class _Interpreter:
         if name == "Generator" and q.count(".") == 1:
             # torch.Generator(): a CPU generator, which draws into CPU tensors only
             dev = keyword_arg(node, "device") or next((a for a in node.args if a.keyword is None), None)
-            return Value(OTHER, self._device_of(dev.value, env)[0] if dev is not None else CPU)
+            if dev is not None:
+                return Value(OTHER, self._device_of(dev.value, env)[0])
+            self.result.origin_names[node] = "Generator"
+            self.result.anchors[node] = self._anchors_here(env)
+            return Value(OTHER, CPU, frozenset({node}))
         # (a torch.distributions object computes with the tensors it is
         # built from: Normal(mu, sigma) is where they are, and
         # kl_divergence(p, q) mixes both distributions' tensors)
@@ -4032,11 +4072,13 @@ class _Interpreter:
         # own reading: an annotated tensor parameter follows the inputs)
         passed.update((k, v) for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == CPU)
         # and the tensors it passes on the inputs' device are tensors there,
-        # even where the callee's own text does not show it (rate * x)
+        # even where the callee's own text does not show it (rate * x), as
+        # the devices it passes are that device (device=x.device)
         passed.update(
             (k, replace(v, anchor=k, moved=frozenset(), items=(), elem=None))
             for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
         )
+        passed.update((k, replace(v, anchor=k)) for k, v in bound.items() if k not in passed and v.kind == DEVICE and v.device == LOCAL)
         # and what a script's model gave (or a tensor the script put where
         # its model is) stays there: ``auc(scores, labels.to(device))`` of a
         # model moved with ``.to(device)`` hands the callee two tensors on
@@ -4064,7 +4106,7 @@ class _Interpreter:
             if moved not in self.result.discarded_moves:
                 self.result.discarded_moves.append(moved)
         born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)),
-                                 *(v.born for v in passed.values() if v.kind == MODULE))
+                                 *(v.born for v in passed.values() if v.kind == MODULE or _cpu_generator(v)))
         for m in flow.meetings:
             if m.origin in born:
                 self._meet(m.origin, m.at, m.how, m.partner, m.device, m.against, m.arg, m.within or fn.name.value)

@@ -322,6 +322,7 @@ class _DeviceMap(TorchFunctionMode):
             target = env.resolve(kwargs["device"])
             if target is not None:
                 if env.simulated and target.type == "cuda":
+                    _check_generator(kwargs.get("generator"), target)
                     kwargs["device"] = torch.device("cpu")
                     out = func(*args, **kwargs)
                     return env.move(out, target) if isinstance(out, torch.Tensor) else out
@@ -634,6 +635,8 @@ def environment(env: Environment) -> Iterator[Environment]:
         patch(nn.Module, "cuda", module_cuda)
     if env.driverless:
         _stand_in_for_the_driver(env, patch)
+    if env.simulated:
+        patch(torch, "Generator", _simulated_generator_class(env))
     if env.cuda_visible and not env.plan.real_data_parallel:
         from torch.nn import parallel as parallel_package
         from torch.nn.parallel import data_parallel as dp_module
@@ -715,6 +718,46 @@ def _stand_in_for_the_driver(env: Environment, patch: Callable[[Any, str, Any], 
         if hasattr(torch.cuda, name):
             patch(torch.cuda, name, on_device)
     patch(torch.cuda, "set_per_process_memory_fraction", lambda fraction, device=None: on_device(device))
+
+
+def _generator_device(generator: Any) -> Optional[torch.device]:
+    """Where a generator draws: a simulated CUDA generator's device, or the
+    real one's."""
+    if not isinstance(generator, torch._C.Generator):
+        return None
+    return getattr(generator, "_devlint_device", None) or generator.device
+
+
+def _check_generator(generator: Any, target: torch.device) -> None:
+    """A draw on a simulated CUDA device given a generator of another
+    device type raises as PyTorch's does (``check_generator`` in ATen)."""
+    where = _generator_device(generator)
+    if where is not None and where.type != target.type:
+        raise RuntimeError(f"Expected a '{target.type}' device type for generator but found '{where.type}'")
+
+
+def _simulated_generator_class(env: Environment) -> type:
+    """``torch.Generator`` while devices are simulated: one for a simulated
+    CUDA device is a CPU generator that remembers the device it stands for
+    (a real CUDA generator needs the CUDA library), so draws on that device
+    take it and draws elsewhere are checked as PyTorch checks them."""
+    real = torch._C.Generator
+
+    class Generator(real):  # type: ignore[misc, valid-type]
+        def __new__(cls, device: Any = "cpu"):
+            target = env.resolve(_as_device(device)) if device is not None else None
+            if target is not None and target.type == "cuda":
+                generator = real.__new__(cls, "cpu")
+                generator._devlint_device = target
+                return generator
+            return real.__new__(cls, device if device is not None else "cpu")
+
+        def __init__(self, device: Any = "cpu") -> None:
+            pass
+
+    Generator.__module__ = "torch"
+    Generator.__qualname__ = "Generator"
+    return Generator
 
 
 class SimulatedGenerators:
