@@ -44,7 +44,9 @@ sampler) is flagged the same way for a tensor its `__init__` creates and
 keeps (`self.alpha_bar = torch.cumprod(1 - betas, 0)`) when the device flow
 shows another of its methods meeting it with a tensor on the device of what
 that method is given (`self.alpha_bar.gather(0, t)`, `self.counts +=
-torch.bincount(idx)`): nothing moves a plain object's tensors. Not when
+torch.bincount(idx)`), or indexing it with a tensor put on a device it was
+told (`self.obs[torch.randint(..., device=self.device)]`): nothing moves a
+plain object's tensors. Not when
 another method assigns the attribute (`self.counts =
 self.counts.to(preds.device)`; `+=` works in place and does not count), the
 class has a move method of its own (`to`, `cuda`), or the tensor is 0-dim.
@@ -144,7 +146,7 @@ import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.facts.classes import AttributeFacts
-from devlint.facts.flow import Flow
+from devlint.facts.flow import LOCAL, Flow
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import code_of, dynamic_self_attribute, self_attribute
 from devlint.torch_api import INIT_METHODS
@@ -168,8 +170,7 @@ class UnregisteredTensorAttribute(Rule):
     )
     plain_message = (
         "`self.{name}` is a tensor `{cls}.__init__` creates where it runs, usually the CPU: `{cls}` is no "
-        "`nn.Module`, nothing moves it, and `{reader}` meets it with the tensors it is given, which fails when "
-        "those are on a GPU"
+        "`nn.Module`, nothing moves it, and `{reader}` {met}"
     )
     fix_safety = "safe/unsafe"
     tokens = ("torch",)
@@ -452,10 +453,16 @@ class Pyramid(nn.Module):
         if not cls.is_module:
             if record.kind != "tensor" or dynamic:
                 return
-            reader = self.context.device_flow.held_readers(cls.name).get(name)
-            if reader is not None:
+            found = self.context.device_flow.held_readers(cls.name).get(name)
+            if found is not None:
+                reader, meeting = found
+                if meeting.against == LOCAL:
+                    met = "meets it with the tensors it is given, which fails when those are on a GPU"
+                else:  # an index drawn on self.device
+                    on = f"`{meeting.partner}`" if meeting.partner else "a GPU the code names"
+                    met = f"meets it with a tensor on {on}, which fails when that is a GPU"
                 self.report(
-                    target, self.plain_message.format(name=name, cls=cls.name, reader=reader),
+                    target, self.plain_message.format(name=name, cls=cls.name, reader=reader, met=met),
                     no_fix_reason=(
                         f"`{cls.name}` is no `nn.Module`, so it has no buffers: give it the device to create "
                         f"`self.{name}` on, or move it where `{reader}` uses it (`.to(<tensor>.device)`)"

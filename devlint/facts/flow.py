@@ -744,7 +744,7 @@ class DeviceFlow:
         self._body: Dict[cst.FunctionDef, _BodyFacts] = {}
         #: annotation name -> the tensor fields of its class (``tensor_fields``)
         self._tensor_fields: Dict[str, FrozenSet[str]] = {}
-        self._held: Dict[str, Dict[str, str]] = {}
+        self._held: Dict[str, Dict[str, Tuple[str, Meeting]]] = {}
         #: every loader item any function's flow has seen, by the node that
         #: names it (a helper handed a caller's batch reads its items here)
         self.loader_items: Dict[cst.CSTNode, "LoaderItem"] = {}
@@ -1100,9 +1100,9 @@ class DeviceFlow:
         reading what the subclass's ``__init__`` set)."""
         return set(self.held_readers(cls_name))
 
-    def held_readers(self, cls_name: str) -> Dict[str, str]:
+    def held_readers(self, cls_name: str) -> Dict[str, Tuple[str, "Meeting"]]:
         """:meth:`held_meetings`, each attribute with the first method (in
-        the class's order) where it meets such a tensor."""
+        the class's order) where it meets such a tensor, and that meeting."""
         found = self._held.get(cls_name)
         if found is None:
             found = {}
@@ -1114,7 +1114,7 @@ class DeviceFlow:
                 for fn, flow in flows:
                     for m in flow.meetings:
                         if m.device == HELD and isinstance(m.origin, cst.Attribute):
-                            found.setdefault(m.origin.attr.value, fn.name.value)
+                            found.setdefault(m.origin.attr.value, (fn.name.value, m))
             self._held[cls_name] = found
         return found
 
@@ -3122,6 +3122,10 @@ class _Interpreter:
         if self.node.name.value in INIT_METHODS:
             return UNKNOWN_VALUE
         records = cls.assignments_of(attr)
+        if records and all(r.kind == "device" and r.method in INIT_METHODS for r in records) and attr not in cls.assigned_after_init:
+            # self.device = device: the device the object was told, a GPU
+            # that does not follow its CPU tensors
+            return Value(DEVICE, FIXED, anchor=f"{self.self_name}.{attr}")
         if not records or attr in cls.assigned_after_init or any(r.kind != "tensor" or r.method not in INIT_METHODS or r.scalar for r in records):
             return UNKNOWN_VALUE
         if any(self.flows.method(cls.name, m) is not None for m in ("to", "cuda", "_apply", "to_device", "move_to")):
@@ -3199,6 +3203,14 @@ class _Interpreter:
                     self._meet_all(i, at, "index", base.anchor or "")
         local = next((i for i in tensors if i.device == LOCAL), None)
         if local is None:
+            if base.device == HELD and base.pinned and not base.mixes_anywhere():
+                # a plain CPU table indexed by a tensor put on a GPU the code
+                # names (idx drawn on self.device): "indices should be either
+                # on cpu or on the same device as the indexed tensor"
+                gpu = next((i for i in tensors if i.pinned and i.device in (CURRENT, FIXED)), None)
+                if gpu is not None:
+                    source = next((self.result.placed_by[b] for b in gpu.born if b in self.result.placed_by), "")
+                    self._meet_all(base, at, "index", source, gpu.device)
             return
         if base.pinned and not base.mixes_anywhere():
             self._meet_all(base, at, "index", local.anchor or "")
