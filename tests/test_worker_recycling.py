@@ -38,15 +38,9 @@ def _jobs(tmp_path: Path, n: int = 7):
     return jobs
 
 
-def _codes(result):
-    return [(d.code, d.line) for d in result.diagnostics]
-
-
-@pytest.mark.parametrize("limit, starts", [(float("-inf"), 7), (float("inf"), 2)])
-def test_workers_retire_past_the_growth_limit(tmp_path, monkeypatch, limit, starts):
-    monkeypatch.setattr(runner, "RECYCLE_GROWTH_MIB", limit)  # inherited by the forks
-    jobs = _jobs(tmp_path)
-    pool = _WorkerPool(2)
+def _counting_pool(processes):
+    """A pool that records the pid of every worker it starts."""
+    pool = _WorkerPool(processes)
     started = []
     real_start = pool._start
 
@@ -56,6 +50,18 @@ def test_workers_retire_past_the_growth_limit(tmp_path, monkeypatch, limit, star
         return worker
 
     pool._start = counting_start
+    return pool, started
+
+
+def _codes(result):
+    return [(d.code, d.line) for d in result.diagnostics]
+
+
+@pytest.mark.parametrize("limit, starts", [(float("-inf"), 7), (float("inf"), 2)])
+def test_workers_retire_past_the_growth_limit(tmp_path, monkeypatch, limit, starts):
+    monkeypatch.setattr(runner, "RECYCLE_GROWTH_MIB", limit)  # inherited by the forks
+    jobs = _jobs(tmp_path)
+    pool, started = _counting_pool(2)
     try:
         done, died = pool.run(jobs, list(range(len(jobs))))
     finally:
@@ -250,16 +256,7 @@ def test_a_grown_worker_retires_before_a_job_that_would_pass_the_budget(tmp_path
     monkeypatch.setattr(runner, "WORKER_BUDGET_MIB", budget)
     monkeypatch.setattr(runner, "FRESH_FORK_GAIN_MIB", gain)
     jobs = _jobs(tmp_path)
-    pool = _WorkerPool(2)
-    started = []
-    real_start = pool._start
-
-    def counting_start():
-        worker = real_start()
-        started.append(worker[1].pid)
-        return worker
-
-    pool._start = counting_start
+    pool, started = _counting_pool(2)
     try:
         done, died = pool.run(jobs, list(range(len(jobs))))
     finally:
@@ -287,16 +284,7 @@ def test_a_worker_far_behind_the_index_gives_way_to_a_fresh_fork(tmp_path, monke
     monkeypatch.setattr(runner, "WORKER_BUDGET_MIB", float("inf"))
     monkeypatch.setattr(runner, "MAX_DELTA_SUMMARIES", most)
     jobs = _jobs(tmp_path, 4)
-    pool = _WorkerPool(2)
-    started = []
-    real_start = pool._start
-
-    def counting_start():
-        worker = real_start()
-        started.append(worker[1].pid)
-        return worker
-
-    pool._start = counting_start
+    pool, started = _counting_pool(2)
     try:
         pool.run(jobs[:2], [0, 1])
         pool.log.append(("some.module", None))  # the wave's summary reaches the index
