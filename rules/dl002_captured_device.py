@@ -53,6 +53,15 @@ is then cuda:0, so every run with another index fails, every DDP rank but 0
 included. The fix moves the batch where the model is (`x.cuda(args.gpu)`,
 `x.to(device)`) when that device can be written there.
 
+Outside a replica (`sample()`, `generate()`, an export), a device fixed
+when the module was built is taken for the model's own, unless this file
+shows otherwise: a script that builds the module giving that `__init__`
+parameter one device (its default, when it passes none) and then moves the
+instance to another (`NoiseGenerator(16, 8).to("cuda:1")` with
+`device="cuda"` by default): the captured device then names the wrong GPU
+for every run. Reported without a fix (build it with the device it is moved
+to, or read the device from the module's parameters where it is used).
+
 ## Why is this bad?
 `nn.DataParallel` copies the module onto every GPU and runs each copy on its
 own slice of the batch, but a device captured at construction (or written as a
@@ -139,6 +148,7 @@ import libcst as cst
 from devlint.facts.classes import MODULE_MOVES
 from devlint.facts.flow import CURRENT, FIXED, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
+from devlint.facts.training import lookup_scoped
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import bound_parameters, calls_in, code_of, keyword_arg, rebound_names, self_attribute
 
@@ -431,6 +441,9 @@ class Head(nn.Module):
                 continue  # model-parallel code places tensors on purpose; an outer wrapper is no replica
             replica = flow.runs_in_replica(found.home)
             if found.source and not replica:
+                stale = self._stale_capture(found)
+                if stale is not None:
+                    self._report_stale(found, *stale)
                 continue  # a device fixed when the module was built is the model's own outside a replica (sample(), export)
             self._report(found, replica)
 
@@ -543,6 +556,62 @@ class Head(nn.Module):
         else:
             self.report(at, message, fix=self.replace(origin, new, f"place it on `{anchor}.device`"), related=related)
 
+    def _stale_capture(self, found: OriginMeeting) -> Optional[Tuple[str, cst.Call, str, str, str]]:
+        """``self.device = device`` set from ``__init__``'s parameter, and a
+        script of this file that builds the module giving that parameter one
+        device (its default, when it passes none) and moves the instance to
+        another (``Generator(z_dim, img_dim).to("cuda:1")`` with ``device="cuda"``
+        by default): outside a replica too, the captured device is not the
+        model's. (instance, constructor call, device given, device moved to,
+        the parameter), or None."""
+        owner, dot, attr = found.source.partition(".")
+        cls = self.context.device_flow.class_facts(found.home)
+        if not dot or "." in attr or cls is None:
+            return None
+        record = self.facts.class_attribute(cls.name, attr)
+        init = self.context.device_flow.method(cls.name, "__init__")
+        if record is None or record.kind != "device" or record.method != "__init__" or init is None:
+            return None
+        param = next((p for p in (*init.params.params, *init.params.kwonly_params) if p.name.value == record.value), None)
+        if param is None:
+            return None
+        for name, scope in self.training.scopes.items():
+            def bound(n: str, name: str = name) -> Optional[cst.CSTNode]:
+                found = lookup_scoped(self.training, name, n, "values")
+                return found if isinstance(found, cst.CSTNode) else None
+
+            for ref, value in scope.values.items():
+                placement = scope.placements.get(ref)
+                built = _constructed(value, cls.name)
+                if built is None or placement is None or placement.conditional or not placement.device:
+                    continue
+                pos = bound_parameters(init, built.args, method=True).get(param.name.value)
+                given = built.args[pos].value if pos is not None else param.default
+                if given is None:
+                    continue
+                try:
+                    moved = cst.parse_expression(placement.device)
+                except cst.ParserSyntaxError:
+                    continue
+                was, now = _literal_device(given, bound), _literal_device(moved, bound)
+                if was is not None and now is not None and was != now:
+                    shown = f"`{param.name.value}={code_of(given)}`" + (" (its default)" if pos is None else "")
+                    return ref, built, shown, placement.device, param.name.value
+        return None
+
+    def _report_stale(self, found: OriginMeeting, ref: str, built: cst.Call, given: str, moved: str, param: str) -> None:
+        origin = found.origin
+        at = _device_argument(origin) or origin
+        message = (
+            f"`{_origin_code(origin)}` in `{found.where}` puts its tensor on `{found.source}`, fixed when the module "
+            f"was built: `{code_of(built.func)}(...)` gets {given}, but `{ref}` is then moved to `{moved}`; "
+            f"it meets {found.partner_text} through {found.how_text}, which fails there"
+        )
+        self.report(at, message, no_fix_reason=(
+            f"build `{code_of(built.func)}` with `{param}=` the device `{ref}` is moved to, or read the device from "
+            "the module's own parameters where it is used"
+        ))
+
     def _captured_in(self, found: OriginMeeting) -> Optional[Tuple[str, str, int]]:
         """(class as shown, path, line) of the project class of another file
         that sets ``self.<attr>`` (``found.source``) for the class whose method
@@ -563,6 +632,38 @@ class Head(nn.Module):
             short = self.facts.local_name_for(name) or name.rsplit(".", 1)[-1]
             return short, path, c.attributes[attr].line
         return None
+
+
+def _constructed(value: cst.CSTNode, cls: str) -> Optional[cst.Call]:
+    """``Net(a, b)`` in ``Net(a, b).to(device).eval()`` or ``Net(a, b)``:
+    the call that builds class ``cls``, or None."""
+    while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute):
+        value = value.func.value
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == cls:
+        return value
+    return None
+
+
+def _literal_device(node: Optional[cst.CSTNode], bound, depth: int = 0) -> Optional[str]:
+    """The device a literal names (``"cuda:1"``, ``torch.device("cuda", 1)``,
+    a name bound to one: ``bound(name)`` gives what the scope binds it to),
+    normalised (``cuda`` is ``cuda:0``, the current device where nothing
+    sets another); None when it names none."""
+    if node is None or depth > 3:
+        return None
+    if isinstance(node, cst.Name):
+        return _literal_device(bound(node.value), bound, depth + 1)
+    if isinstance(node, cst.Call) and (code_of(node.func) in ("torch.device", "device")) and node.args:
+        first = _literal_device(node.args[0].value, bound, depth + 1)
+        if first is not None and len(node.args) > 1 and isinstance(node.args[1].value, cst.Integer):
+            return f"{first.split(':')[0]}:{node.args[1].value.value}"
+        return first
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        if not isinstance(text, str) or not text.startswith(("cuda", "cpu")):
+            return None
+        return "cuda:0" if text == "cuda" else text
+    return None
 
 
 def _device_argument(call: cst.CSTNode) -> Optional[cst.BaseExpression]:

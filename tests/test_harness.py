@@ -824,3 +824,15 @@ def test_a_cpu_generator_drawing_on_a_simulated_gpu_raises_as_pytorch_does():
     assert on_cpu.device == torch.device("cpu") and not hasattr(on_cpu, "_devlint_device")
     on_cpu.manual_seed(0)
     assert torch.rand(2, generator=on_cpu).shape == (2,)
+
+
+def test_a_constructor_device_left_behind_by_a_move_is_reproduced():
+    """DL002's stale constructor device has no fix to confirm; the harness
+    shows its bug: `sample` draws on the default cuda:0 and feeds the
+    weights the script moved to cuda:1."""
+    path = FIXTURES / "DL002" / "bad_constructor_device_then_moved.py"
+    case = "\n\ndef devlint_cases():\n    return [{'name': 'sample', 'placement': 'call', 'run': main}]\n"
+    [r] = verify_jobs([job_for_text(str(path.relative_to(ROOT)), path.read_text() + case)], simulate=True, timeout=60, workers=1)
+    assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
+    assert "cuda:0" in r["original"]["error"]["message"] and "cuda:1" in r["original"]["error"]["message"]
+    assert r["verdict"] == "fix failed"
