@@ -169,20 +169,36 @@ def resolve_commit(rev: str) -> str:
 def base_results(commit: str, packages: Sequence[dict], roots: Dict[str, Path], jobs: Optional[int]) -> dict:
     cache = dists.CACHE / "ecosystem-base" / f"{commit}.json"
     wanted = {p["package"]: p["version"] for p in packages if p["package"] in roots}
+    cached: Optional[dict] = None
     if cache.is_file():
         cached = json.loads(cache.read_text(encoding="utf-8"))
         have = {k: v["version"] for k, v in cached["packages"].items()}
-        if all(have.get(k) == v for k, v in wanted.items()):
-            cached["findings"] = [d for d in cached["findings"] if d["package"] in wanted]
-            return cached
-    with tempfile.TemporaryDirectory(prefix="devlint-base-") as tmp:
-        site = dists.install_commit(commit, Path(tmp))
-        env = dict(os.environ, PYTHONPATH=str(site))
-        res = run_all(sys.executable, packages, roots, env=env, candidates=False, jobs=jobs, label=f" [{commit[:7]}]")
-    res["commit"] = commit
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text(json.dumps(res), encoding="utf-8")
-    return res
+        missing = [p for p in packages if p["package"] in wanted and have.get(p["package"]) != p["version"]]
+    else:
+        missing = [p for p in packages if p["package"] in wanted]
+    if missing:
+        # only what the cache lacks (another package set was run at this
+        # commit before): the cache keeps every package run at the commit
+        with tempfile.TemporaryDirectory(prefix="devlint-base-") as tmp:
+            site = dists.install_commit(commit, Path(tmp))
+            env = dict(os.environ, PYTHONPATH=str(site))
+            res = run_all(sys.executable, missing, roots, env=env, candidates=False, jobs=jobs, label=f" [{commit[:7]}]")
+        if cached is not None:
+            redone = {p["package"] for p in missing}
+            cached["packages"].update(res["packages"])
+            cached["findings"] = [d for d in cached["findings"] if d["package"] not in redone] + res["findings"]
+            for key, value in res.items():
+                cached.setdefault(key, value)
+            res = cached
+        res["commit"] = commit
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(res), encoding="utf-8")
+    else:
+        res = cached  # type: ignore[assignment]
+    out = dict(res)
+    out["packages"] = {k: v for k, v in res["packages"].items() if k in wanted}
+    out["findings"] = [d for d in res["findings"] if d["package"] in wanted]
+    return out
 
 
 def diff(base: dict, head: dict) -> Tuple[List[str], Dict[str, collections.Counter]]:

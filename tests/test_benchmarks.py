@@ -280,3 +280,31 @@ def test_reportstyle_scores_a_set(tmp_path):
     assert r["fixed_files"] == 16
     # c11 is a torch.load without map_location in a CPU-only script: DL010's plain case
     assert next(row for row in r["rows"] if row["file"] == "c11.py")["on_a_bug_line"]
+
+
+def test_the_base_cache_keeps_every_package_set_run_at_a_commit(tmp_path, monkeypatch):
+    """Two package sets diffed against one base commit share its cache: the
+    second run computes only its own packages, and neither evicts the other."""
+    ran = []
+
+    def fake_run_all(python, packages, roots, env=None, candidates=False, jobs=None, label=""):
+        ran.append([p["package"] for p in packages])
+        return {
+            "packages": {p["package"]: {"version": p["version"]} for p in packages},
+            "findings": [{"package": p["package"], "code": "DL001"} for p in packages],
+        }
+
+    monkeypatch.setattr(dists, "CACHE", tmp_path)
+    monkeypatch.setattr(dists, "install_commit", lambda commit, where: where)
+    monkeypatch.setattr(ecosystem, "run_all", fake_run_all)
+    first = [{"package": "a", "version": "1"}, {"package": "b", "version": "1"}]
+    second = [{"package": "c", "version": "2"}]
+    roots = {"a": tmp_path, "b": tmp_path, "c": tmp_path}
+    one = ecosystem.base_results("f" * 40, first, roots, None)
+    two = ecosystem.base_results("f" * 40, second, roots, None)
+    again = ecosystem.base_results("f" * 40, first, roots, None)
+    assert ran == [["a", "b"], ["c"]]  # the third call is served from the cache
+    assert sorted(one["packages"]) == ["a", "b"] and sorted(two["packages"]) == ["c"]
+    assert [d["package"] for d in again["findings"]] == ["a", "b"]
+    bumped = ecosystem.base_results("f" * 40, [{"package": "a", "version": "2"}], roots, None)
+    assert ran[-1] == ["a"] and bumped["packages"]["a"]["version"] == "2"
