@@ -822,6 +822,7 @@ def test_a_cpu_generator_drawing_on_a_simulated_gpu_raises_as_pytorch_does():
     _check_generator(on_gpu, torch.device("cuda", 0))
     on_cpu = Generator()
     assert on_cpu.device == torch.device("cpu") and not hasattr(on_cpu, "_devlint_device")
+    assert isinstance(torch.default_generator, Generator)  # a generator made before the patch still is one
     on_cpu.manual_seed(0)
     assert torch.rand(2, generator=on_cpu).shape == (2,)
 

@@ -3100,8 +3100,8 @@ class _Interpreter:
         """Every assignment of ``self.<attr>`` is ``torch.Generator()`` with
         no device (a ``manual_seed`` on it returns the generator)."""
         records = cls.assignments_of(attr)
-        if not records:
-            return False
+        if not records or any("Generator" not in r.value for r in records):
+            return False  # (most attributes read: nothing to parse)
         for r in records:
             try:
                 value = cst.parse_expression(r.value)

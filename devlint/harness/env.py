@@ -743,7 +743,14 @@ def _simulated_generator_class(env: Environment) -> type:
     take it and draws elsewhere are checked as PyTorch checks them."""
     real = torch._C.Generator
 
-    class Generator(real):  # type: ignore[misc, valid-type]
+    class _Kind(type(real)):  # type: ignore[misc]
+        """Every real generator, made before the patch too, is still a
+        ``torch.Generator`` to ``isinstance``."""
+
+        def __instancecheck__(cls, obj: Any) -> bool:
+            return isinstance(obj, real)
+
+    class Generator(real, metaclass=_Kind):  # type: ignore[misc, valid-type]
         def __new__(cls, device: Any = "cpu"):
             target = env.resolve(_as_device(device)) if device is not None else None
             if target is not None and target.type == "cuda":
