@@ -26,7 +26,9 @@ place that fails when the model runs on a GPU:
   directly or through a helper it is handed to with the device (PyTorch:
   "Expected a 'cuda' device type for generator but found 'cpu'"); the fix
   creates a generator made in the function on the drawing device
-  (`torch.Generator(device=x.device)`), one from `__init__` has none;
+  (`torch.Generator(device=x.device)`), an unsafe one where the function
+  also draws on the CPU with a generator (which must not get this one);
+  one from `__init__` has none;
 - autograd's seed gradients: `grad_outputs=torch.ones(scores.size())` of
   `torch.autograd.grad` (a WGAN-GP gradient penalty), `scores.backward(g)`,
   `torch.autograd.backward(ts, grad_tensors=...)`, which must be on each
@@ -164,7 +166,7 @@ import libcst as cst
 from devlint.diagnostic import FixSafety
 from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import code_of, with_keyword_arg
+from devlint.syntax import calls_in, code_of, keyword_arg, with_keyword_arg
 from devlint.torch_api import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS, layer_parameter
 
 
@@ -433,7 +435,18 @@ class RNN(nn.Module):
             new = origin.with_changes(args=[cst.Arg(cst.parse_expression(anchor), keyword=cst.Name("device"),
                                                     equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                                                           whitespace_after=cst.SimpleWhitespace("")))])
-            self.report(origin, message, fix=self.replace(origin, new, f"create the generator on `{anchor}`"))
+            # a draw of the function given a generator and no device draws
+            # on the CPU: one given this generator would then fail
+            cpu_draws = [
+                c for c in calls_in(found.home.body)
+                if keyword_arg(c, "generator") is not None and keyword_arg(c, "device") is None
+            ]
+            safety = FixSafety.UNSAFE if cpu_draws else FixSafety.SAFE
+            description = f"create the generator on `{anchor}`" + (
+                f" (`{code_of(cpu_draws[0].func)}` here draws with a generator on the CPU: it must not take this one)"
+                if cpu_draws else ""
+            )
+            self.report(origin, message, fix=self.replace(origin, new, description, safety))
             return
         self.report(origin, message, no_fix_reason=(
             "the generator is made where no tensor on the drawing device is in scope (a module's `__init__` runs "

@@ -585,6 +585,8 @@ class Head(nn.Module):
                 built = _constructed(value, cls.name)
                 if built is None or placement is None or placement.conditional or not placement.device:
                     continue
+                if any(a.star for a in built.args):
+                    continue  # NoiseGen(**cfg): the device it is given is not seen
                 pos = bound_parameters(init, built.args, method=True).get(param.name.value)
                 given = built.args[pos].value if pos is not None else param.default
                 if given is None:

@@ -837,3 +837,26 @@ def test_a_constructor_device_left_behind_by_a_move_is_reproduced():
     assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
     assert "cuda:0" in r["original"]["error"]["message"] and "cuda:1" in r["original"]["error"]["message"]
     assert r["verdict"] == "fix failed"
+
+
+def test_a_simulated_gpu_generator_keeps_its_device_when_copied():
+    """``g.device`` of a generator made for a simulated GPU names that GPU,
+    and a deep copy (an EMA's ``copy.deepcopy(model)``) or ``clone_state``
+    keeps it and the state."""
+    import copy
+
+    from devlint.harness.env import _check_generator, _simulated_generator_class
+
+    class Env:
+        @staticmethod
+        def resolve(device):
+            return torch.device("cuda", 0) if device.type == "cuda" else device
+
+    Generator = _simulated_generator_class(Env())
+    g = Generator(device="cuda")
+    g.manual_seed(3)
+    assert g.device == torch.device("cuda", 0) and Generator().device == torch.device("cpu")
+    for twin in (copy.deepcopy(g), g.clone_state()):
+        assert twin.device == torch.device("cuda", 0)
+        _check_generator(twin, torch.device("cuda", 0))
+        assert torch.equal(twin.get_state(), g.get_state())

@@ -339,12 +339,14 @@ def _run_group(
     """:func:`_run_group_once`, and once more, on a fresh port and within
     what is left of ``timeout``, when a rank failed on the group's own
     connections (:data:`_RENDEZVOUS_FAILURES`): a loaded machine resets a
-    gloo connection now and then, and that says nothing of the code. The
-    second run's result stands, whatever it is."""
+    gloo connection now and then, and that says nothing of the code. Only
+    while at least half the limit is left (a group that failed late would
+    be cut short and reported as a timeout); the second run's result
+    stands, whatever it is."""
     result = _run_group_once(start, nprocs, timeout, env, grace, rank_envs)
     left = timeout - result.seconds
     if (
-        result.timed_out or result.first_failed is None or left < 1
+        result.timed_out or result.first_failed is None or left < max(1.0, timeout / 2)
         or not _RENDEZVOUS_FAILURES.search(result.stderr[result.first_failed])
     ):
         return result

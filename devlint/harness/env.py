@@ -721,11 +721,10 @@ def _stand_in_for_the_driver(env: Environment, patch: Callable[[Any, str, Any], 
 
 
 def _generator_device(generator: Any) -> Optional[torch.device]:
-    """Where a generator draws: a simulated CUDA generator's device, or the
-    real one's."""
+    """Where a generator draws (a simulated CUDA generator says so itself)."""
     if not isinstance(generator, torch._C.Generator):
         return None
-    return getattr(generator, "_devlint_device", None) or generator.device
+    return generator.device
 
 
 def _check_generator(generator: Any, target: torch.device) -> None:
@@ -761,6 +760,23 @@ def _simulated_generator_class(env: Environment) -> type:
 
         def __init__(self, device: Any = "cpu") -> None:
             pass
+
+        @property
+        def device(self) -> torch.device:  # type: ignore[override]
+            return getattr(self, "_devlint_device", None) or real.device.__get__(self)
+
+        def _copy(self) -> "Generator":
+            twin = real.__new__(type(self), "cpu")
+            twin.set_state(self.get_state())
+            if hasattr(self, "_devlint_device"):
+                twin._devlint_device = self._devlint_device
+            return twin
+
+        def __deepcopy__(self, memo: Any) -> "Generator":
+            return self._copy()
+
+        def clone_state(self) -> "Generator":  # type: ignore[override]
+            return self._copy()
 
     Generator.__module__ = "torch"
     Generator.__qualname__ = "Generator"
