@@ -432,9 +432,7 @@ class RNN(nn.Module):
         )
         if isinstance(origin, cst.Call) and found.anchors and not origin.args:
             anchor = f"{found.anchors[0]}.device"
-            new = origin.with_changes(args=[cst.Arg(cst.parse_expression(anchor), keyword=cst.Name("device"),
-                                                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                                                          whitespace_after=cst.SimpleWhitespace("")))])
+            new = _add_device(origin, anchor)
             # a draw of the function given a generator and no device draws
             # on the CPU: one given this generator would then fail
             cpu_draws = [

@@ -150,7 +150,7 @@ from devlint.facts.flow import CURRENT, FIXED, Flow, OriginMeeting, retyped_like
 from devlint.facts.scripts import Scripts
 from devlint.facts.training import lookup_scoped
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import bound_parameters, calls_in, code_of, keyword_arg, rebound_names, self_attribute
+from devlint.syntax import bound_parameters, calls_in, code_of, keyword_arg, rebound_names, self_attribute, string_value
 
 
 class CapturedDevice(Rule):
@@ -591,11 +591,11 @@ class Head(nn.Module):
                 given = built.args[pos].value if pos is not None else param.default
                 if given is None:
                     continue
-                try:
-                    moved = cst.parse_expression(placement.device)
-                except cst.ParserSyntaxError:
-                    continue
-                was, now = _literal_device(given, bound), _literal_device(moved, bound)
+                device = placement.device
+                was = self._literal_device(given, bound)
+                # (the placement keeps its device as written: a name the
+                # scope binds, or a string literal)
+                now = self._literal_device(bound(device), bound) if device.isidentifier() else _normalised(_quoted(device))
                 if was is not None and now is not None and was != now:
                     shown = f"`{param.name.value}={code_of(given)}`" + (" (its default)" if pos is None else "")
                     return ref, built, shown, placement.device, param.name.value
@@ -613,6 +613,21 @@ class Head(nn.Module):
             f"build `{code_of(built.func)}` with `{param}=` the device `{ref}` is moved to, or read the device from "
             "the module's own parameters where it is used"
         ))
+
+    def _literal_device(self, node: Optional[cst.CSTNode], bound, depth: int = 0) -> Optional[str]:
+        """The device a literal names (``"cuda:1"``, ``torch.device("cuda",
+        1)``, a name bound to one: ``bound(name)`` gives what the scope binds
+        it to), normalised; None when it names none."""
+        if node is None or depth > 3:
+            return None
+        if isinstance(node, cst.Name):
+            return self._literal_device(bound(node.value), bound, depth + 1)
+        if isinstance(node, cst.Call) and self.facts.qualify(node.func) == "torch.device" and node.args:
+            first = self._literal_device(node.args[0].value, bound, depth + 1)
+            if first is not None and len(node.args) > 1 and isinstance(node.args[1].value, cst.Integer):
+                return f"{first.split(':')[0]}:{node.args[1].value.value}"
+            return first
+        return _normalised(string_value(node))
 
     def _captured_in(self, found: OriginMeeting) -> Optional[Tuple[str, str, int]]:
         """(class as shown, path, line) of the project class of another file
@@ -646,26 +661,19 @@ def _constructed(value: cst.CSTNode, cls: str) -> Optional[cst.Call]:
     return None
 
 
-def _literal_device(node: Optional[cst.CSTNode], bound, depth: int = 0) -> Optional[str]:
-    """The device a literal names (``"cuda:1"``, ``torch.device("cuda", 1)``,
-    a name bound to one: ``bound(name)`` gives what the scope binds it to),
-    normalised (``cuda`` is ``cuda:0``, the current device where nothing
-    sets another); None when it names none."""
-    if node is None or depth > 3:
-        return None
-    if isinstance(node, cst.Name):
-        return _literal_device(bound(node.value), bound, depth + 1)
-    if isinstance(node, cst.Call) and (code_of(node.func) in ("torch.device", "device")) and node.args:
-        first = _literal_device(node.args[0].value, bound, depth + 1)
-        if first is not None and len(node.args) > 1 and isinstance(node.args[1].value, cst.Integer):
-            return f"{first.split(':')[0]}:{node.args[1].value.value}"
-        return first
-    if isinstance(node, cst.SimpleString):
-        text = node.evaluated_value
-        if not isinstance(text, str) or not text.startswith(("cuda", "cpu")):
-            return None
-        return "cuda:0" if text == "cuda" else text
+def _quoted(code: str) -> Optional[str]:
+    """The text of ``"cuda:1"`` as a placement writes it, else None."""
+    if len(code) >= 2 and code[0] == code[-1] and code[0] in "'\"":
+        return code[1:-1]
     return None
+
+
+def _normalised(text: Optional[str]) -> Optional[str]:
+    """A device string, ``cuda`` as ``cuda:0`` (the current device where
+    nothing sets another); None for anything that is not one."""
+    if text is None or not text.startswith(("cuda", "cpu")):
+        return None
+    return "cuda:0" if text == "cuda" else text
 
 
 def _device_argument(call: cst.CSTNode) -> Optional[cst.BaseExpression]:

@@ -169,7 +169,7 @@ class UnregisteredTensorAttribute(Rule):
         "replicas leave them on the device they were created on"
     )
     plain_message = (
-        "`self.{name}` is a tensor `{cls}.__init__` creates where it runs, usually the CPU: `{cls}` is no "
+        "`self.{name}` is a tensor `{cls}.__init__` creates on the CPU: `{cls}` is no "
         "`nn.Module`, nothing moves it, and `{reader}` {met}"
     )
     fix_safety = "safe/unsafe"

@@ -266,8 +266,6 @@ def embeddings(path, device):
         self._bound_to: Dict[int, str] = {}
         # torch.load calls whose result is moved at once (torch.load(p).to(device))
         self._moved_at_once: Set[int] = set()
-        # the functions being visited, innermost last
-        self._functions: List[cst.FunctionDef] = []
 
     def visit_Module(self, node: cst.Module) -> None:
         # module-level functions that pass a parameter defaulting to None as
@@ -287,16 +285,14 @@ def embeddings(path, device):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.scopes.push(node)
-        self._functions.append(node)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.scopes.pop()
-        self._functions.pop()
 
     def visit_Return(self, node: cst.Return) -> None:
         # ``def load_meta(...) -> Tuple[Dict[str, str], List[str]]: return
         # torch.load(f)``: the declared type holds no tensors to restore
-        function = self._functions[-1] if self._functions else None
+        function = self.context.current_function
         if (
             isinstance(node.value, cst.Call) and function is not None and function.returns is not None
             and annotation_holds_no_tensors(function.returns.annotation, self.facts)

@@ -459,8 +459,7 @@ class Trainer:
                 f"`{read.value}` is the loop's name for an item: store the moved copy back where the loop read it"
             ))
             return
-        bound = cst.Assign(targets=[cst.AssignTarget(target=read)], value=call, semicolon=stmt.semicolon)
-        self.report(read, message, fix=self.replace(stmt, bound, f"keep the moved copy: `{code_of(read)} = {code_of(call)}`"))
+        self.report(read, message, fix=self._keep_copy(stmt, call, read))
 
     def _discarded(self, stmt: cst.Expr, item: LoaderItem, reported: Set[Tuple[int, str]]) -> None:
         """``batch[k].to(device)`` alone on a line: whatever the model, the
@@ -472,12 +471,16 @@ class Trainer:
         # the tensor's own meeting with the model is this finding too
         reported.add((id(item.loop), item.key))
         message = self.discarded_message.format(call=code_of(call), read=code_of(read), loader=item.loader)
-        bound = cst.Assign(targets=[cst.AssignTarget(target=read)], value=call, semicolon=stmt.semicolon)
         # a dict batch takes the item back (``for k in batch``); a tuple would
         # not; a name unpacked from the batch (``images, targets = batch``)
         # is rebound to the moved copy
         safety = FixSafety.SAFE if isinstance(read, cst.Name) or _keys_of(read, stmt, self.context) else FixSafety.UNSAFE
-        self.report(read, message, fix=self.replace(stmt, bound, f"keep the moved copy: `{code_of(read)} = {code_of(call)}`", safety))
+        self.report(read, message, fix=self._keep_copy(stmt, call, read, safety))
+
+    def _keep_copy(self, stmt: cst.Expr, call: cst.Call, read: cst.BaseExpression, safety: FixSafety = FixSafety.SAFE):
+        """The fix of a thrown-away move: ``x = x.to(device)``."""
+        bound = cst.Assign(targets=[cst.AssignTarget(target=read)], value=call, semicolon=stmt.semicolon)
+        return self.replace(stmt, bound, f"keep the moved copy: `{code_of(read)} = {code_of(call)}`", safety)
 
     def _consider(self, scope: str, ff: FunctionFlow, m: Meeting, reported: Set[Tuple[int, str]]) -> None:
         """A CPU tensor meets a model the script moved, or its output: a

@@ -137,6 +137,9 @@ class AttributeFacts:
     container: str = ""
     #: for dict containers: every key is a string (literal, f-string, ``str()``)
     str_keys: bool = False
+    #: ``torch.Generator()`` with no device (a ``manual_seed`` chained on it
+    #: returns the generator): a CPU generator, which no ``.to()`` moves
+    cpu_generator: bool = False
     #: for tensors: the argument of the method itself (``self.bounds =
     #: bounds`` with ``bounds: Optional[Tensor]``), which a caller may pass
     #: as an ``nn.Parameter`` (assigning one registers it)
@@ -1600,6 +1603,13 @@ class _FactsBuilder:
             return f"{node.value.value}.{node.attr.value}" in local_tensors  # self.betas, assigned a tensor above
         return False
 
+    def is_cpu_generator(self, node: cst.BaseExpression) -> bool:
+        """``torch.Generator()``, also seeded on the spot
+        (``torch.Generator().manual_seed(0)``): a generator on the CPU."""
+        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "manual_seed":
+            node = node.func.value
+        return isinstance(node, cst.Call) and self.facts.qualify(node.func) == "torch.Generator" and not node.args
+
     def distribution_of_tensors(self, node: cst.BaseExpression, local_tensors: Iterable[str] = ()) -> bool:
         """``Normal(torch.zeros(d), torch.ones(d))``: a ``torch.distributions``
         object built from tensors, which it keeps as plain attributes (no
@@ -2266,6 +2276,8 @@ class _AttributeCollector(cst.CSTVisitor):
             record.complex = self.b.is_complex_tensor(value, self.complex_names)
         if kind == "module_container":
             record.stateless_elements = self.b.stateless_elements(value)
+        if kind == "other":
+            record.cpu_generator = self.b.is_cpu_generator(value)
         record.sequence = _is_sequence_value(value) or (
             isinstance(value, cst.Name) and value.value in self.sequence_params
         )

@@ -1522,7 +1522,7 @@ def _tensor_arguments(call: cst.Call, name: str) -> List[cst.BaseExpression]:
         elif name not in _CONCAT and name not in SCALAR_FIRST:  # torch.remainder(n, t): n may be a number
             out.append(first)
         if name in _TENSOR_OPERANDS:
-            # torch.einsum(eq, a, b), torch.matmul(a, b): every operand is one
+            # torch.einsum(eq, a, b): every operand is one
             out.extend(a.value for a in positional[1:] if not isinstance(a.value, (cst.SimpleString, cst.Integer, cst.Float)))
     out.extend(a.value for a in call.args if a.keyword is not None and a.keyword.value in _TENSOR_KEYWORDS)
     return out
@@ -3097,21 +3097,10 @@ class _Interpreter:
         return UNKNOWN_VALUE
 
     def _generator_attribute(self, cls: ClassFacts, attr: str) -> bool:
-        """Every assignment of ``self.<attr>`` is ``torch.Generator()`` with
-        no device (a ``manual_seed`` on it returns the generator)."""
+        """Every assignment of ``self.<attr>`` is a CPU ``torch.Generator()``
+        (``AttributeFacts.cpu_generator``)."""
         records = cls.assignments_of(attr)
-        if not records or any("Generator" not in r.value for r in records):
-            return False  # (most attributes read: nothing to parse)
-        for r in records:
-            try:
-                value = cst.parse_expression(r.value)
-            except cst.ParserSyntaxError:
-                return False
-            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "manual_seed":
-                value = value.func.value
-            if not (isinstance(value, cst.Call) and self.facts.qualify(value.func) == "torch.Generator" and not value.args):
-                return False
-        return True
+        return bool(records) and all(r.cpu_generator for r in records)
 
     def _plain_attribute(self, cls: ClassFacts, attr: str, node: cst.CSTNode) -> Value:
         """``self.mat`` of a class that is no module: a tensor its
@@ -3128,8 +3117,8 @@ class _Interpreter:
             return Value(DEVICE, FIXED, anchor=f"{self.self_name}.{attr}")
         if not records or attr in cls.assigned_after_init or any(r.kind != "tensor" or r.method not in INIT_METHODS or r.scalar for r in records):
             return UNKNOWN_VALUE
-        if any(self.flows.method(cls.name, m) is not None for m in ("to", "cuda", "_apply", "to_device", "move_to")):
-            return UNKNOWN_VALUE
+        if any(self.flows.method(cls.name, m) is not None for m in ("to", "cuda", "_apply")):
+            return UNKNOWN_VALUE  # (another method that reassigns it is assigned_after_init)
         if any(c.is_module for c in map(self.facts.class_facts, self.facts.lineage(cls.name)) if c is not None):
             return UNKNOWN_VALUE
         init = self.flows.method(cls.name, "__init__")
