@@ -307,9 +307,18 @@ class GPT(nn.Module):
         # a helper's handover is its own and, when a caller hands it tensors
         # on stages, the caller's too: one finding
         seen: Set[int] = set()
-        for fn in flow.all_functions():
+        for fn in (*flow.all_functions(), flow.module_function()):
             cls = flow.class_facts(fn)
-            if cls is None or not cls.is_module or not (cls.pinned_devices() or cls.dispatched):
+            if cls is None or not cls.is_module:
+                # code that runs a model-parallel model of the file
+                # (``loss = F.cross_entropy(logits, y.to(model.dev0))``):
+                # its outputs are on the model's stages too
+                for handover in flow.function(fn).handovers:
+                    if id(handover.arg) not in seen:
+                        seen.add(id(handover.arg))
+                        self._report(handover)
+                continue
+            if not (cls.pinned_devices() or cls.dispatched):
                 continue
             # forward's code, and in a model a device_map splits, a method
             # that runs its parts (``generate``); elsewhere (not while the

@@ -589,3 +589,52 @@ class Captioner(Base):
     assert flow.function(gen).runs_parts
     # moved to the embeddings: nothing handed over
     assert handovers(src.replace("= feats.flatten()", "= feats.flatten().to(embeds.device)"), method="generate") == []
+
+
+SCRIPT = """
+class TwoStage(nn.Module):
+    def __init__(self, dev0="cuda:0", dev1="cuda:1"):
+        super().__init__()
+        self.dev0, self.dev1 = dev0, dev1
+        self.body = nn.Linear(8, 8).to(dev0)
+        self.head = nn.Linear(8, 2).to(dev1)
+
+    def forward(self, x):
+        return self.head(self.body(x.to(self.dev0)).to(self.dev1))
+
+
+def loss_of(model, x, labels):
+    logits = model(x)
+    return F.cross_entropy(logits, {labels})
+
+
+def run():
+    model = TwoStage()
+    return loss_of(model, torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))
+"""
+
+
+def test_code_that_runs_a_model_parallel_model_sees_its_stages():
+    # the model's output is on its last stage; the labels, moved to a
+    # device the model names (model.dev0), meet it there: a handover in the
+    # helper, found through the caller that hands it the model
+    found = handovers(SCRIPT.format(labels="labels.to(model.dev0)"), method="run")
+    assert found == [(15, "labels.to(model.dev0)", "between", "`model.dev0`", "`logits`", False)]
+    # moved to where the logits are, or to the last stage by name: nothing
+    for labels in ("labels.to(logits.device)", "labels.to(model.dev1)"):
+        assert handovers(SCRIPT.format(labels=labels), method="run") == [], labels
+    # the helper alone does not know what it is handed
+    assert handovers(SCRIPT.format(labels="labels.to(model.dev0)"), method="loss_of") == []
+    # a class that pins its parts to devices it writes out: the script's
+    # "cuda:0" and .cuda() (the current GPU) are its first stage, .cuda(1) its last
+    literal = SCRIPT.replace(".to(dev0)", '.to("cuda:0")').replace(".to(dev1)", '.to("cuda:1")')
+    for labels in ('labels.to("cuda:0")', "labels.cuda()"):
+        found = handovers(literal.format(labels=labels), method="run")
+        assert found == [(15, labels, "between", '`"cuda:0"`', "`logits`", False)], labels
+    assert handovers(literal.format(labels="labels.cuda(1)"), method="run") == []
+
+
+def test_a_model_moved_or_wrapped_whole_has_no_stages_in_the_script():
+    src = SCRIPT.format(labels="labels.to(model.dev0)")
+    for how in ("model = TwoStage().to('cuda:0')", "model = nn.DataParallel(TwoStage())"):
+        assert handovers(src.replace("model = TwoStage()", how), method="run") == [], how

@@ -46,7 +46,9 @@ from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Iterato
 import libcst as cst
 
 from devlint.facts.classes import ClassFacts, Classes, FileFacts, is_dtype_cast
-from devlint.facts.stages import ARG, EACH, FIRST, LAST, PART, SPREAD, WHOLE, STAGE_PREFIX, Handover, Stages, stage_device, stage_of
+from devlint.facts.stages import (
+    ARG, EACH, FIRST, LAST, PART, SPREAD, WHOLE, STAGE_PREFIX, Handover, NameRenamer, Stages, stage_device, stage_of,
+)
 from devlint.facts.store import FactStore, Provider
 from devlint.facts.training import (
     MODULE_SCOPE,
@@ -767,6 +769,7 @@ class DeviceFlow:
         #: (class, self name) -> the stage device expressions its methods
         #: can all write (:attr:`Stages.portable`)
         self.stage_names: Dict[Tuple[str, str], Dict[str, str]] = {}
+        self._class_stages: Dict[str, Tuple[Stages, FrozenSet[str]]] = {}
         self.module = module
         self._gloo: Optional[bool] = None
         self._collate_fns: Optional[Set[str]] = None
@@ -1309,6 +1312,33 @@ class DeviceFlow:
                     home_flow.relayed.get(origin), origin in home_flow.relayed_several,
                 )
 
+    def staged_class(self, v: Value) -> Optional[ClassFacts]:
+        """The module class of the file an instance ``v`` was built from
+        (``model = SplitLM(...)``, not moved or wrapped since) when that
+        class pins its own parts to devices: a model-parallel model, whose
+        outputs are on the stages its ``forward`` returns them from."""
+        if v.kind != MODULE or v.device != CPU or not v.born:
+            return None
+        for b in v.born:
+            if isinstance(b, cst.Call) and isinstance(b.func, cst.Name):
+                cls = self.facts.classes.get(b.func.value)
+                if cls is not None and cls.is_module and not cls.dispatched and cls.pinned_devices():
+                    return cls
+        return None
+
+    def class_stages(self, cls: ClassFacts) -> Tuple[Stages, FrozenSet[str]]:
+        """The stages of a class that pins its parts, as its ``forward``
+        names them, and the stage keys of its pinned parts."""
+        found = self._class_stages.get(cls.name)
+        if found is None:
+            forward = self.method(cls.name, "forward")
+            params = [*forward.params.posonly_params, *forward.params.params] if forward is not None else []
+            self_name = params[0].name.value if params else "self"
+            stages = Stages(self.facts, cls, self_name, self.stage_names.setdefault((cls.name, self_name), {}))
+            keys = frozenset(k for a in stages.pinned for k in (stages.of_attribute(a),) if k is not None)
+            found = self._class_stages[cls.name] = (stages, keys)
+        return found
+
     def method(self, cls: str, name: str) -> Optional[cst.FunctionDef]:
         for c in self.facts.lineage(cls):
             fn = self.methods.get(c, {}).get(name)
@@ -1792,6 +1822,13 @@ class _Interpreter:
             self.flows.takes_inputs(node, self.cls)
         )
         self.arrival: Optional[str] = None
+        #: outside the methods of a module that pins its parts: the last
+        #: model-parallel model of the file this function called or read a
+        #: device of (``logits, state = model(x)``, ``y.to(model.dev0)``),
+        #: as (the name holding it, its class's stages, their keys): its
+        #: outputs and the devices it names are on its stages, and two of
+        #: them meeting unmoved is a handover here too
+        self._script_stages: Optional[Tuple[str, Stages, FrozenSet[str]]] = None
         #: loop variable or index -> the container attribute its loop walks
         self.loop_names: Dict[str, str] = {}
         #: loop variable -> the module class of the file each element of the
@@ -2441,16 +2478,73 @@ class _Interpreter:
     # -- stages (a module that pins its parts to devices) --------------------------------
     def _hand(self, arg: cst.CSTNode, at: cst.CSTNode, source: str, target: str, receiver: str,
               expression: Optional[str], arrival: bool = False) -> None:
-        if id(arg) in self._handed or self.stages is None:
+        if id(arg) in self._handed or (self.stages is None and self._script_stages is None):
             return
         self._handed.add(id(arg))
         kind = "into" if target.startswith((EACH, SPREAD)) else "out of" if source.startswith((EACH, SPREAD)) else "between"
         spread = target if kind == "into" else source if kind == "out of" else ""
         self.result.handovers.append(Handover(
-            arg, at, kind, self.stages.describe(source), receiver, self.stages.describe(target), expression, arrival,
-            spread.split(":", 1)[1] if spread else "", self.stages.dispatched,
+            arg, at, kind, self._describe(source), receiver, self._describe(target), expression, arrival,
+            spread.split(":", 1)[1] if spread else "", self.stages is not None and self.stages.dispatched,
             source.startswith(ARG) or target.startswith(ARG),
         ))
+
+    def _describe(self, key: str) -> str:
+        if self.stages is not None:
+            return self.stages.describe(key)
+        assert self._script_stages is not None
+        name, stages, _ = self._script_stages
+        # the class's own expression, as this function reaches it (``model.dev1``)
+        return stages.describe(key).replace(f"`{stages.self_name}.", f"`{name}.")
+
+    def _script_stage_device(self, node: cst.BaseExpression, env: Env) -> Optional[Value]:
+        """``model.dev0``, ``model.devices[1]`` of a model-parallel model
+        this function holds: the device of one of its stages."""
+        root = node
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        if not isinstance(root, cst.Name) or root is node:
+            return None
+        held = env.get(root.value)
+        cls = self.flows.staged_class(held) if held is not None and held.kind == MODULE else None
+        if cls is None:
+            return None
+        stages, keys = self.flows.class_stages(cls)
+        named = node if root.value == stages.self_name else node.visit(NameRenamer(root.value, stages.self_name))
+        key = stages.key(named)  # type: ignore[arg-type]
+        if key not in keys:
+            return None
+        self._script_stages = (root.value, stages, keys)
+        return Value(DEVICE, stage_device(key))
+
+    def _script_stage_key(self, node: cst.BaseExpression, env: Env) -> Optional[str]:
+        """A device written out (``"cuda:1"``, ``1``) that names a stage of
+        the model-parallel model this function holds."""
+        if self._script_stages is None:
+            for name, v in env.items():
+                cls = self.flows.staged_class(v) if v.kind == MODULE else None
+                if cls is not None:
+                    self._script_stages = (name, *self.flows.class_stages(cls))
+                    break
+            else:
+                return None
+        _, stages, keys = self._script_stages
+        key = stages.key(node) if isinstance(node, (cst.SimpleString, cst.Integer, cst.Call)) else None
+        return key if key in keys else None
+
+    def _staged_model_call(self, name: str, model: Value, args: List[Tuple[cst.Arg, Value]]) -> Optional[Value]:
+        """``model(x)`` of a model-parallel model of the file: what its
+        ``forward`` returns, on its stages."""
+        cls = self.flows.staged_class(model)
+        forward = self.flows.method(cls.name, "forward") if cls is not None else None
+        if cls is None or forward is None:
+            return None
+        out = self._translate(self.flows.function(forward).returns, args, module_method=True)
+        if not any(stage_of(t.device) for t in _tensors_in(out)):
+            return None
+        stages, keys = self.flows.class_stages(cls)
+        self._script_stages = (name, stages, keys)
+        return out
 
     def _stage_args(self, args: List[Tuple[cst.Arg, Value]]) -> List[Tuple[cst.CSTNode, Value]]:
         """Each argument with its value, the elements of a tuple or list
@@ -2506,7 +2600,7 @@ class _Interpreter:
             (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = first, (node, key, arrival)
             if a_arrival and not isinstance(at, cst.AugAssign):  # name the stage that is known, move the input
                 (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = (o_node, o_key, o_arrival), (a_node, a_key, a_arrival)
-            root = _device_root(a_node, {self.self_name, *self.facts.imports}) if dispatched else (
+            root = _device_root(a_node, {self.self_name, *self.facts.imports}) if dispatched or self.stages is None else (
                 a_node.value if isinstance(a_node, cst.Name) else None
             )
             expression = f"{root}.device" if root else (
@@ -2825,7 +2919,7 @@ class _Interpreter:
         b = as_tensor(b) if b.kind == UNKNOWN and is_placed(b.device) and a.kind == TENSOR else b
         if a.kind == TENSOR and b.kind == TENSOR:
             self._check((a, b), at, "operator", nodes=(an, bn))
-            if self.stages is not None and (stage_of(a.device) or stage_of(b.device)):
+            if (self.stages is not None or self._script_stages is not None) and (stage_of(a.device) or stage_of(b.device)):
                 return self._stage_mix([(an or at, a), (bn or at, b)], at)
             if a.device == b.device == CPU and _by_design(a, b):
                 return CPU_BY_DESIGN  # a CPU tensor combined with one on the CPU by design is there by design
@@ -2998,6 +3092,10 @@ class _Interpreter:
         key = dotted_name(node)
         if key and key in env:
             return env[key]
+        if self.stages is None:
+            named = self._script_stage_device(node, env)
+            if named is not None:
+                return named
         attr = node.attr.value
         if isinstance(node.value, cst.Name) and node.value.value == self.self_name and self.self_name:
             return self._self_attribute(attr, node)
@@ -3215,6 +3313,10 @@ class _Interpreter:
                 key = code_of(node)
                 if key in env:
                     return env[key]
+        if self.stages is None:
+            named = self._script_stage_device(node, env)
+            if named is not None:
+                return named
         base = self._expr(node.value, env)
         idx = [self._index_value(e, env) for e in node.slice]
         if base.kind == BATCH:
@@ -3474,6 +3576,10 @@ class _Interpreter:
         if keyword_arg(node, "device") is not None or any(a.star for a in node.args):
             return UNKNOWN_VALUE
         if self.flows.init_time(self.node) or self.node is self.flows.module_function():
+            if self.node is self.flows.module_function() and self.flows.staged_class(Value(MODULE, CPU, frozenset({node}))):
+                # a model-parallel model the script runs: its parts are
+                # where its class pins them (no birth: nothing moves it whole)
+                return Value(MODULE, CPU, frozenset({node}))
             return UNKNOWN_VALUE  # (a script's own model: where the script moves it is its question)
         return replace(self._born(node, name, env), kind=MODULE)
 
@@ -3591,7 +3697,8 @@ class _Interpreter:
         self._check([v for v, _ in tensors], node, dotted_name(node.func) or q, scalars_meet=name in _CONCAT, nodes=[n for _, n in tensors])
         tensors = [v for v, _ in tensors]
         several = _returns_several(name, node)
-        if self.stages is not None and (any(stage_of(v.device) for v in tensors) or name in FUNCTIONAL_LOSSES):
+        staged = self.stages is not None or self._script_stages is not None and any(stage_of(v.device) for v in tensors)
+        if staged and (any(stage_of(v.device) for v in tensors) or name in FUNCTIONAL_LOSSES):
             pairs = [
                 (n, v) for n, v in self._stage_args(args)
                 if v.kind == TENSOR or (name in FUNCTIONAL_LOSSES and v.kind == UNKNOWN and v.device == LOCAL)
@@ -3762,7 +3869,9 @@ class _Interpreter:
                 others.insert(0, (args[0][0].value, mask))
         if m in _BINARY_METHODS and others:
             self._check([recv, *(v for _, v in others)], node, f"method {m}", nodes=[func.value, *(n for n, _ in others)])
-            if self.stages is not None and any(stage_of(v.device) for v in (recv, *(v for _, v in others))):
+            if (self.stages is not None or self._script_stages is not None) and any(
+                stage_of(v.device) for v in (recv, *(v for _, v in others))
+            ):
                 # x.masked_fill(mask, v), x.masked_scatter(mask, src),
                 # x.index_select(0, idx): the tensors it is given meet x on
                 # its device, as an operator's operands do
@@ -3812,6 +3921,16 @@ class _Interpreter:
         # not come with the inputs (``Net().to(device)``, a batch) may be a
         # model or a container, so its move is no tensor's birth
         kind = recv.kind if recv.kind in (TENSOR, MODULE, WRAPPER) else TENSOR if recv.device == LOCAL else UNKNOWN
+        if self.stages is None and m in ("to", "cuda") and kind in (TENSOR, UNKNOWN):
+            # y.to(model.dev0), y.cuda(1): onto a stage of the script's
+            # model-parallel model (.cuda() is the current GPU, cuda:0)
+            given = [(a, v) for a, v in args if a.keyword is None or a.keyword.value == "device"]
+            if given and stage_of(given[0][1].device) and given[0][1].kind in (DEVICE, TENSOR):
+                return Value(TENSOR, given[0][1].device)
+            written = given[0][0].value if given else cst.SimpleString('"cuda"') if m == "cuda" else None
+            key = self._script_stage_key(written, env) if written is not None else None
+            if key is not None:
+                return Value(TENSOR, stage_device(key))
         if kind in (MODULE, UNKNOWN, WRAPPER) and m in ("to", "cuda", "cpu") and self.stages is None:
             return self._module_moved(node, m, recv, kind, args)
         key = self._move_stage(node, m, recv, args) if self.stages is not None and m in ("to", "cuda", "cpu") else None
@@ -4051,6 +4170,9 @@ class _Interpreter:
             # (``prepare_batch(batch, device)``): its items are tensors there
             passed.update((k, v) for k, v in bound.items() if v.kind == BATCH and v.device == CPU and v.born)
         passed.update(state or {})
+        # a model-parallel model of the file handed to a helper
+        # (``train_step(model, batch)``): its outputs are on its stages there
+        passed.update((k, v) for k, v in bound.items() if v.kind == MODULE and v.born and self.flows.staged_class(v))
         if self.stages is not None and self.flows.owner.get(fn) == self.stages.cls.name:
             # self._merge(h, y) of a module whose parts are on stages: the
             # tensors it is handed keep their stages in the helper, where
@@ -4264,6 +4386,9 @@ class _Interpreter:
             callee = env[name]
             if callee.kind == MODULE and self.stages is not None and stage_of(callee.device):
                 return self._block_call(node, name, callee, args)
+            if callee.kind == MODULE and self.stages is None and callee.born and self.flows.staged_class(callee):
+                out = self._staged_model_call(name, callee, args)
+                return out if out is not None else UNKNOWN_VALUE
             if callee.kind == MODULE and name in self.element_classes:
                 forward = self.flows.method(self.element_classes[name], "forward")
                 if forward is not None:
@@ -4284,6 +4409,11 @@ class _Interpreter:
                     for t in _tensors_in(v):
                         if t.pinned and t.device == CPU and not t.scalar:
                             self._meet_all(t, node, "model argument", name, LOCAL, a.value)
+            if callee.kind == MODULE and callee.loss and self._script_stages is not None:
+                # a loss given a model-parallel model's output: its inputs meet
+                mixed = self._stage_mix(self._stage_args(args), node, loss=True)
+                if stage_of(mixed.device):
+                    return mixed
             if callee.kind == MODULE and callee.loss and callee.device == CPU and callee.born:
                 # a loss built with CPU weights, never moved, given a model's output
                 side = next((v.device for _, v in args if v.kind in (TENSOR, UNKNOWN) and is_placed(v.device)), None)

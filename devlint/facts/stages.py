@@ -338,7 +338,7 @@ class Stages:
                 node = cst.parse_expression(placements[0])
             except Exception:
                 return None
-            renamed = node.visit(_Rename(init_index, index))
+            renamed = node.visit(NameRenamer(init_index, index))
             if self.usable(renamed, extra={index}):
                 return code_of(renamed)
         return None
@@ -364,7 +364,7 @@ class Stages:
         return f"`{shown_device(text)}`"
 
 
-class _Rename(cst.CSTTransformer):
+class NameRenamer(cst.CSTTransformer):
     def __init__(self, old: str, new: str) -> None:
         super().__init__()
         self.old, self.new = old, new
