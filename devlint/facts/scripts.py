@@ -456,6 +456,11 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def visit_For_body(self, node: cst.For) -> None:
         self._loop_body(node)
+        # the loop's target is bound anew at the start of every round
+        # (``for model in models: model = DDP(model)`` wraps a fresh module
+        # each round, not the last round's wrapper)
+        for name in target_names(node.target):
+            self.scope.binds.append(self._bind(name, "other"))
 
     def leave_For_body(self, node: cst.For) -> None:
         self._loop_body_end()
@@ -465,10 +470,6 @@ class _ScriptCollector(cst.CSTVisitor):
 
     def leave_While_body(self, node: cst.While) -> None:
         self._loop_body_end()
-
-    def visit_For(self, node: cst.For) -> None:
-        for name in target_names(node.target):
-            self.scope.binds.append(self._bind(name, "other"))
 
     # -- statements --------------------------------------------------------
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
