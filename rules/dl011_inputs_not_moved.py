@@ -511,6 +511,12 @@ class Trainer:
         p = lookup_scoped(self.training, scope, model, "placements")
         placement = p if isinstance(p, Placement) else Placement("", "to", known=False)
         at = _named_at(m.arg, item) if m.arg is not None else m.at
+        if item is None:
+            # one helper's use of tensors that two callers build (a script's
+            # step and a check): one finding where they meet the model
+            if (id(at), "at") in reported:
+                return
+            reported.add((id(at), "at"))
         self._report(m, item, at, model, placement, as_input, ff.relayed.get(m.origin), m.origin in ff.relayed_several)
 
     def _host_built(self, origin: cst.CSTNode) -> bool:
@@ -540,6 +546,8 @@ class Trainer:
             if made is not None:
                 # hidden = model.init_hidden(b): ``made`` says where the helper builds it
                 template = self.made_message if as_input else self.made_output_message
+                if not made[1]:  # a tuple of tensors different factories made
+                    template = template.replace("`torch.{factory}` in ", "in ")
                 message = template.format(item=name, model=model, device=device, call=code_of(m.origin.func),  # type: ignore[attr-defined]
                                           where=made[0], factory=made[1])
             else:

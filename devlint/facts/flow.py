@@ -2408,7 +2408,13 @@ class _Interpreter:
                 return p.annotation is not None and annotates_tensor(p.annotation.annotation)
         # a birth by a torch call that makes a tensor, not by a move of
         # something of unknown kind (``model.to("cuda")`` is no evidence)
-        made = any(self.result.origin_names.get(b, "to") not in ("to", "cuda", "type") for b in v.born)
+        # (a birth a caller handed in is named by its own call: ``full`` of
+        # ``torch.full(...)``, ``to`` of ``x.to("cuda")``)
+        made = any(
+            (self.result.origin_names.get(b)
+             or (b.func.attr.value if isinstance(b, cst.Call) and isinstance(b.func, cst.Attribute) else "made"))
+            not in ("to", "cuda", "type") for b in v.born
+        )
         return made or v.device == HELD
 
     def _stored(self, key: str, v: Value) -> None:
@@ -3748,6 +3754,18 @@ class _Interpreter:
             return Value(DEVICE, FIXED if isinstance(index, cst.Integer) else _index_device(positional[1]))
         return replace(first, anchor=None) if first.device not in (CURRENT, FIXED) else first
 
+    def _instance_method(self, recv: Value, m: str) -> Optional[cst.FunctionDef]:
+        """Method ``m`` (its own or inherited from a class of the file) of the
+        plain class an instance the script built belongs to."""
+        built = next((b.func.value for b in recv.born if isinstance(b, cst.Call) and isinstance(b.func, cst.Name)), None)
+        if built is None:
+            return None
+        for c in self.facts.lineage(built):
+            fn = self.flows.method(c, m)
+            if fn is not None:
+                return None if _decorators(fn) & {"property", "staticmethod", "classmethod"} else fn
+        return None
+
     def _method_call(self, node: cst.Call, func: cst.Attribute, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         m = func.attr.value
         recv_node = func.value
@@ -3759,6 +3777,12 @@ class _Interpreter:
             if fn is not None and _decorators(fn) & {"staticmethod", "classmethod"}:
                 return self._apply_summary(fn, args, module_method=False, call=node, env=env)
         recv = self._expr(recv_node, env)
+        if recv.kind == OTHER and recv.born and self.cls is None:
+            fn = self._instance_method(recv, m)
+            if fn is not None:
+                # trainer.train_step(batch): that method of the file run with
+                # what the script hands it (a CPU batch meets the model there)
+                return self._apply_summary(fn, args, module_method=False, call=node, env=env)
         if m in _WEIGHT_VIEWS and not node.args and recv.kind in (MODULE, UNKNOWN, WRAPPER):
             # model.parameters(), self.ema.state_dict(): a module's tensors,
             # on its device (a part pinned to a stage: on that stage)
@@ -4228,6 +4252,10 @@ class _Interpreter:
             # this call hands it: a finding in the helper, found from here
             if moved not in self.result.discarded_moves:
                 self.result.discarded_moves.append(moved)
+        for tensor_moved in flow.discarded_tensor_moves:
+            # feats.to(device) of a tensor this call hands it: the moved copy is lost
+            if tensor_moved not in self.result.discarded_tensor_moves:
+                self.result.discarded_tensor_moves.append(tensor_moved)
         born = frozenset().union(*(t.born for v in passed.values() for t in _tensors_in(v)),
                                  *(v.born for v in passed.values() if v.kind == MODULE or _cpu_generator(v)))
         for m in flow.meetings:
@@ -4349,7 +4377,11 @@ class _Interpreter:
         where = fn.name.value if self.flows.owner.get(fn) is None else f"{self.flows.owner[fn]}.{fn.name.value}"
         self._born(call, name, env)
         # where the tensor was made: the innermost helper, when this one relays another's
-        self.result.relayed[call] = callee.relayed[first] if first in callee.relayed else (where, callee.origin_names[first])
+        made_by = callee.relayed[first] if first in callee.relayed else (where, callee.origin_names[first])
+        earlier = self.result.relayed.get(call)
+        if earlier is not None and earlier != made_by:
+            made_by = (made_by[0], "")  # the elements of a tuple made by different factories: name none
+        self.result.relayed[call] = made_by
         if all(b in callee.maybe_scalar for b in made):
             self.result.maybe_scalar.add(call)
         born = frozenset(b for b in out.born if b not in callee.relayed) | {call}
@@ -4497,6 +4529,11 @@ class _Interpreter:
             placed = self._placed_ref(name)  # a model the module (or an enclosing function) moved
             if placed is not None:
                 return self._model_call(node, name, placed, args)
+        cls = self.facts.classes.get(name)
+        if cls is not None and not cls.is_module and self.flows.scripts and self.cls is None and name in self.flows.methods:
+            # trainer = Trainer(model, device) in a script: an instance of a
+            # plain class of the file, whose methods the script calls
+            return Value(OTHER, born=frozenset({node}))
         return UNKNOWN_VALUE
 
 
