@@ -15,6 +15,16 @@ A method of the module that `forward` hands tensors on different stages
 the decoded from the decoder's) is run with those stages, and what meets in
 it is flagged there, once, however many calls hand it the same tensors.
 
+The code that runs such a model is checked the same way: a script or a
+helper the script hands the model to (`logits = model(tokens)` of
+`model = TwoDeviceLM(...)`, not moved or wrapped whole) gets the model's
+outputs on the stages its `forward` returns them from, and a device the
+model names (`model.dev0`, `model.devices[1]`) or one written out that its
+class pins a part to (`"cuda:0"`, `.cuda()`) is that stage: the labels moved
+to the first stage and given to the loss with the last stage's logits
+(`F.cross_entropy(logits, y.to(model.dev0))`) are flagged, and the fix moves
+them to the logits' device.
+
 The same holds outside `forward` for the weights of a model a method is
 handed: a module that pins a copy to a device of its own (an exponential
 moving average kept on the CPU: `self.shadow.to(device=device)`) and

@@ -41,6 +41,12 @@ The model may be moved in a chain (`teacher.to(device).eval()`,
 device (`torch.load(path, map_location=device)`), or be a module-level model
 that a helper function reads as a global.
 
+A script's object of a plain class of the file (`trainer = Trainer(model,
+device)`, `evaluator.accuracy(batch)`) has its methods run with what the
+script hands them: a batch built on the CPU that a method's helper moves
+with `images.to(self.device)` alone on a line (a moved copy thrown away)
+is flagged there, and where it meets the model the object moved.
+
 The device flow (`devlint/facts/flow.py`) follows the script: what each name
 holds after each statement (a model the script moved, its outputs, a batch
 as the loader left it, a moved copy), through locals, unpacking, loops,
