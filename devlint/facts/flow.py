@@ -977,6 +977,22 @@ class DeviceFlow:
                     # from ``apply_transforms(features)``)
                     # a guess stays a guess in the callee: no fix names it
                     hints[p] = Value(TENSOR, LOCAL, anchor=p, guessed=any(v.guessed or v.kind != TENSOR for v in vals))
+                elif not method and all(
+                    v is not None and v.kind == TENSOR and not v.guessed and (is_placed(v.device) or v.device == LOCAL)
+                    for v in vals
+                ):
+                    # every call of the file hands it a tensor on a device: a
+                    # model's output, or a tensor the caller's inputs are on
+                    # (``f1(probs, targets)`` of ``probs = model(x)``), which a
+                    # CPU tensor made in it meets
+                    hints[p] = Value(TENSOR, LOCAL, anchor=p)
+                elif not method and all(v is not None and v.kind == SEQ for v in vals):
+                    # a Python list or tuple at every call (``torch.tensor(thresholds)``
+                    # of one is a tensor of one dimension or more, not a 0-dim one)
+                    elem: Optional[Value] = None
+                    for v in vals:
+                        elem = join(elem, element_of(v))  # type: ignore[arg-type]
+                    hints[p] = _seq(elem=elem, known=False)
                 elif all(v is not None and v.kind in (TENSOR, UNKNOWN) and v.device == CPU for v in vals):
                     # every caller here hands it a CPU tensor (a CPU data
                     # helper, a test's inputs): nothing shows it on a GPU,
