@@ -986,13 +986,12 @@ class DeviceFlow:
                     # (``f1(probs, targets)`` of ``probs = model(x)``), which a
                     # CPU tensor made in it meets
                     hints[p] = Value(TENSOR, LOCAL, anchor=p)
-                elif not method and all(v is not None and v.kind == SEQ for v in vals):
-                    # a Python list or tuple at every call (``torch.tensor(thresholds)``
-                    # of one is a tensor of one dimension or more, not a 0-dim one)
-                    elem: Optional[Value] = None
-                    for v in vals:
-                        elem = join(elem, element_of(v))  # type: ignore[arg-type]
-                    hints[p] = _seq(elem=elem, known=False)
+                elif not method and all(v is not None and v.kind == SEQ and element_of(v).kind == NUMBER for v in vals):
+                    # a Python list or tuple of numbers at every call
+                    # (``torch.tensor(thresholds)`` of one is a tensor of one
+                    # dimension or more, not a 0-dim one; a list of anything
+                    # else keeps following the inputs, as an argument does)
+                    hints[p] = _seq(elem=NUMBER_VALUE, known=False)
                 elif all(v is not None and v.kind in (TENSOR, UNKNOWN) and v.device == CPU for v in vals):
                     # every caller here hands it a CPU tensor (a CPU data
                     # helper, a test's inputs): nothing shows it on a GPU,
