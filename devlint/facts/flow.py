@@ -2476,6 +2476,11 @@ class _Interpreter:
         script's model (``placed:``) is met by CPU tensors only: a GPU one
         is where a script's device puts it."""
         sides = [v for v in values if v.kind == TENSOR and model_side(v.device)]
+        if self.stages is None:
+            # a model-parallel model's output in the code that runs it is on
+            # a device that code names too: only another stage mismatches it
+            # (a handover), not a tensor put on a device (``masks.to(dev1)``)
+            sides = [v for v in sides if not stage_of(v.device)]
         if not sides:
             return
         local = next((v for v in sides if not is_placed(v.device)), sides[0])
