@@ -108,6 +108,9 @@ class ScanSummary:
         self.call_bound: Dict[str, Set[str]] = {}
         #: names assigned outside any class (at module level or in functions)
         self.unclassed_names: Set[str] = set()
+        #: parameters (of any ``def``) whose default is the CPU device
+        #: (``device="cpu"``, ``device=torch.device("cpu")``)
+        self.cpu_default_params: Set[str] = set()
         #: (class, method) -> the names its first parameter may have (``self``)
         self.method_self: Dict[Tuple[str, str], Set[str]] = {}
         #: names given to ``register_buffer``: ``self.alias = self.<buffer>`` holds a tensor
@@ -866,6 +869,14 @@ class _Scanner:
                     elements.add(id(node.elt))
             elif t is FunctionDef or t is AsyncFunctionDef:
                 s.function_names.add(node.name)
+                a = node.args
+                for arg, d in list(zip(a.args[len(a.args) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
+                    if type(d) is Call and d.args and _dotted(d.func) in ("torch.device", "device"):
+                        d = d.args[0]
+                    if type(d) is ast.Constant and d.value == "cpu":
+                        # def make_mask(n, device="cpu"): device=device there
+                        # is a CPU tensor for a call that passes none
+                        s.cpu_default_params.add(arg.arg)
                 outermost = (cls is not None and method is None) or (cls is None and top is None)
                 if outermost:
                     top = node.name if cls is None else top

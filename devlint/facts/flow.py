@@ -640,6 +640,9 @@ class FunctionFlow:
     #: such tensors (``init_hidden`` returning ``(h, c)``): no ``.to()``
     #: moves what they return whole
     relayed_several: Set[cst.CSTNode] = field(default_factory=set)
+    #: a factory given ``device=`` a parameter left at its CPU default
+    #: (``device="cpu"``) -> that parameter
+    cpu_default_births: Dict[cst.CSTNode, str] = field(default_factory=dict)
     #: False for the empty flow a recursive call gets while the function's
     #: own flow is still being computed: its ``returns`` says nothing
     complete: bool = True
@@ -689,6 +692,8 @@ class OriginMeeting:
     relay: Optional[Tuple[str, str]] = None
     #: the relaying function returns a tuple or list of such tensors
     relay_several: bool = False
+    #: the origin takes ``device=`` from this parameter, left at its CPU default
+    default_device: str = ""
 
     @property
     def partner_text(self) -> str:
@@ -770,6 +775,7 @@ class DeviceFlow:
         #: can all write (:attr:`Stages.portable`)
         self.stage_names: Dict[Tuple[str, str], Dict[str, str]] = {}
         self._class_stages: Dict[str, Tuple[Stages, FrozenSet[str]]] = {}
+        self._cpu_default_params: Dict[cst.FunctionDef, FrozenSet[str]] = {}
         self.module = module
         self._gloo: Optional[bool] = None
         self._collate_fns: Optional[Set[str]] = None
@@ -1325,7 +1331,23 @@ class DeviceFlow:
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
                     home_flow.placed_by.get(origin, ""), home_flow.helper_births.get(origin),
                     home_flow.relayed.get(origin), origin in home_flow.relayed_several,
+                    home_flow.cpu_default_births.get(origin, ""),
                 )
+
+    def cpu_default_params(self, fn: cst.FunctionDef) -> FrozenSet[str]:
+        """The parameters of ``fn`` whose default is the CPU device
+        (``device="cpu"``, ``device=torch.device("cpu")``)."""
+        found = self._cpu_default_params.get(fn)
+        if found is None:
+            names = set()
+            for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params):
+                d = p.default
+                if isinstance(d, cst.Call) and self.facts.qualify(d.func) == "torch.device" and d.args:
+                    d = d.args[0].value
+                if d is not None and string_value(d) == "cpu":
+                    names.add(p.name.value)
+            found = self._cpu_default_params[fn] = frozenset(names)
+        return found
 
     def staged_class(self, v: Value) -> Optional[ClassFacts]:
         """The module class of the file an instance ``v`` was built from
@@ -1844,6 +1866,9 @@ class _Interpreter:
         #: outputs and the devices it names are on its stages, and two of
         #: them meeting unmoved is a handover here too
         self._script_stages: Optional[Tuple[str, Stages, FrozenSet[str]]] = None
+        #: parameters left at a CPU device default (``device="cpu"``,
+        #: ``device=torch.device("cpu")``), with the value they start with
+        self._cpu_defaults: Dict[str, Value] = {}
         #: loop variable or index -> the container attribute its loop walks
         self.loop_names: Dict[str, str] = {}
         #: loop variable -> the module class of the file each element of the
@@ -1934,12 +1959,16 @@ class _Interpreter:
                     self._records[name] = (env[name], fields)
                 else:
                     env[name] = OTHER_VALUE  # annotated as something else: tuple[int, int], Config, ...
-            elif p.default is not None and isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) and not (
+            elif p.default is not None and (isinstance(p.default, (cst.Integer, cst.Float, cst.SimpleString, cst.Name)) or (
+                isinstance(p.default, cst.Call) and self.facts.qualify(p.default.func) == "torch.device"
+            )) and not (
                 isinstance(p.default, cst.Name) and p.default.value == "None"
             ):
                 # a device named by the default (device="cuda") is the one
                 # used when a caller passes none
-                env[name] = NUMBER_VALUE if not isinstance(p.default, cst.SimpleString) else self._expr(p.default, {})
+                env[name] = NUMBER_VALUE if not isinstance(p.default, (cst.SimpleString, cst.Call)) else self._expr(p.default, {})
+                if env[name].kind == DEVICE and env[name].device == CPU:
+                    self._cpu_defaults[name] = env[name]
             else:
                 env[name] = LOCAL_UNKNOWN  # whatever the caller passes: what it holds follows the inputs
         if node.params.star_arg is not None and isinstance(node.params.star_arg, cst.Param):
@@ -3545,6 +3574,14 @@ class _Interpreter:
             return _tensor(stage_device(key) if key else ANY)
         if dev is not None:
             where, born, source = self._device_of(dev.value, env)
+            if isinstance(dev.value, cst.Name) and dev.value.value in self._cpu_defaults \
+                    and env.get(dev.value.value) is self._cpu_defaults[dev.value.value]:
+                # device=device of a parameter left at its "cpu" default: a
+                # caller that passes no device gets a CPU tensor, as from a
+                # factory without one (a caller that passes one runs this
+                # function with it: see _apply_summary)
+                self.result.cpu_default_births[node] = dev.value.value
+                return self._born(node, name, env)
             gen = _keyword_value(args, "generator")
             if _cpu_generator(gen) and gen.born and (where == LOCAL or where in (CURRENT, FIXED)):
                 # torch.rand(n, device=x.device, generator=g) of a CPU
@@ -4363,6 +4400,11 @@ class _Interpreter:
             return self._translate(self._callee.returns, args, module_method)
         # a CPU-born argument: run the callee with it (one context per call
         # site), so a meeting inside the callee is the caller's finding
+        given = {k: v for k, v in bound.items() if k in self.flows.cpu_default_params(fn)}
+        if given:
+            # make_mask(n, x.device) of ``def make_mask(n, device="cpu")``:
+            # run with the device passed, not the default
+            state = {**(state or {}), **given}
         flow = self._pass_pinned(fn, args, state)
         self._callee = flow if flow is not None else self.flows.function(fn)
         if self._callee.complete:
