@@ -954,6 +954,10 @@ class _Scanner:
                     for tgt, val in pairs:
                         if type(tgt) is Attribute:
                             s.attribute_values.setdefault(tgt.attr, set()).add(self._value_kind(val))
+                    if cls is not None and method is None and value is not None and type(target) is Name:
+                        # class_alpha = torch.tensor([...]) in a class body:
+                        # read as self.class_alpha (ClassFacts.class_tensors)
+                        s.attribute_stores.append((cls, "<class>", target.id, value))  # type: ignore[arg-type]
                     if method is not None and value is not None:
                         # as the semantic pass records them: element pairs
                         # for a tuple/list target and value, each element

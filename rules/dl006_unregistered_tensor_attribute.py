@@ -18,6 +18,11 @@ an argument of the method annotated as a tensor (`self.bounds = bounds`
 with `bounds: Optional[Tensor]`), a plain alias of a buffer
 (`self.original = self.inv_freq` after `register_buffer("inv_freq", ...)`:
 `.to()` replaces the buffer and leaves the alias behind),
+a tensor the class body makes (`class_alpha = torch.tensor([0.1, 0.3])` in
+`class FocalLoss(nn.Module):`, read as `self.class_alpha` where no method
+assigns it: a class attribute, shared by every instance, that no `.to()`
+moves; reported at the class body, with no fix: the buffer belongs in
+`__init__`),
 or a list, tuple or dict of tensors (also one a helper of the same file
 returns: `self.tables = rotary_tables(d, n)` with `return freqs.cos(),
 freqs.sin()`). It is reported when the device flow
@@ -148,7 +153,7 @@ from devlint.diagnostic import FixSafety
 from devlint.facts.classes import AttributeFacts
 from devlint.facts.flow import LOCAL, Flow
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import code_of, dynamic_self_attribute, self_attribute
+from devlint.syntax import code_of, dynamic_self_attribute, self_attribute, statements
 from devlint.torch_api import INIT_METHODS
 
 _REGISTERED_KINDS = frozenset({"parameter", "buffer", "module", "nn_container"})
@@ -167,6 +172,10 @@ class UnregisteredTensorAttribute(Rule):
     container_message = (
         "`self.{name}` keeps tensors in a plain {container} read in `{reader}`: `.to()` and DataParallel "
         "replicas leave them on the device they were created on"
+    )
+    class_message = (
+        "`{name}` is a tensor the body of `{cls}` makes: a class attribute, no buffer, so `.to()` leaves it "
+        "on the CPU and `{reader}` meets it with the inputs' tensors, which fails when those are on a GPU"
     )
     plain_message = (
         "`self.{name}` is a tensor `{cls}.__init__` creates on the CPU: `{cls}` is no "
@@ -386,6 +395,32 @@ class Pyramid(nn.Module):
         super().__init__(context)
         # inside __init__: whether super().__init__() has run by this point
         self._module_ready = True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        # class_alpha = torch.tensor([...]) in the body of a module class:
+        # a class attribute no .to() moves (every instance and replica shares it)
+        cls = self.facts.classes.get(node.name.value)
+        if cls is None or not cls.is_module or not cls.class_tensors:
+            return
+        held = self.context.device_flow.held_readers(cls.name)
+        for stmt in statements(node):
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                target = small.targets[0].target if isinstance(small, cst.Assign) and len(small.targets) == 1 else (
+                    small.target if isinstance(small, cst.AnnAssign) else None
+                )
+                if not isinstance(target, cst.Name) or target.value not in cls.class_tensors or target.value in cls.self_assigned:
+                    continue
+                found = held.get(target.value)
+                if found is None:
+                    continue
+                self.report(
+                    target,
+                    self.class_message.format(name=target.value, cls=cls.name, reader=found[0]),
+                    no_fix_reason=(
+                        f"register it in `__init__`: `self.register_buffer(\"{target.value}\", <the tensor>, "
+                        "persistent=False)` (a class attribute is shared by every instance)"
+                    ),
+                )
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node is self.context.current_method:

@@ -794,6 +794,25 @@ def test_a_plain_class_state_finding_is_reproduced_though_it_has_no_fix():
     assert r["verdict"] == "fix failed"
 
 
+def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
+    """DL006 on a tensor a module's class body makes: `.to()` leaves it on
+    the CPU, and the moved loss indexing it with GPU targets fails as
+    PyTorch does; devlint offers no fix (the buffer belongs in __init__)."""
+    path = FIXTURES / "DL006" / "bad_class_body_tensor.py"
+    case = (
+        "\n\ndef _on_gpu():\n"
+        "    device = torch.device('cuda')\n"
+        "    criterion = FocalLoss().to(device)\n"
+        "    return criterion(torch.randn(6, 4, device=device), torch.randint(0, 4, (6,), device=device))\n"
+        "\n\ndef devlint_cases():\n"
+        "    return [{'name': 'on_gpu', 'placement': 'call', 'run': _on_gpu}]\n"
+    )
+    [r] = verify_jobs([job_for_text(str(path.relative_to(ROOT)), path.read_text() + case)], simulate=True, timeout=60, workers=1)
+    assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
+    assert "device" in r["original"]["error"]["message"]
+    assert r["verdict"] == "fix failed"
+
+
 def test_a_cpu_generator_drawing_on_a_simulated_gpu_raises_as_pytorch_does():
     """The simulated path checks a draw's generator as ATen does: a CPU
     generator on a CUDA device raises PyTorch's message (its two halves are

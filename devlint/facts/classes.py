@@ -250,6 +250,10 @@ class ClassFacts:
     #: fields the class body annotates as one tensor (a model-output
     #: dataclass: ``logits: Optional[torch.FloatTensor] = None``)
     tensor_fields: List[str] = field(default_factory=list)
+    #: tensors the class body makes (``class_alpha = torch.tensor([...])``):
+    #: class attributes, shared by every instance and replica, that no
+    #: ``.to()`` moves (read as ``self.class_alpha`` where no method assigns it)
+    class_tensors: Dict[str, "AttributeFacts"] = field(default_factory=dict)
     #: container attribute -> the device expressions its elements were placed
     #: on, one per placement site (``for i, b in enumerate(self.blocks):
     #: b.to(devices[i % n])``, ``nn.ModuleList([B().to(d0), B().to(d1)])``)
@@ -532,6 +536,10 @@ class FileFacts:
             cls = self.class_facts(name)
             if cls is not None and attr in cls.attributes:
                 return cls.attributes[attr]
+        for name in self.lineage(class_name):
+            cls = self.class_facts(name)
+            if cls is not None and attr in cls.class_tensors and attr not in cls.self_assigned:
+                return cls.class_tensors[attr]  # a tensor the class body makes, no method replaces
         return None
 
     def kept_by_move_overrides(self, class_name: str) -> Dict[str, Tuple[str, ...]]:
@@ -1105,6 +1113,13 @@ class _FactsBuilder:
                             cls.defines_device = True
                         if not (isinstance(small, cst.AnnAssign) and small.value is None):
                             cls.class_attributes.extend(t.value for t in targets if isinstance(t, cst.Name))
+                            if len(targets) == 1 and isinstance(targets[0], cst.Name) and small.value is not None \
+                                    and self.classify_value(small.value, ())[0] == "tensor" \
+                                    and not self.is_scalar_tensor(small.value, set()):
+                                name = targets[0].value
+                                cls.class_tensors[name] = AttributeFacts(
+                                    name=name, kind="tensor", method="", line=0, value=code_of(small.value),
+                                )
                         if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and annotates_tensor(
                             small.annotation.annotation, optional=True
                         ):

@@ -36,7 +36,7 @@ SUMMARY_VERSION = 8
 #: pinning methods and the parts ``forward`` hands its inputs serve the
 #: class's own file (``pins_optional``, its stages) and travel as what they
 #: gave
-_LOCAL_ONLY = frozenset({"assignments", "pinning_methods", "input_parts", "entry_reads"})
+_LOCAL_ONLY = frozenset({"assignments", "pinning_methods", "input_parts", "entry_reads", "class_tensors"})
 
 
 _CLASS_LINE = re.compile(r"^[ \t]*class[ \t]+(\w+)", re.M)
