@@ -870,9 +870,10 @@ class _Scanner:
             elif t is FunctionDef or t is AsyncFunctionDef:
                 s.function_names.add(node.name)
                 a = node.args
-                for arg, d in list(zip(a.args[len(a.args) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
-                    if type(d) is Call and d.args and _dotted(d.func) in ("torch.device", "device"):
-                        d = d.args[0]
+                positional = a.posonlyargs + a.args
+                for arg, d in list(zip(positional[len(positional) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults)):
+                    if type(d) is Call and d.args:
+                        d = d.args[0]  # torch.device("cpu"), th.device("cpu"), D("cpu"): a superset
                     if type(d) is ast.Constant and d.value == "cpu":
                         # def make_mask(n, device="cpu"): device=device there
                         # is a CPU tensor for a call that passes none

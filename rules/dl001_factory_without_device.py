@@ -357,12 +357,6 @@ class RNN(nn.Module):
                     f"which fails when that is on a GPU (built on every call, its weights are new on every call: "
                     f"a layer of the model belongs in `__init__`)"
                 )
-            elif found.default_device:
-                message = (
-                    f"{shown} in `{found.where}` creates its tensor on `{found.default_device}`, which defaults to the "
-                    f"CPU, and a call passes none; it meets {found.partner_text} through {found.how_text}, which "
-                    f"fails when that is on a GPU"
-                )
             else:
                 message = (
                     f"{shown} in `{found.where}` creates its tensor on the CPU; it meets "
@@ -407,11 +401,6 @@ class RNN(nn.Module):
                 ) else cst.Call(func=cst.Attribute(value=origin, attr=cst.Name("to")), args=[cst.Arg(cst.parse_expression(anchor))])
                 description = f"create it on `{anchor}` (a model without parameters raises StopIteration there)"
                 self.report(origin, message, fix=self.replace(origin, new, description, FixSafety.UNSAFE), related=related)
-                continue
-            if found.default_device:
-                self.report(origin, message, related=related, no_fix_reason=(
-                    f"callers that pass `{found.default_device}` get their own device: pass one where the default is left"
-                ))
                 continue
             if not found.anchors or not isinstance(origin, cst.Call):
                 self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created",

@@ -417,8 +417,8 @@ class Pyramid(nn.Module):
                     target,
                     self.class_message.format(name=target.value, cls=cls.name, reader=found[0]),
                     no_fix_reason=(
-                        f"register it in `__init__`: `self.register_buffer(\"{target.value}\", <the tensor>, "
-                        "persistent=False)` (a class attribute is shared by every instance)"
+                        f"register it in `__init__` and drop the class attribute (`register_buffer` refuses a name "
+                        f"the class already has): `self.register_buffer(\"{target.value}\", <the tensor>, persistent=False)`"
                     ),
                 )
 

@@ -638,3 +638,34 @@ def test_a_model_moved_or_wrapped_whole_has_no_stages_in_the_script():
     src = SCRIPT.format(labels="labels.to(model.dev0)")
     for how in ("model = TwoStage().to('cuda:0')", "model = nn.DataParallel(TwoStage())"):
         assert handovers(src.replace("model = TwoStage()", how), method="run") == [], how
+
+
+def test_a_fix_in_script_code_names_no_device_of_a_tuple():
+    # ``outs = model(x)`` of a forward returning a tuple: ``outs[0]`` is on
+    # the last stage, but ``outs.device`` would be an AttributeError
+    src = SCRIPT.replace("return self.head(self.body(x.to(self.dev0)).to(self.dev1))",
+                         "return self.head(self.body(x.to(self.dev0)).to(self.dev1)), x")
+    src = src.replace("logits = model(x)\n    return F.cross_entropy(logits, {labels})",
+                      "outs = model(x)\n    return F.cross_entropy(outs[0], {labels})")
+    flow, _, _ = _flow(src.format(labels="labels.to(model.dev0)"))
+    found = [h for fn in flow.all_functions() if fn.name.value == "run" for h in flow.function(fn).handovers]
+    assert [(cst.Module(body=[]).code_for_node(h.arg), h.expression) for h in found] == [("labels.to(model.dev0)", None)]
+
+
+def test_a_model_moved_beside_a_model_parallel_one_is_still_a_model():
+    # ``net = make_net().cuda()`` in a function that also runs a model-parallel
+    # model: a move of something of unknown kind, not a stage's tensor, so a
+    # CPU batch fed to ``net`` is still DL011's
+    from devlint.engine import lint_source
+
+    literal = SCRIPT.replace(".to(dev0)", '.to("cuda:0")').replace(".to(dev1)", '.to("cuda:1")')
+    src = HEADER + "from zoo import make_net\n" + textwrap.dedent(literal.format(labels="labels.to(model.dev1)")) + textwrap.dedent('''
+        def main(loader):
+            model = TwoStage()
+            net = make_net().cuda()
+            for images, _ in loader:
+                net(images)
+                model(images)
+        ''')
+    codes = [d.code for d in lint_source(src, "script.py").diagnostics]
+    assert codes.count("DL011") == 1, codes

@@ -219,6 +219,10 @@ NONE_VALUE = Value(NONE)
 #: it is a tensor on the inputs' device
 LOCAL_UNKNOWN = Value(UNKNOWN, LOCAL)
 NUMBER_VALUE = Value(NUMBER, scalar=True)
+#: a ``device`` parameter whose default is the CPU, which a call left there
+#: (``make_mask(n)`` of ``def make_mask(n, device="cpu")``): the identity
+#: marks it (``_apply_summary`` binds it, ``_factory`` reads it)
+LEFT_AT_CPU_DEFAULT = Value(DEVICE, CPU)
 #: ``False`` or ``0``
 FALSE_VALUE = Value(NUMBER, scalar=True, falsy=True)
 OTHER_VALUE = Value(OTHER)
@@ -640,9 +644,6 @@ class FunctionFlow:
     #: such tensors (``init_hidden`` returning ``(h, c)``): no ``.to()``
     #: moves what they return whole
     relayed_several: Set[cst.CSTNode] = field(default_factory=set)
-    #: a factory given ``device=`` a parameter left at its CPU default
-    #: (``device="cpu"``) -> that parameter
-    cpu_default_births: Dict[cst.CSTNode, str] = field(default_factory=dict)
     #: False for the empty flow a recursive call gets while the function's
     #: own flow is still being computed: its ``returns`` says nothing
     complete: bool = True
@@ -692,8 +693,6 @@ class OriginMeeting:
     relay: Optional[Tuple[str, str]] = None
     #: the relaying function returns a tuple or list of such tensors
     relay_several: bool = False
-    #: the origin takes ``device=`` from this parameter, left at its CPU default
-    default_device: str = ""
 
     @property
     def partner_text(self) -> str:
@@ -924,8 +923,8 @@ class DeviceFlow:
         # over its names): hinted like a method from its enclosing function
         method = self.owner.get(node) is not None or node in self.nested
         if not method and not self.may_meet(node):
-            # a module-level function gets CPU hints only, which matter only
-            # where a CPU-born tensor could meet its parameters
+            # a module-level function's hints matter only where a CPU-born
+            # tensor could meet its parameters
             self._hints[node] = {}
             return self._hints[node]
         if node in self.nested:
@@ -1331,7 +1330,6 @@ class DeviceFlow:
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
                     home_flow.placed_by.get(origin, ""), home_flow.helper_births.get(origin),
                     home_flow.relayed.get(origin), origin in home_flow.relayed_several,
-                    home_flow.cpu_default_births.get(origin, ""),
                 )
 
     def cpu_default_params(self, fn: cst.FunctionDef) -> FrozenSet[str]:
@@ -1866,9 +1864,6 @@ class _Interpreter:
         #: outputs and the devices it names are on its stages, and two of
         #: them meeting unmoved is a handover here too
         self._script_stages: Optional[Tuple[str, Stages, FrozenSet[str]]] = None
-        #: parameters left at a CPU device default (``device="cpu"``,
-        #: ``device=torch.device("cpu")``), with the value they start with
-        self._cpu_defaults: Dict[str, Value] = {}
         #: loop variable or index -> the container attribute its loop walks
         self.loop_names: Dict[str, str] = {}
         #: loop variable -> the module class of the file each element of the
@@ -1967,8 +1962,6 @@ class _Interpreter:
                 # a device named by the default (device="cuda") is the one
                 # used when a caller passes none
                 env[name] = NUMBER_VALUE if not isinstance(p.default, (cst.SimpleString, cst.Call)) else self._expr(p.default, {})
-                if env[name].kind == DEVICE and env[name].device == CPU:
-                    self._cpu_defaults[name] = env[name]
             else:
                 env[name] = LOCAL_UNKNOWN  # whatever the caller passes: what it holds follows the inputs
         if node.params.star_arg is not None and isinstance(node.params.star_arg, cst.Param):
@@ -2655,9 +2648,15 @@ class _Interpreter:
             (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = first, (node, key, arrival)
             if a_arrival and not isinstance(at, cst.AugAssign):  # name the stage that is known, move the input
                 (a_node, a_key, a_arrival), (o_node, o_key, o_arrival) = (o_node, o_key, o_arrival), (a_node, a_key, a_arrival)
-            root = _device_root(a_node, {self.self_name, *self.facts.imports}) if dispatched or self.stages is None else (
-                a_node.value if isinstance(a_node, cst.Name) else None
-            )
+            if dispatched:
+                root = _device_root(a_node, {self.self_name, *self.facts.imports})
+            elif self.stages is None:
+                # code running a model-parallel model: ``logits.view(-1, n)``
+                # names ``logits``; an item of a tuple or list (``outs[0]``)
+                # names no tensor a fix can read ``.device`` of
+                root = _device_root(a_node, set(self.facts.imports), through_items=False)
+            else:
+                root = a_node.value if isinstance(a_node, cst.Name) else None
             expression = f"{root}.device" if root else (
                 None if a_key.startswith((EACH, SPREAD)) else self.stages.shown_as(a_key) if self.stages else None
             )
@@ -3574,13 +3573,11 @@ class _Interpreter:
             return _tensor(stage_device(key) if key else ANY)
         if dev is not None:
             where, born, source = self._device_of(dev.value, env)
-            if isinstance(dev.value, cst.Name) and dev.value.value in self._cpu_defaults \
-                    and env.get(dev.value.value) is self._cpu_defaults[dev.value.value]:
-                # device=device of a parameter left at its "cpu" default: a
-                # caller that passes no device gets a CPU tensor, as from a
-                # factory without one (a caller that passes one runs this
-                # function with it: see _apply_summary)
-                self.result.cpu_default_births[node] = dev.value.value
+            if isinstance(dev.value, cst.Name) and env.get(dev.value.value) is LEFT_AT_CPU_DEFAULT:
+                # device=device of a parameter this call left at its "cpu"
+                # default (see _apply_summary): a CPU tensor, as from a
+                # factory without one (the function's own flow, for callers
+                # it does not know, reads the default as a device)
                 return self._born(node, name, env)
             gen = _keyword_value(args, "generator")
             if _cpu_generator(gen) and gen.born and (where == LOCAL or where in (CURRENT, FIXED)):
@@ -3813,15 +3810,24 @@ class _Interpreter:
 
     def _instance_method(self, recv: Value, m: str) -> Optional[cst.FunctionDef]:
         """Method ``m`` (its own or inherited from a class of the file) of the
-        plain class an instance the script built belongs to."""
-        built = next((b.func.value for b in recv.born if isinstance(b, cst.Call) and isinstance(b.func, cst.Name)), None)
+        plain class an instance the script built belongs to; None where the
+        script built it to run on the CPU (``Predictor(net)`` of ``def
+        __init__(self, model, device="cpu")``, or given ``"cpu"``): its
+        ``model.to(device)`` is then no GPU."""
+        built = next((b for b in recv.born if isinstance(b, cst.Call) and isinstance(b.func, cst.Name)), None)
         if built is None:
             return None
-        for c in self.facts.lineage(built):
-            fn = self.flows.method(c, m)
-            if fn is not None:
-                return None if _decorators(fn) & {"property", "staticmethod", "classmethod"} else fn
-        return None
+        fn = self.flows.method(built.func.value, m)  # type: ignore[attr-defined]
+        if fn is None or _decorators(fn) & {"property", "staticmethod", "classmethod"}:
+            return None
+        init = self.flows.method(built.func.value, "__init__")  # type: ignore[attr-defined]
+        if init is not None:
+            bound = _bind_arguments(init, [(a, self._expr(a.value, {})) for a in built.args], method=True)
+            if any(k not in bound and not any(a.star for a in built.args) for k in self.flows.cpu_default_params(init)):
+                return None  # left at its "cpu" default
+        if any(string_value(a.value) == "cpu" for a in built.args):
+            return None
+        return fn
 
     def _method_call(self, node: cst.Call, func: cst.Attribute, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
         m = func.attr.value
@@ -4009,7 +4015,9 @@ class _Interpreter:
             if given and stage_of(given[0][1].device) and given[0][1].kind in (DEVICE, TENSOR):
                 return Value(TENSOR, given[0][1].device)
             written = given[0][0].value if given else cst.SimpleString('"cuda"') if m == "cuda" else None
-            key = self._script_stage_key(written, env) if written is not None else None
+            # (a device written out moves something of unknown kind that may
+            # be another model: ``resnet18().cuda()``, not a stage's tensor)
+            key = self._script_stage_key(written, env) if written is not None and kind == TENSOR else None
             if key is not None:
                 return Value(TENSOR, stage_device(key))
         if kind in (MODULE, UNKNOWN, WRAPPER) and m in ("to", "cuda", "cpu") and self.stages is None:
@@ -4400,11 +4408,14 @@ class _Interpreter:
             return self._translate(self._callee.returns, args, module_method)
         # a CPU-born argument: run the callee with it (one context per call
         # site), so a meeting inside the callee is the caller's finding
-        given = {k: v for k, v in bound.items() if k in self.flows.cpu_default_params(fn)}
-        if given:
-            # make_mask(n, x.device) of ``def make_mask(n, device="cpu")``:
-            # run with the device passed, not the default
-            state = {**(state or {}), **given}
+        defaults = self.flows.cpu_default_params(fn)
+        if defaults:
+            # ``def make_mask(n, device="cpu")``: make_mask(n) runs with the
+            # CPU default, make_mask(n, x.device) with the device it passes
+            starred = any(a.star for a, _ in args)  # f(n, **opts) may pass it
+            given = {k: bound[k] if k in bound else LEFT_AT_CPU_DEFAULT for k in defaults if k in bound or not starred}
+            if given:
+                state = {**(state or {}), **given}
         flow = self._pass_pinned(fn, args, state)
         self._callee = flow if flow is not None else self.flows.function(fn)
         if self._callee.complete:
@@ -4615,7 +4626,7 @@ def _cpu_generator(v: Value) -> bool:
     return v.kind == OTHER and v.device == CPU
 
 
-def _device_root(node: cst.CSTNode, skip: Collection[str] = ()) -> Optional[str]:
+def _device_root(node: cst.CSTNode, skip: Collection[str] = (), through_items: bool = True) -> Optional[str]:
     """The name whose ``.device`` is ``node``'s, where ``node`` is a tensor
     of a stage the flow found: ``logits`` for ``logits``,
     ``logits.view(-1, n)``, ``logits[:, -1]``, ``(h * m).sum(1)`` (an
@@ -4624,7 +4635,7 @@ def _device_root(node: cst.CSTNode, skip: Collection[str] = ()) -> Optional[str]
     while True:
         if isinstance(node, cst.Name):
             return node.value if node.value not in skip else None
-        if isinstance(node, cst.Subscript):
+        if isinstance(node, cst.Subscript) and through_items:
             node = node.value
         elif isinstance(node, cst.BinaryOperation):
             node = node.left
