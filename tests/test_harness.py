@@ -773,44 +773,45 @@ def test_one_gpu_gather_refuses_cpu_outputs_only_from_the_gpu_replica():
             E.EmulatedDataParallel.gather(dp, [(torch.ones(2),), (torch.ones(2),)], 0)
 
 
+def _reproduced_without_fix(path: Path, body: str) -> dict:
+    """Run ``body`` (the lines of ``_on_gpu``) as a ``call`` case appended to
+    the fixture at ``path``, on the simulated GPUs: the bug must show,
+    and the verdict must say devlint offers no fix."""
+    case = (
+        "\n\ndef _on_gpu():\n" + "".join(f"    {line}\n" for line in body.strip().splitlines())
+        + "\n\ndef devlint_cases():\n"
+        "    return [{'name': 'on_gpu', 'placement': 'call', 'run': _on_gpu}]\n"
+    )
+    [r] = verify_jobs([job_for_text(str(path.relative_to(ROOT)), path.read_text() + case)], simulate=True, timeout=60, workers=1)
+    assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
+    assert r["verdict"] == "fix failed"
+    return r
+
+
 def test_a_plain_class_state_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a plain class (no ``nn.Module``) has no fix to confirm; the
     harness still shows its bug: the fixture's objects, given GPU tensors,
     fail with PyTorch's device mismatch, and the verdict says devlint has
     no fix."""
-    path = FIXTURES / "DL006" / "bad_plain_class_state.py"
-    case = (
-        "\n\ndef _on_gpu():\n"
-        "    device = torch.device('cuda')\n"
-        "    x0 = torch.randn(2, 3, 4, 4, device=device)\n"
-        "    t = torch.randint(0, 50, (2,), device=device)\n"
-        "    return Diffusion(steps=50).q_sample(x0, t, torch.randn_like(x0))\n"
-        "\n\ndef devlint_cases():\n"
-        "    return [{'name': 'on_gpu', 'placement': 'call', 'run': _on_gpu}]\n"
-    )
-    [r] = verify_jobs([job_for_text(str(path.relative_to(ROOT)), path.read_text() + case)], simulate=True, timeout=60, workers=1)
-    assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
+    r = _reproduced_without_fix(FIXTURES / "DL006" / "bad_plain_class_state.py", """
+device = torch.device('cuda')
+x0 = torch.randn(2, 3, 4, 4, device=device)
+t = torch.randint(0, 50, (2,), device=device)
+return Diffusion(steps=50).q_sample(x0, t, torch.randn_like(x0))
+""")
     assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
-    assert r["verdict"] == "fix failed"
 
 
 def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a tensor a module's class body makes: `.to()` leaves it on
     the CPU, and the moved loss indexing it with GPU targets fails as
     PyTorch does; devlint offers no fix (the buffer belongs in __init__)."""
-    path = FIXTURES / "DL006" / "bad_class_body_tensor.py"
-    case = (
-        "\n\ndef _on_gpu():\n"
-        "    device = torch.device('cuda')\n"
-        "    criterion = FocalLoss().to(device)\n"
-        "    return criterion(torch.randn(6, 4, device=device), torch.randint(0, 4, (6,), device=device))\n"
-        "\n\ndef devlint_cases():\n"
-        "    return [{'name': 'on_gpu', 'placement': 'call', 'run': _on_gpu}]\n"
-    )
-    [r] = verify_jobs([job_for_text(str(path.relative_to(ROOT)), path.read_text() + case)], simulate=True, timeout=60, workers=1)
-    assert r["original"]["status"] == "reproduced", json.dumps(r, indent=1, default=str)[:3000]
+    r = _reproduced_without_fix(FIXTURES / "DL006" / "bad_class_body_tensor.py", """
+device = torch.device('cuda')
+criterion = FocalLoss().to(device)
+return criterion(torch.randn(6, 4, device=device), torch.randint(0, 4, (6,), device=device))
+""")
     assert "device" in r["original"]["error"]["message"]
-    assert r["verdict"] == "fix failed"
 
 
 def test_a_cpu_generator_drawing_on_a_simulated_gpu_raises_as_pytorch_does():
