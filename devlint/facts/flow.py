@@ -2553,29 +2553,30 @@ class _Interpreter:
             root = root.value
         if not isinstance(root, cst.Name) or root is node:
             return None
-        held = env.get(root.value)
-        cls = self.flows.staged_class(held) if held is not None and held.kind == MODULE else None
+        held = self._model_stages(root.value, env.get(root.value))
+        if held is None:
+            return None
+        stages, keys = held
+        named = node if root.value == stages.self_name else node.visit(NameRenamer(root.value, stages.self_name))
+        key = stages.key(named)  # type: ignore[arg-type]
+        return Value(DEVICE, stage_device(key)) if key in keys else None
+
+    def _model_stages(self, name: str, v: Optional[Value]) -> Optional[Tuple[Stages, FrozenSet[str]]]:
+        """The stages of the model-parallel model ``name`` holds (``v``),
+        from now on this function's (None: it holds none)."""
+        cls = self.flows.staged_class(v) if v is not None else None
         if cls is None:
             return None
         stages, keys = self.flows.class_stages(cls)
-        named = node if root.value == stages.self_name else node.visit(NameRenamer(root.value, stages.self_name))
-        key = stages.key(named)  # type: ignore[arg-type]
-        if key not in keys:
-            return None
-        self._script_stages = (root.value, stages, keys)
-        return Value(DEVICE, stage_device(key))
+        self._script_stages = (name, stages, keys)
+        return stages, keys
 
     def _script_stage_key(self, node: cst.BaseExpression, env: Env) -> Optional[str]:
         """A device written out (``"cuda:1"``, ``1``) that names a stage of
         the model-parallel model this function holds."""
-        if self._script_stages is None:
-            for name, v in env.items():
-                cls = self.flows.staged_class(v) if v.kind == MODULE else None
-                if cls is not None:
-                    self._script_stages = (name, *self.flows.class_stages(cls))
-                    break
-            else:
-                return None
+        if self._script_stages is None and not any(self._model_stages(name, v) for name, v in env.items()):
+            return None
+        assert self._script_stages is not None
         _, stages, keys = self._script_stages
         key = stages.key(node) if isinstance(node, (cst.SimpleString, cst.Integer, cst.Call)) else None
         return key if key in keys else None
@@ -2585,13 +2586,12 @@ class _Interpreter:
         ``forward`` returns, on its stages."""
         cls = self.flows.staged_class(model)
         forward = self.flows.method(cls.name, "forward") if cls is not None else None
-        if cls is None or forward is None:
+        if forward is None:
             return None
         out = self._translate(self.flows.function(forward).returns, args, module_method=True)
         if not any(stage_of(t.device) for t in _tensors_in(out)):
             return None
-        stages, keys = self.flows.class_stages(cls)
-        self._script_stages = (name, stages, keys)
+        self._model_stages(name, model)
         return out
 
     def _stage_args(self, args: List[Tuple[cst.Arg, Value]]) -> List[Tuple[cst.CSTNode, Value]]:
@@ -3822,7 +3822,7 @@ class _Interpreter:
             return None
         init = self.flows.method(built.func.value, "__init__")  # type: ignore[attr-defined]
         if init is not None:
-            bound = _bind_arguments(init, [(a, self._expr(a.value, {})) for a in built.args], method=True)
+            bound = _bind_arguments(init, [(a, OTHER_VALUE) for a in built.args], method=True)  # (names only)
             if any(k not in bound and not any(a.star for a in built.args) for k in self.flows.cpu_default_params(init)):
                 return None  # left at its "cpu" default
         if any(string_value(a.value) == "cpu" for a in built.args):
@@ -4259,9 +4259,6 @@ class _Interpreter:
             # (``prepare_batch(batch, device)``): its items are tensors there
             passed.update((k, v) for k, v in bound.items() if v.kind == BATCH and v.device == CPU and v.born)
         passed.update(state or {})
-        # a model-parallel model of the file handed to a helper
-        # (``train_step(model, batch)``): its outputs are on its stages there
-        passed.update((k, v) for k, v in bound.items() if v.kind == MODULE and v.born and self.flows.staged_class(v))
         if self.stages is not None and self.flows.owner.get(fn) == self.stages.cls.name:
             # self._merge(h, y) of a module whose parts are on stages: the
             # tensors it is handed keep their stages in the helper, where
