@@ -165,6 +165,7 @@ import libcst as cst
 
 from devlint.diagnostic import FixSafety
 from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
+from devlint.facts.training import MODULE_SCOPE
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import calls_in, code_of, keyword_arg, with_keyword_arg
 from devlint.torch_api import DEVICE_FACTORIES, LEGACY_TENSOR_CONSTRUCTORS, layer_parameter
@@ -356,6 +357,24 @@ class RNN(nn.Module):
                     f"no submodule, nothing moves it with the model, and it is called on {found.partner_text}, "
                     f"which fails when that is on a GPU (built on every call, its weights are new on every call: "
                     f"a layer of the model belongs in `__init__`)"
+                )
+            elif found.where == MODULE_SCOPE and found.met_in and found.met_in != MODULE_SCOPE:
+                # a module-level constant: made at import, before any device
+                message = (
+                    f"{shown} at module level creates its tensor on the CPU, once, at import (moving a model "
+                    f"does not move it); it meets {found.partner_text} in `{found.met_in}` through {found.how_text}, "
+                    f"which fails when that is on a GPU"
+                )
+                self.report(origin, message, no_fix_reason="a module-level tensor is made before any device is known: "
+                            "move it where it is read (`.to(x.device)`), or keep it as a buffer of the module")
+                continue
+            elif found.met_in:
+                # made here, met in another function (a caller, or a
+                # method reading the attribute it is kept in): say where
+                there = "the module's own code" if found.met_in == MODULE_SCOPE else f"`{found.met_in}`"
+                message = (
+                    f"{shown} in `{found.where}` creates its tensor on the CPU; it meets "
+                    f"{found.partner_text} in {there} through {found.how_text}, which fails when that is on a GPU"
                 )
             else:
                 message = (

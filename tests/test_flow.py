@@ -1728,3 +1728,32 @@ def test_a_vmapped_function_runs_on_its_arguments_devices():
         """
     )
     assert sorted({(f, b) for f, b, _, _ in found}) == [("aliased", 16), ("direct", 3)]
+
+
+def test_module_level_tensors_are_cpu_constants_only_when_bound_once():
+    """A tensor the module makes at import (``MEAN = torch.tensor(...)``) is
+    on the CPU wherever a function reads it; a name bound again (at module
+    level, or by a function that declares it ``global``), a 0-dim tensor,
+    and one made with a device are not such constants."""
+    src = (
+        "MEAN = torch.tensor([0.5, 0.4, 0.3]).view(1, 3, 1, 1)\n"
+        "SCALE = torch.tensor(0.07)\n"
+        "ON_GPU = torch.ones(3, device='cuda')\n"
+        "GRID = torch.linspace(0, 1, 5)\n"
+        "GRID = GRID.cuda()\n"
+        "CACHE = torch.zeros(3)\n"
+        "for TABLE in (torch.ones(3),):\n"
+        "    pass\n\n"
+        "def reset():\n"
+        "    global CACHE\n"
+        "    CACHE = torch.zeros(3)\n\n"
+        "def f(x: torch.Tensor):\n"
+        "    return x - MEAN\n"
+    )
+    flow, _, _ = _flow("import torch\n" + src)
+    assert flow.module_tensor("MEAN").device == CPU
+    for name in ("SCALE", "ON_GPU", "GRID", "CACHE", "TABLE", "f", "torch"):
+        assert flow.module_tensor(name) is None, name
+    assert [(m[0], m[1], m[3]) for m in meetings(src)] == [("f", 1, "operator")]
+    # a local of the same name shadows the constant
+    assert not meetings("MEAN = torch.ones(3)\n\ndef f(x: torch.Tensor):\n    MEAN = x.mean()\n    return x - MEAN\n")

@@ -802,6 +802,18 @@ return Diffusion(steps=50).q_sample(x0, t, torch.randn_like(x0))
     assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
 
 
+def test_a_module_level_tensor_finding_is_reproduced_though_it_has_no_fix():
+    """DL001 on a tensor the module makes at import: moving the model leaves
+    it on the CPU, and the moved model subtracting it from a GPU batch
+    fails as PyTorch does; devlint offers no fix where it is made."""
+    r = _reproduced_without_fix(FIXTURES / "DL001" / "bad_module_level_constant_tensor.py", """
+device = torch.device('cuda')
+model = Classifier().to(device)
+return model(torch.randint(0, 256, (2, 3, 8, 8), device=device))
+""")
+    assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
+
+
 def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a tensor a module's class body makes: `.to()` leaves it on
     the CPU, and the moved loss indexing it with GPU targets fails as

@@ -214,6 +214,31 @@ def test_a_subclass_of_a_project_module_is_a_module():
     assert [d.code for d in alone.diagnostics] == ["DL001"] or alone.diagnostics == []
 
 
+def test_torch_names_are_the_vocabularys_even_when_the_run_checks_torch():
+    """Checking torch's own package, ``torch.nn.Module`` resolves through the
+    index to a project class (torch/nn/modules/module.py, no base, so no
+    summary calls it a module): the vocabulary describes torch's names."""
+    modules = _summary_of(MODELS, "torch.nn.modules.module")
+    modules["classes"] = {"Module": dict(modules["classes"]["Base"], name="Module", bases=[], is_module=False)}
+    index = ProjectIndex({"torch.nn.modules.module": modules},
+                         aliases={"torch.nn": {"*torch.nn.modules": "torch.nn.modules"},
+                                  "torch.nn.modules": {"Module": "torch.nn.modules.module.Module"}})
+    text = (
+        "import torch\n\n\n"
+        "class Linear(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.weight = torch.rand(5, 5)\n\n"
+        "    def forward(self, x):\n"
+        "        return x @ self.weight\n"
+    )
+    assert index.resolve("torch.nn.modules.Module") is None
+    found = lint_source(text, "torch/testing/fixtures.py", CODES,
+                        project=ProjectContext("torch.testing.fixtures", False, index)).diagnostics
+    assert [d.code for d in found] == ["DL006"]
+    assert "no `nn.Module`" not in found[0].message and "plain tensor attribute" in found[0].message
+
+
 # -- runs -------------------------------------------------------------------------
 TRAIN = """
 import torch.nn as nn

@@ -41,7 +41,7 @@ factory), what it met and which tensor in scope there a fix may name.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Collection, Dict, FrozenSet, Iterable, Iterator, List, Optional, Sequence, Set, Tuple, Union
 
 import libcst as cst
 
@@ -603,6 +603,9 @@ class FunctionFlow:
     #: it (``generate`` running the language model's embedding): its
     #: handovers happen when the model runs, as forward's do
     runs_parts: bool = False
+    #: what the names hold where the function ends (kept for the
+    #: module-level constants only: :meth:`DeviceFlow.module_tensor`)
+    exit_env: Dict[str, "Value"] = field(default_factory=dict)
     #: ``torch.tensor(x)`` of data the flow cannot see: maybe 0-dim
     maybe_scalar: Set[cst.CSTNode] = field(default_factory=set)
     #: tensors a data loader yields, by the node that names them first (a
@@ -693,6 +696,9 @@ class OriginMeeting:
     relay: Optional[Tuple[str, str]] = None
     #: the relaying function returns a tuple or list of such tensors
     relay_several: bool = False
+    #: the function the meeting is in, when it is not ``home`` (a caller
+    #: that gets the tensor back from ``home``); else ""
+    met_in: str = ""
 
     @property
     def partner_text(self) -> str:
@@ -775,6 +781,10 @@ class DeviceFlow:
         self.stage_names: Dict[Tuple[str, str], Dict[str, str]] = {}
         self._class_stages: Dict[str, Tuple[Stages, FrozenSet[str]]] = {}
         self._cpu_default_params: Dict[cst.FunctionDef, FrozenSet[str]] = {}
+        #: module-level tensors (:meth:`module_tensor`), found when first read
+        self._module_tensors: Optional[Dict[str, Value]] = None
+        self._module_tensor_names: Optional[FrozenSet[str]] = None
+        self._constants_function: Optional[cst.FunctionDef] = None
         self.module = module
         self._gloo: Optional[bool] = None
         self._collate_fns: Optional[Set[str]] = None
@@ -825,10 +835,62 @@ class DeviceFlow:
             )
         return self._module_function
 
+    def module_tensor(self, name: str) -> Optional[Value]:
+        """The tensor a module-level name holds when the module binds it
+        once, at import, to a tensor it makes on the CPU (``MEAN =
+        torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1)``): a function
+        reading it gets that CPU tensor, which no ``.to()`` of a model moves.
+        None for any other name (bound more than once, declared ``global``
+        somewhere, or not a CPU tensor of more than one element)."""
+        if name not in self.module_tensor_names():
+            return None
+        if self._module_tensors is None:
+            self._module_tensors = {}  # (a read while they are found: none yet)
+            self._module_tensors = self._find_module_tensors()
+        return self._module_tensors.get(name)
+
+    def module_tensor_names(self) -> FrozenSet[str]:
+        """The module-level names :meth:`module_tensor` may know: bound once,
+        by a simple assignment whose value calls into torch, and declared
+        ``global`` nowhere (a syntactic bound, cheap to ask)."""
+        if self._module_tensor_names is None:
+            candidates = []
+            for stmt in self.module.body:
+                if isinstance(stmt, cst.SimpleStatementLine):
+                    for small in stmt.body:
+                        if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None:
+                            targets = small.targets if isinstance(small, cst.Assign) else [small]
+                            if len(targets) == 1 and isinstance(targets[0].target, cst.Name) and any(
+                                (self.facts.qualify(c.func) or "").startswith("torch.") for c in calls_in(small.value)
+                            ):
+                                candidates.append(targets[0].target.value)
+            names: FrozenSet[str] = frozenset()
+            if candidates:
+                bindings = _ModuleBindings()
+                walk(self.module, bindings)
+                names = frozenset(n for n in candidates if bindings.count.get(n) == 1 and n not in bindings.declared)
+            self._module_tensor_names = names
+        return self._module_tensor_names
+
+    def _find_module_tensors(self) -> Dict[str, Value]:
+        names = self.module_tensor_names()
+        if not names:
+            return {}
+        lines = [stmt for stmt in self.module.body if isinstance(stmt, cst.SimpleStatementLine)]
+        fn = self._constants_function = cst.FunctionDef(name=cst.Name("__constants__"), params=cst.Parameters(),
+                                                        body=cst.IndentedBlock(body=lines))
+        found = self._interpret(("function", fn), fn, lambda: {"hinted": False})
+        out: Dict[str, Value] = {}
+        for name in names:
+            v = found.exit_env.get(name)
+            if v is not None and v.kind == TENSOR and v.device == CPU and v.pinned and not v.scalar:
+                out[name] = replace(v, anchor=None)
+        return out
+
     def scope_name(self, fn: cst.FunctionDef) -> str:
         """The ``Training`` scope of ``fn``: ``<module>``, ``main``,
         ``Trainer.fit``, ``main.evaluate``."""
-        if fn is self._module_function:
+        if fn is self._module_function or (fn is self._constants_function and fn is not None):
             return MODULE_SCOPE
         parent = self.nested.get(fn)
         if parent is not None and parent is not self._module_function:
@@ -868,6 +930,8 @@ class DeviceFlow:
         found = self.body_facts(node)
         if found.source:
             return True
+        if self.module_tensor_names() and self.module_tensor_names() & self.free_names(node):
+            return True  # it reads a tensor the module made at import
         seen.add(node)
         cls = self.owner.get(node)
         if cls is not None and any(
@@ -1292,6 +1356,9 @@ class DeviceFlow:
         for fn in (*self.owner, *self.nested):
             if fn is not asker and origin in self.function(fn).origin_names:
                 return fn
+        constants = self._constants_function
+        if constants is not None and constants is not asker and origin in self.function(constants).origin_names:
+            return constants  # a module-level tensor (:meth:`module_tensor`)
         return None
 
     def origin_meetings(self, devices: Sequence[str], skip: Set[int]) -> Iterator[OriginMeeting]:
@@ -1323,14 +1390,19 @@ class DeviceFlow:
                     continue
                 skip.add(id(origin))
                 home_flow = self.function(home)
-                owner = self.owner.get(home)
                 yield OriginMeeting(
-                    origin, meeting, home,
-                    self.scope_name(home) if owner is None else f"{owner}.{home.name.value}",
+                    origin, meeting, home, self._display_name(home),
                     home_flow.origin_names.get(origin, "tensor"), tuple(home_flow.anchors.get(origin, ())),
                     home_flow.placed_by.get(origin, ""), home_flow.helper_births.get(origin),
                     home_flow.relayed.get(origin), origin in home_flow.relayed_several,
+                    "" if fn is home else self._display_name(fn),
                 )
+
+    def _display_name(self, fn: cst.FunctionDef) -> str:
+        """How a message names ``fn``: ``Class.method`` for a method, else
+        its scope name."""
+        owner = self.owner.get(fn)
+        return self.scope_name(fn) if owner is None else f"{owner}.{fn.name.value}"
 
     def cpu_default_params(self, fn: cst.FunctionDef) -> FrozenSet[str]:
         """The parameters of ``fn`` whose default is the CPU device
@@ -2002,9 +2074,11 @@ class _Interpreter:
                 env[k] = replace(env[k], maybe_other=True)
         local_inputs = any(v.kind == TENSOR and v.device == LOCAL for v in env.values())
         try:
-            self._block(statements(self.node.body), env)
+            end = self._block(statements(self.node.body), env)
         except RecursionError:  # pragma: no cover - absurdly deep code
-            pass
+            end = None
+        if end is not None and self.node is self.flows._constants_function:
+            self.result.exit_env = dict(end)
         if self._returns_to_the_caller() and (local_inputs or self._holds_weights()):
             # forward hands its result to the model's caller: a CPU tensor
             # there comes back from a model on a GPU (and DataParallel
@@ -3024,6 +3098,10 @@ class _Interpreter:
                 return NUMBER_VALUE
             if node.value == "None":
                 return NONE_VALUE
+            if self.node is not self.flows._constants_function:
+                held = self.flows.module_tensor(node.value)
+                if held is not None:
+                    return held
             return self._module_device(node.value)
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
             return NUMBER_VALUE
@@ -4936,6 +5014,75 @@ def _truth_test(test: cst.BaseExpression) -> Tuple[Optional[str], bool]:
     and whether the test negates it."""
     inner, negated = _negation(test)
     return (inner.value if isinstance(inner, cst.Name) else None), negated
+
+
+class _ModuleBindings(cst.CSTVisitor):
+    """How often the module's own statements bind each name (assignments,
+    loop and ``with`` targets, imports, ``def`` and ``class``), and the
+    names a function declares ``global`` (which it may rebind)."""
+
+    def __init__(self) -> None:
+        self.count: Dict[str, int] = {}
+        self.declared: Set[str] = set()
+        self._depth = 0
+
+    def _bind(self, target: Optional[cst.CSTNode]) -> None:
+        if self._depth or target is None:
+            return
+        if isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                self._bind(el.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value)
+        elif isinstance(target, cst.Name):
+            self.count[target.value] = self.count.get(target.value, 0) + 1
+
+    def _enter(self, node: Union[cst.FunctionDef, cst.ClassDef]) -> bool:
+        self._bind(node.name)
+        self._depth += 1
+        return True
+
+    def _leave(self, node: cst.CSTNode) -> None:
+        self._depth -= 1
+
+    visit_FunctionDef = visit_ClassDef = _enter  # type: ignore[assignment]
+    leave_FunctionDef = leave_ClassDef = _leave  # type: ignore[assignment]
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self._depth += 1
+        return True
+
+    def leave_Lambda(self, node: cst.Lambda) -> None:
+        self._depth -= 1
+
+    def visit_CompFor(self, node: cst.CompFor) -> bool:
+        return False  # its target is the comprehension's own
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.declared.update(n.name.value for n in node.names)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._bind(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._bind(node.name)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:
+            self._bind(cst.Name(dotted_name(node.name).split(".")[0]) if dotted_name(node.name) else None)
 
 
 def _targets(node: cst.BaseExpression) -> List[cst.BaseExpression]:

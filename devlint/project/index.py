@@ -115,6 +115,10 @@ class ProjectIndex:
         """The (module, name) that defines ``dotted`` in the project, following
         re-exports; for a bare sibling import of a script (``models.Net``
         imported by ``pkg.train``), ``pkg.models.Net`` is tried too."""
+        if dotted.split(".", 1)[0] == "torch":
+            # the vocabulary describes torch's names, also where the run
+            # checks torch itself (``torch.nn.Module`` is no project class)
+            return None
         candidates = [dotted]
         pkg = script_package(importer)
         if pkg:
