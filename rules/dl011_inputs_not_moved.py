@@ -45,7 +45,15 @@ A script's object of a plain class of the file (`trainer = Trainer(model,
 device)`, `evaluator.accuracy(batch)`) has its methods run with what the
 script hands them: a batch built on the CPU that a method's helper moves
 with `images.to(self.device)` alone on a line (a moved copy thrown away)
-is flagged there, and where it meets the model the object moved.
+is flagged there, and where it meets the model the object moved. An
+object built from the model before the script moves it (`ema =
+ModelEMA(model)` whose `__init__` keeps `copy.deepcopy(model)`, `{n:
+p.detach().clone() for n, p in model.named_parameters()}` or its
+`state_dict()`) holds a copy that `model.to(device)` does not move (it moves
+the model's own parameters in place, which is why a list of
+`model.parameters()` taken before the move is no copy): where a method
+mixes the copy with the moved model's weights (`ema_p.mul_(d).add_(p)`),
+that meeting is flagged, with no fix (make the copy after the move).
 
 The device flow (`devlint/facts/flow.py`) follows the script: what each name
 holds after each statement (a model the script moved, its outputs, a batch
@@ -240,6 +248,12 @@ class InputsNotMoved(Rule):
     tensor_discarded_message = (
         "`{call}` returns a moved copy of the tensor `{read}` and throws it away: `{read}` stays where it was"
     )
+    #: a copy of the model's weights made before the script moved the model
+    copy_message = (
+        "`{copy}` in `{where}` copies the model's weights while the model is still on the CPU (before the "
+        "script moves it), and nothing moves the copy: here it meets the moved model's weights through {how}, "
+        "which fails when those are on a GPU"
+    )
     fix_safety = "safe/unsafe"
     tokens = (".to(", ".cuda(")
     project_keys = ("loader",)
@@ -428,6 +442,9 @@ class Trainer:
             return True
         if scan.bare_moves:
             return True  # t.to(device) alone on a line: a tensor's moved copy thrown away
+        if any(call.cls is not None and (call.attr in ("clone", "detach", "state_dict") or scan.refers_to(call.func, {"copy.deepcopy"}))
+               for call in scan.calls) and any(call.attr in ("to", "cuda") and call.cls is None for call in scan.calls):
+            return True  # a plain object (an EMA) copying a model the script moves
         # a file that builds a DataLoader: loops, comprehensions and next() over it
         return any(
             (call.func or "").rsplit(".", 1)[-1] == "DataLoader" or scan.refers_to(call.func, DATA_LOADERS)
@@ -492,6 +509,16 @@ class Trainer:
         """A CPU tensor meets a model the script moved, or its output: a
         batch item the loop never moved, or a tensor built on the CPU and
         fed to the model."""
+        copied = self.context.device_flow.weight_copies.get(m.origin)
+        if copied is not None:
+            # ema = EMA(model) before model.to(device): its copy stays behind
+            if (id(m.origin), "copy") not in reported:
+                reported.add((id(m.origin), "copy"))
+                how, where = copied
+                how_text = f"`{m.how[len('method '):]}`" if m.how.startswith("method ") else "an operation" if m.how == "operator" else f"`{m.how}`"
+                self.report(m.at, self.copy_message.format(copy=_short(m.origin), where=where, how=how_text),
+                            no_fix_reason="make the copy after the model is moved, or move the copy with it")
+            return
         # (an item a helper unpacked from the batch this function handed it)
         item = ff.loader_items.get(m.origin) or self.context.device_flow.loader_items.get(m.origin)
         as_input = m.how == "model input"
@@ -632,6 +659,12 @@ class Trainer:
         else:
             fix = self.replace(loop.body, new_block, f"move `{item.key}` with `.{call}` at the top of the loop")
         report(at, message, fix=fix)
+
+
+def _short(node: cst.CSTNode) -> str:
+    """A copy's code as a message shows it (a long comprehension cut)."""
+    text = " ".join(code_of(node).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _named_at(arg: cst.CSTNode, item: Optional[LoaderItem]) -> cst.CSTNode:

@@ -1757,3 +1757,52 @@ def test_module_level_tensors_are_cpu_constants_only_when_bound_once():
     assert [(m[0], m[1], m[3]) for m in meetings(src)] == [("f", 1, "operator")]
     # a local of the same name shadows the constant
     assert not meetings("MEAN = torch.ones(3)\n\ndef f(x: torch.Tensor):\n    MEAN = x.mean()\n    return x - MEAN\n")
+
+
+_AVERAGER = """
+class Shadow:
+    def __init__(self, model):
+        self.copy = {COPY}
+
+    def update(self, model):
+        for n, p in model.named_parameters():
+            self.copy[n].mul_(0.99).add_(p)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def main(device):
+    net = Net()
+    shadow = Shadow(net)
+    net.to(device)
+    shadow.update(net)
+"""
+
+
+@pytest.mark.parametrize("copy, found", [
+    # copies of the weights a move leaves on the CPU
+    ("{n: p.detach().clone() for n, p in model.named_parameters()}", True),
+    ("{n: p.clone() for n, p in model.named_parameters()}", True),
+    ("dict(model.state_dict())", False),  # (a dict() of it is no value the flow follows)
+    # the parameters themselves: moved in place with the model
+    ("dict(model.named_parameters())", False),
+])
+def test_a_copy_of_the_weights_made_before_the_move_stays_on_the_cpu(copy, found):
+    """``model.to(device)`` moves a module's own parameters in place (a
+    reference taken before the move sees the move); a copy (``clone``,
+    ``detach``, ``deepcopy``, ``state_dict``) made before it does not."""
+    meetings = script_meetings(_AVERAGER.replace("{COPY}", copy))
+    assert bool([m for m in meetings if m[0] == "main" and m[2] == "method add_"]) == found, meetings
+
+
+def test_a_model_copied_after_the_move_is_where_the_model_is():
+    src = _AVERAGER.replace("{COPY}", "{n: p.detach().clone() for n, p in model.named_parameters()}")
+    src = src.replace("    shadow = Shadow(net)\n    net.to(device)\n", "    net.to(device)\n    shadow = Shadow(net)\n")
+    assert not [m for m in script_meetings(src) if m[0] == "main"]

@@ -814,6 +814,20 @@ return model(torch.randint(0, 256, (2, 3, 8, 8), device=device))
     assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
 
 
+def test_a_weight_copy_made_before_the_move_is_reproduced_though_it_has_no_fix():
+    """DL011 on an averager that copies the model before the script moves
+    it: the copy stays on the CPU, and its step mixing it with the moved
+    model's weights fails as PyTorch does; devlint offers no fix."""
+    r = _reproduced_without_fix(FIXTURES / "DL011" / "bad_weight_average_copied_before_move.py", """
+net = Regressor()
+averager = WeightAverager(net)
+net = net.to(torch.device('cuda'))
+averager.step(net)
+return averager.averaged
+""")
+    assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
+
+
 def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a tensor a module's class body makes: `.to()` leaves it on
     the CPU, and the moved loss indexing it with GPU targets fails as

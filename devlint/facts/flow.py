@@ -194,6 +194,11 @@ class Value:
     #: a Python value known to be false (``False``, ``0``, a parameter left
     #: at such a default): ``if flag:`` does not run its body for it
     falsy: bool = False
+    #: a weight of a module a script built and has not moved yet, read
+    #: through ``model.parameters()``: ``model.to(device)`` moves it in place
+    #: later, so it is no CPU birth; a copy of it (``p.detach().clone()``,
+    #: ``model.state_dict()``) stays on the CPU (``DeviceFlow.weight_copies``)
+    live: bool = False
 
     @property
     def pinned(self) -> bool:
@@ -351,6 +356,12 @@ def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
             yield from _tensors_in(item, depth + 1)
 
 
+def _unmoved_model(v: Value) -> bool:
+    """A module the code built on the CPU and has not moved (or a copy of
+    one): a script's ``model = Net()`` before ``model.to(device)``."""
+    return v.kind == MODULE and v.device == CPU and bool(v.born)
+
+
 def _holds_pinned(v: Value) -> bool:
     """A pinned tensor, or a sequence holding one (``[torch.linspace(...)]``),
     a module built on the CPU, or a CPU generator the code made."""
@@ -445,6 +456,9 @@ _MASK_METHODS = frozenset({"masked_fill", "masked_fill_", "masked_scatter", "mas
 _MASK_SHAPING = frozenset({"unsqueeze", "expand", "expand_as", "view", "reshape", "repeat", "bool", "all", "any"})
 #: module methods that hand out its tensors
 _WEIGHT_VIEWS = frozenset({"parameters", "buffers", "state_dict"})
+_NAMED_WEIGHT_VIEWS = frozenset({"named_parameters", "named_buffers"})
+#: module methods that return the module itself, where it is
+_KEEPS_MODULE = frozenset({"eval", "train", "requires_grad_", "float", "half", "double", "bfloat16"})
 #: torch functions that take several tensors with no 0-dim exception
 _CONCAT = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block_diag"})
 #: torch names whose tensor arguments need not share a device, or that are
@@ -781,6 +795,14 @@ class DeviceFlow:
         self.stage_names: Dict[Tuple[str, str], Dict[str, str]] = {}
         self._class_stages: Dict[str, Tuple[Stages, FrozenSet[str]]] = {}
         self._cpu_default_params: Dict[cst.FunctionDef, FrozenSet[str]] = {}
+        #: copies of the weights of a module a script built, made before it
+        #: moves it (``copy.deepcopy(model)``, ``p.detach().clone()`` of its
+        #: parameters, its ``state_dict()``): node -> (how, ``deepcopy``;
+        #: the function that makes it, as a message names it)
+        self.weight_copies: Dict[cst.CSTNode, Tuple[str, str]] = {}
+        #: a plain object a script builds -> what its ``__init__`` left in
+        #: ``self.<attr>`` given the constructor's arguments
+        self.object_states: Dict[cst.CSTNode, Dict[str, Value]] = {}
         #: module-level tensors (:meth:`module_tensor`), found when first read
         self._module_tensors: Optional[Dict[str, Value]] = None
         self._module_tensor_names: Optional[FrozenSet[str]] = None
@@ -3176,7 +3198,11 @@ class _Interpreter:
             return _seq(elem=self._expr(node.elt, inner), known=False)
         if isinstance(node, cst.DictComp):
             inner = self._comprehension(node.for_in, env)
-            self._expr(node.value, inner)
+            v = self._expr(node.value, inner)
+            if v.kind == TENSOR and v.born and all(b in self.flows.weight_copies for b in v.born):
+                # {n: p.detach().clone() for n, p in model.named_parameters()}:
+                # a shadow copy of a model's weights, read back by name
+                return _seq(elem=v, known=False)
             return OTHER_VALUE
         if isinstance(node, cst.NamedExpr):
             v = self._expr(node.value, env)
@@ -3520,6 +3546,10 @@ class _Interpreter:
             # into new tensors, which such converters make on the CPU; they
             # follow none of the inputs' tensors
             return UNKNOWN_VALUE
+        if q == "copy.deepcopy" and len(args) == 1 and not self.is_module and _unmoved_model(args[0][1]):
+            # ema = copy.deepcopy(model) before model.to(device): a copy the
+            # move leaves on the CPU
+            return self._weight_copy(node, "deepcopy", MODULE)
         if q == "torch.from_numpy" or q in _LEGACY_TENSOR_CONSTRUCTORS:
             if keyword_arg(node, "device") is not None:
                 return _tensor(ANY)  # torch.Tensor(..., device=d): not a CPU birth
@@ -3886,6 +3916,28 @@ class _Interpreter:
             return Value(DEVICE, FIXED if isinstance(index, cst.Integer) else _index_device(positional[1]))
         return replace(first, anchor=None) if first.device not in (CURRENT, FIXED) else first
 
+    def _weight_copy(self, node: cst.Call, how: str, kind: str) -> Value:
+        """A copy of an unmoved model's weights (or of the model): made on
+        the CPU, and the script's later ``model.to(device)`` leaves it there."""
+        self.flows.weight_copies[node] = (how, self.flows._display_name(self.node))
+        self.result.origin_names[node] = how
+        self.result.anchors.setdefault(node, [])
+        return Value(kind, CPU, frozenset({node}))
+
+    def _object_state(self, node: cst.Call, cls: str, args: List[Tuple[cst.Arg, Value]]) -> None:
+        """``ema = EMA(model)`` in a script, given a model it has not moved
+        yet: what ``__init__`` stores from it (a copy of its weights), kept
+        for the object's methods the script calls later."""
+        init = self.flows.method(cls, "__init__")
+        if init is None or self.depth >= _MAX_DEPTH or not any(_unmoved_model(v) for _, v in args):
+            return
+        bound = _bind_arguments(init, _spread(args), method=True)
+        passed = {k: v for k, v in bound.items() if _unmoved_model(v)}
+        stores = self.flows.specialised(init, passed, self.depth + 1).stores
+        copies = {a: v for a, v in stores.items() if any(b in self.flows.weight_copies for t in (v, *_tensors_in(v)) for b in t.born)}
+        if copies:
+            self.flows.object_states[node] = copies
+
     def _instance_method(self, recv: Value, m: str) -> Optional[cst.FunctionDef]:
         """Method ``m`` (its own or inherited from a class of the file) of the
         plain class an instance the script built belongs to; None where the
@@ -3922,8 +3974,25 @@ class _Interpreter:
             fn = self._instance_method(recv, m)
             if fn is not None:
                 # trainer.train_step(batch): that method of the file run with
-                # what the script hands it (a CPU batch meets the model there)
-                return self._apply_summary(fn, args, module_method=False, call=node, env=env)
+                # what the script hands it (a CPU batch meets the model
+                # there), and with what the constructor left in the object
+                # (a copy of the model made before the script moved it)
+                params = [*fn.params.posonly_params, *fn.params.params]
+                me = params[0].name.value if params else "self"
+                state = {f"{me}.{a}": v for b in recv.born for a, v in self.flows.object_states.get(b, {}).items()}
+                return self._apply_summary(fn, args, module_method=False, state=state or None, call=node, env=env)
+        if not self.is_module and not node.args and m in _WEIGHT_VIEWS | _NAMED_WEIGHT_VIEWS and _unmoved_model(recv):
+            # the weights of a model the script built and has not moved yet:
+            # references the move will update (live), or copies it will not
+            if m == "state_dict" or all(b in self.flows.weight_copies for b in recv.born):
+                t = self._weight_copy(node, m, TENSOR) if m == "state_dict" else _tensor(CPU, recv.born)
+            else:
+                t = Value(TENSOR, CPU, live=True)
+            return _seq(elem=_seq((OTHER_VALUE, t)) if m in _NAMED_WEIGHT_VIEWS else t, known=False)
+        if recv.kind == TENSOR and recv.live and m in ("clone", "detach") and not self.is_module:
+            return self._weight_copy(node, m, TENSOR)  # p.detach().clone(): a copy the move leaves behind
+        if recv.kind == MODULE and recv.device == CPU and recv.born and m in _KEEPS_MODULE and not self.is_module:
+            return recv  # copy.deepcopy(model).eval(): the same module
         if m in _WEIGHT_VIEWS and not node.args and recv.kind in (MODULE, UNKNOWN, WRAPPER):
             # model.parameters(), self.ema.state_dict(): a module's tensors,
             # on its device (a part pinned to a stage: on that stage)
@@ -3938,6 +4007,9 @@ class _Interpreter:
             where = stage_device(stage) if stage is not None else recv.device
             if stage is not None or recv.device == LOCAL or is_placed(recv.device):
                 return _seq(elem=_tensor(where), known=False)
+        if m in _NAMED_WEIGHT_VIEWS and not node.args and recv.kind in (MODULE, WRAPPER) and is_placed(recv.device):
+            # for n, p in model.named_parameters() of a model the script moved
+            return _seq(elem=_seq((OTHER_VALUE, _tensor(recv.device))), known=False)
         if m == "values" and recv.kind == SEQ and not node.args:
             return _seq(elem=recv.elem, known=False)  # state_dict().values()
         if recv.kind in (MODULE, WRAPPER) and m in ("to", "cuda", "cpu") and self.flows.scripts:
@@ -4374,6 +4446,11 @@ class _Interpreter:
             (k, replace(v, anchor=k)) for k, v in bound.items()
             if k not in passed and v.kind in (TENSOR, UNKNOWN) and is_placed(v.device)
         )
+        if state and any(b in self.flows.weight_copies for v in state.values() for t in (v, *_tensors_in(v)) for b in t.born):
+            # ema.update(model) of an object holding a copy of the model's
+            # weights: the model handed over is where the script moved it
+            passed.update((k, replace(v, anchor=k)) for k, v in bound.items()
+                          if k not in passed and v.kind in (MODULE, WRAPPER) and is_placed(v.device))
         # forward's input, a tensor only by convention here, is one where the
         # callee computes with it beside a plain tensor attribute it is also
         # handed (``features(x, self.w, self.b)`` doing ``torch.addmm(b, x,
@@ -4681,6 +4758,7 @@ class _Interpreter:
         if cls is not None and not cls.is_module and self.flows.scripts and self.cls is None and name in self.flows.methods:
             # trainer = Trainer(model, device) in a script: an instance of a
             # plain class of the file, whose methods the script calls
+            self._object_state(node, name, args)
             return Value(OTHER, born=frozenset({node}))
         return UNKNOWN_VALUE
 
