@@ -160,11 +160,12 @@ without parameters raises `StopIteration` there.
 from __future__ import annotations
 
 import builtins
+from dataclasses import replace
 
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
-from devlint.facts.flow import CPU, Flow, INIT_METHODS as _INIT_METHODS
+from devlint.facts.flow import CPU, CURRENT, Flow, INIT_METHODS as _INIT_METHODS
 from devlint.facts.training import MODULE_SCOPE
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import calls_in, code_of, keyword_arg, with_keyword_arg
@@ -421,6 +422,9 @@ class RNN(nn.Module):
                 description = f"create it on `{anchor}` (a model without parameters raises StopIteration there)"
                 self.report(origin, message, fix=self.replace(origin, new, description, FixSafety.UNSAFE), related=related)
                 continue
+            if not found.anchors and meeting.against == CURRENT and meeting.partner.isidentifier() and not found.met_in:
+                # a script's function: the tensor it put on its GPU is the anchor
+                found = replace(found, anchors=(meeting.partner,))
             if not found.anchors or not isinstance(origin, cst.Call):
                 self.report(origin, message, no_fix_reason="no tensor on the right device is in scope where it is created",
                             related=related)

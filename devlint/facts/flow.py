@@ -717,6 +717,8 @@ class OriginMeeting:
     @property
     def partner_text(self) -> str:
         if not self.meeting.partner:
+            if self.meeting.against == CURRENT:
+                return "a tensor on the GPU the code chose"
             return "a tensor on the inputs' device"
         if self.meeting.within:
             return f"`{self.meeting.partner}` in `{self.meeting.within}`"  # a helper's name for it
@@ -2594,6 +2596,11 @@ class _Interpreter:
         script's model (``placed:``) is met by CPU tensors only: a GPU one
         is where a script's device puts it."""
         sides = [v for v in values if v.kind == TENSOR and model_side(v.device)]
+        if not sides and self.flows.scripts and self.cls is None and self.node is not self.flows.module_function():
+            # a function of a script: a tensor it put on the GPU it chose
+            # (``ys = torch.full(..., device=device)``) is met by a CPU one
+            # (``torch.cat([ys, torch.full((1, 1), tok)])``) on a GPU run
+            sides = [v for v in values if v.kind == TENSOR and v.pinned and v.device == CURRENT and not v.scalar]
         if self.stages is None:
             # a model-parallel model's output in the code that runs it is on
             # a device that code names too: only another stage mismatches it
@@ -2617,7 +2624,15 @@ class _Interpreter:
                     continue
                 if is_placed(local.device) and v.device != CPU:
                     continue
-                self._meet_all(v, at, how, local.anchor or "", local.device, arg)
+                if local.device == CURRENT and (v.device != CPU or v is local):
+                    continue  # (a script's GPU tensor: only a CPU one meets it)
+                partner = local.anchor or ""
+                if not partner and local.device == CURRENT and nodes is not None:
+                    # (the name that holds the script's GPU tensor)
+                    j = next((k for k, w in enumerate(values) if w is local), None)
+                    held = nodes[j] if j is not None and j < len(nodes) else None
+                    partner = held.value if isinstance(held, cst.Name) else ""
+                self._meet_all(v, at, how, partner, local.device, arg)
 
     # -- stages (a module that pins its parts to devices) --------------------------------
     def _hand(self, arg: cst.CSTNode, at: cst.CSTNode, source: str, target: str, receiver: str,
@@ -3423,7 +3438,10 @@ class _Interpreter:
         if value is None:
             return UNKNOWN_VALUE
         if not self.is_module:
-            return Value(DEVICE, CPU if cpu_device_only(value) else ANY)
+            # the process's device: the CPU, the GPU it picks when it has one
+            # (``torch.device("cuda" if torch.cuda.is_available() else
+            # "cpu")``, as a local of the script would be), or unknown
+            return Value(DEVICE, CPU if cpu_device_only(value) else CURRENT if current_device_only(value) and self.cls is None else ANY)
         return Value(DEVICE, CURRENT if current_device_only(value) else FIXED, anchor=name)
 
     def _index_value(self, el: cst.SubscriptElement, env: Env) -> Value:
@@ -3857,7 +3875,11 @@ class _Interpreter:
             if v.kind == SEQ:
                 parts = v.items if v.exact else (*v.items, *([v.elem] if v.elem is not None else []))
                 values.extend(parts)
-                nodes.extend([None] * len(parts))
+                shown = a.value.elements if isinstance(a.value, (cst.List, cst.Tuple)) and v.exact else ()
+                if len(shown) == len(parts):
+                    nodes.extend(e.value for e in shown)  # torch.cat([ys, t]): each element's own node
+                else:
+                    nodes.extend([None] * len(parts))
             else:
                 values.append(v)
                 nodes.append(a.value)
