@@ -828,6 +828,17 @@ return averager.averaged
     assert r["original"]["error"]["message"].startswith("Expected all tensors to be on the same device")
 
 
+def test_a_plain_helper_given_a_scripts_gpu_batches_is_reproduced_though_it_has_no_fix():
+    """DL006 on a plain object whose method the script hands GPU labels:
+    its CPU weights indexed with them fail as PyTorch does."""
+    r = _reproduced_without_fix(FIXTURES / "DL006" / "bad_plain_helper_given_script_batches.py", """
+device = torch.device('cuda')
+labels = torch.randint(0, 3, (4,), device=device)
+return ClassBalancer(3).weigh(torch.rand(4, device=device), labels)
+""")
+    assert "device" in r["original"]["error"]["message"]
+
+
 def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a tensor a module's class body makes: `.to()` leaves it on
     the CPU, and the moved loss indexing it with GPU targets fails as

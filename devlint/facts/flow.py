@@ -1070,14 +1070,18 @@ class DeviceFlow:
                     # from ``apply_transforms(features)``)
                     # a guess stays a guess in the callee: no fix names it
                     hints[p] = Value(TENSOR, LOCAL, anchor=p, guessed=any(v.guessed or v.kind != TENSOR for v in vals))
-                elif not method and all(
-                    v is not None and v.kind == TENSOR and not v.guessed and (is_placed(v.device) or v.device == LOCAL)
+                elif (not method or (cf is not None and not cf.is_module)) and all(
+                    v is not None and v.kind == TENSOR and not v.guessed and (
+                        is_placed(v.device) or v.device == LOCAL or (v.pinned and v.device in (CURRENT, FIXED))
+                    )
                     for v in vals
                 ):
                     # every call of the file hands it a tensor on a device: a
                     # model's output, or a tensor the caller's inputs are on
-                    # (``f1(probs, targets)`` of ``probs = model(x)``), which a
-                    # CPU tensor made in it meets
+                    # (``f1(probs, targets)`` of ``probs = model(x)``), or one
+                    # a script put on its GPU (``t = torch.randint(..., device=
+                    # device)``, to a plain object's method too), which a CPU
+                    # tensor made in it (or kept by its object) meets
                     hints[p] = Value(TENSOR, LOCAL, anchor=p)
                 elif not method and all(v is not None and v.kind == SEQ and element_of(v).kind == NUMBER for v in vals):
                     # a Python list or tuple of numbers at every call
@@ -1193,6 +1197,12 @@ class DeviceFlow:
         for c, methods in self.methods.items():
             if cls in self.facts.lineage(c):
                 out.extend(fn for fn in methods.values() if name in self.body_facts(fn).called)
+        facts = self.facts.class_facts(cls)
+        if self.scripts and facts is not None and not facts.is_module:
+            # a plain class's method, called by the script on an object it
+            # built (``schedule.add_noise(x0, noise, t)``)
+            scripts = [*self.functions.values(), self.module_function()]
+            out.extend(fn for fn in scripts if name in self.body_facts(fn).called)
         return out
 
     def specialised(self, node: cst.FunctionDef, passed: Dict[str, Value], depth: int) -> FunctionFlow:
@@ -3908,6 +3918,10 @@ class _Interpreter:
         devices = {v.device for v in tensors}
         if len(devices) == 1:
             dev = devices.pop()
+        elif len(devices) == 2 and CURRENT in devices and self.cls is None and any(is_placed(d) for d in devices):
+            # a script's model output with a tensor it put on its GPU
+            # (``F.cross_entropy(model(x), y.to(device))``): where the model is
+            dev = next(d for d in devices if is_placed(d))
         else:
             dev = LOCAL if LOCAL in devices else ANY
         born = frozenset().union(*(v.born for v in tensors)) if dev in PINNED else frozenset()
