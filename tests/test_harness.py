@@ -839,6 +839,16 @@ return ClassBalancer(3).weigh(torch.rand(4, device=device), labels)
     assert "device" in r["original"]["error"]["message"]
 
 
+def test_a_cpu_generator_kept_by_a_scripts_object_is_reproduced_though_it_has_no_fix():
+    """DL001 on a CPU generator a script hands an augmentation object that
+    draws with it on the GPU batch's device: PyTorch's generator error."""
+    r = _reproduced_without_fix(FIXTURES / "DL001" / "bad_augment_object_cpu_generator.py", """
+eraser = RandomErase(0.25, generator=torch.Generator())
+return eraser(torch.randn(4, 3, 8, 8, device=torch.device('cuda')))
+""")
+    assert "generator" in r["original"]["error"]["message"]
+
+
 def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a tensor a module's class body makes: `.to()` leaves it on
     the CPU, and the moved loss indexing it with GPU targets fails as

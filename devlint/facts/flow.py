@@ -3716,7 +3716,7 @@ class _Interpreter:
                 # it does not know, reads the default as a device)
                 return self._born(node, name, env)
             gen = _keyword_value(args, "generator")
-            if _cpu_generator(gen) and gen.born and (where == LOCAL or where in (CURRENT, FIXED)):
+            if _cpu_generator(gen) and gen.born and (where == LOCAL or where in (CURRENT, FIXED) or is_placed(where)):
                 # torch.rand(n, device=x.device, generator=g) of a CPU
                 # generator: "Expected a 'cuda' device type for generator"
                 arg = keyword_arg(node, "generator")
@@ -3824,7 +3824,7 @@ class _Interpreter:
             return FIXED, frozenset(), ""  # device=0
         if v.kind == NUMBER and v.device == LOCAL:
             return LOCAL, frozenset(), ""  # device=x.get_device()
-        if v.kind in (DEVICE, TENSOR) and v.device in (LOCAL, CURRENT, FIXED):
+        if v.kind in (DEVICE, TENSOR) and (v.device in (LOCAL, CURRENT, FIXED) or is_placed(v.device)):
             return v.device, frozenset(), (v.anchor or "") if v.kind == DEVICE else ""
         if v.kind in (DEVICE, TENSOR) and v.device == CPU and v.born:
             return CPU, v.born, ""
@@ -3965,14 +3965,28 @@ class _Interpreter:
         yet: what ``__init__`` stores from it (a copy of its weights), kept
         for the object's methods the script calls later."""
         init = self.flows.method(cls, "__init__")
-        if init is None or self.depth >= _MAX_DEPTH or not any(_unmoved_model(v) for _, v in args):
+        kept = lambda v: _unmoved_model(v) or _holds_pinned(v)  # noqa: E731
+        if init is None or self.depth >= _MAX_DEPTH or not any(kept(v) for _, v in args):
             return
         bound = _bind_arguments(init, _spread(args), method=True)
-        passed = {k: v for k, v in bound.items() if _unmoved_model(v)}
+        passed = {k: v for k, v in bound.items() if kept(v)}
         stores = self.flows.specialised(init, passed, self.depth + 1).stores
-        copies = {a: v for a, v in stores.items() if any(b in self.flows.weight_copies for t in (v, *_tensors_in(v)) for b in t.born)}
-        if copies:
-            self.flows.object_states[node] = copies
+        given = frozenset().union(*(t.born for v in passed.values() for t in (v, *_tensors_in(v))))
+        # a copy of the model's weights it made, or something pinned it was
+        # handed and keeps (``self.generator = generator`` of a CPU generator)
+        held = {a: v for a, v in stores.items()
+                if any(b in self.flows.weight_copies or b in given for t in (v, *_tensors_in(v)) for b in t.born)}
+        if held:
+            self.flows.object_states[node] = held
+
+    def _object_method_call(self, node: cst.Call, fn: cst.FunctionDef, recv: Value,
+                            args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
+        """A method of a plain object the script built, run with what the
+        script hands it and what its constructor kept (:meth:`_object_state`)."""
+        params = [*fn.params.posonly_params, *fn.params.params]
+        me = params[0].name.value if params else "self"
+        state = {f"{me}.{a}": v for b in recv.born for a, v in self.flows.object_states.get(b, {}).items()}
+        return self._apply_summary(fn, args, module_method=False, state=state or None, call=node, env=env)
 
     def _instance_method(self, recv: Value, m: str) -> Optional[cst.FunctionDef]:
         """Method ``m`` (its own or inherited from a class of the file) of the
@@ -4013,10 +4027,7 @@ class _Interpreter:
                 # what the script hands it (a CPU batch meets the model
                 # there), and with what the constructor left in the object
                 # (a copy of the model made before the script moved it)
-                params = [*fn.params.posonly_params, *fn.params.params]
-                me = params[0].name.value if params else "self"
-                state = {f"{me}.{a}": v for b in recv.born for a, v in self.flows.object_states.get(b, {}).items()}
-                return self._apply_summary(fn, args, module_method=False, state=state or None, call=node, env=env)
+                return self._object_method_call(node, fn, recv, args, env)
         if not self.is_module and not node.args and m in _WEIGHT_VIEWS | _NAMED_WEIGHT_VIEWS and _unmoved_model(recv):
             # the weights of a model the script built and has not moved yet:
             # references the move will update (live), or copies it will not
@@ -4677,6 +4688,11 @@ class _Interpreter:
                 return batch
         if name in env:
             callee = env[name]
+            if callee.kind == OTHER and callee.born and self.cls is None:
+                fn = self._instance_method(callee, "__call__")
+                if fn is not None:
+                    # mixer(images, targets): the plain object's __call__
+                    return self._object_method_call(node, fn, callee, args, env)
             if callee.kind == MODULE and self.stages is not None and stage_of(callee.device):
                 return self._block_call(node, name, callee, args)
             if callee.kind == MODULE and self.stages is None and callee.born and self.flows.staged_class(callee):
