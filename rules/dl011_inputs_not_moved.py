@@ -428,10 +428,8 @@ class Trainer:
             call.method for call in scan.calls
             if call.cls is not None and call.method and "device" not in call.keywords and scan.refers_to(call.func, _HOST_TENSORS)
         }
-        if makers and any(call.cls is None and call.attr in makers for call in scan.calls) and any(
-            call.attr in ("to", "cuda") and call.cls is None for call in scan.calls
-        ):
-            return True
+        if makers and any(call.cls is None and call.attr in makers for call in scan.calls):
+            return True  # (the model is moved by the script, or by the object itself: agent.q_net.to(device))
         # a script that builds a dataset of host data and may index it:
         # model(test_data[0][0]) (the flow's DeviceFlow.host_dataset, bounded)
         if any(
