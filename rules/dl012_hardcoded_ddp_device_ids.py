@@ -51,6 +51,15 @@ Inside the process CUDA numbers the visible GPUs from 0: with
 `device_ids=[3]` raises `invalid device ordinal`. The fix (unsafe) uses the
 local rank.
 
+Also flagged: `device_ids=[args.local_rank]` where `--local_rank` is an
+`argparse` option with a number as its default (`default=0`) and the file
+never reads `LOCAL_RANK` from the environment: torchrun passes the local
+rank only in that variable (`torch.distributed.launch` of PyTorch 2 passes
+`--local-rank`, which the option does not match), so every process keeps
+the default and drives GPU 0. The finding is on the default; the fix
+(unsafe, offered where the file imports `os`) makes it
+`int(os.environ.get("LOCAL_RANK", 0))`.
+
 In a project run, also a call of a wrap helper of another module that
 builds DDP with `device_ids=[0]` (a helper written for one GPU), from a
 script that has a rank: the helper's own file has no rank in reach and so no
@@ -265,7 +274,7 @@ if __name__ == "__main__":
             return
         literals = self._literal_args(node)
         if not literals:
-            if not self._physical_id(node, scope):
+            if not self._physical_id(node, scope) and not self._argument_default(node):
                 self._global_rank(node, scope)
             return
         rank = self._rank(scope)
@@ -310,6 +319,34 @@ if __name__ == "__main__":
             f"DistributedDataParallel gets `{code}`, a physical GPU id read from `CUDA_VISIBLE_DEVICES`: inside the "
             "process CUDA numbers the visible GPUs from 0, so this names another process's GPU or none; use the local rank"
         ))
+        return True
+
+    def _argument_default(self, node: cst.Call) -> bool:
+        """``device_ids=[args.local_rank]`` of a ``--local_rank`` option whose
+        default is a number, in a file that never reads ``LOCAL_RANK`` from
+        the environment: torchrun passes the local rank only there (and
+        ``torch.distributed.launch`` of PyTorch 2 as ``--local-rank``), so
+        every process keeps the default and drives the same GPU."""
+        element = _single_device_id(node)
+        if not isinstance(element, cst.Attribute) or element.attr.value != "local_rank":
+            return False
+        finder = _LocalRankOption()
+        self.context.module.visit(finder)
+        if finder.reads_env or finder.default is None:
+            return False
+        default = finder.default
+        number = cst.Module(body=[]).code_for_node(default.value)
+        message = (
+            f"DistributedDataParallel gets `{cst.Module(body=[]).code_for_node(element)}`, the `--local_rank` option, "
+            f"whose default is {number}: torchrun passes the local rank only in the `LOCAL_RANK` environment "
+            f"variable (`torch.distributed.launch` as `--local-rank`), so every process keeps {number} and uses GPU {number}"
+        )
+        if "os" in self.facts.imports and self.facts.imports["os"] == ["os"]:
+            new = cst.parse_expression(f'int(os.environ.get("LOCAL_RANK", {number}))')
+            self.report(default.value, message, fix=Fix([(default.value, new)], FixSafety.UNSAFE,
+                                                         "default to the `LOCAL_RANK` the launcher sets"))
+        else:
+            self.report(default.value, message, no_fix_reason='default it to `int(os.environ.get("LOCAL_RANK", 0))`')
         return True
 
     def _global_rank(self, node: cst.Call, scope: ScopeFacts) -> None:
@@ -370,6 +407,30 @@ if __name__ == "__main__":
             if name.split(".")[0] not in scope.params:
                 return name
         return None
+
+
+class _LocalRankOption(cst.CSTVisitor):
+    """The ``default=`` of ``parser.add_argument("--local_rank", ...)``
+    (a number), and whether the file reads ``LOCAL_RANK`` from the
+    environment anywhere."""
+
+    def __init__(self) -> None:
+        self.default: Optional[cst.Arg] = None
+        self.reads_env = False
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if node.value.strip("\"'") == "LOCAL_RANK":  # os.environ["LOCAL_RANK"], getenv("LOCAL_RANK")
+            self.reads_env = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
+            return
+        names = [a.value for a in node.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
+        if not any(n.value.strip("\"'") in ("--local_rank", "--local-rank") for n in names):
+            return
+        default = keyword_arg(node, "default")
+        if default is not None and isinstance(default.value, cst.Integer):
+            self.default = default
 
 
 def _single_device_id(node: cst.Call) -> Optional[cst.BaseExpression]:
