@@ -600,7 +600,11 @@ def catches_stop_iteration(kind: Optional[cst.BaseExpression]) -> bool:
     return name in ("StopIteration", "Exception", "BaseException")
 
 
-class _Rebound(cst.CSTVisitor):
+class AssignedNames(cst.CSTVisitor):
+    """The targets of assignments (``x = ...``, ``x += ...``, ``x: T =
+    ...``), each handed to :meth:`_add` (a subclass may count them or take
+    more kinds of binding)."""
+
     def __init__(self) -> None:
         self.names: Set[str] = set()
 
@@ -622,7 +626,7 @@ class _Rebound(cst.CSTVisitor):
 def rebound_names(body: cst.CSTNode) -> Set[str]:
     """The plain names an assignment anywhere in ``body`` binds (``x = ...``,
     ``x += ...``, ``x: T = ...``)."""
-    found = _Rebound()
+    found = AssignedNames()
     walk(body, found)
     return found.names
 

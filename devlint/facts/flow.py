@@ -65,6 +65,7 @@ from devlint.facts.training import (
 )
 from devlint.syntax import (
     LINES,
+    AssignedNames,
     annotates_tensor,
     blocks,
     bound_parameters,
@@ -5146,15 +5147,19 @@ def _truth_test(test: cst.BaseExpression) -> Tuple[Optional[str], bool]:
     return (inner.value if isinstance(inner, cst.Name) else None), negated
 
 
-class _ModuleBindings(cst.CSTVisitor):
+class _ModuleBindings(AssignedNames):
     """How often the module's own statements bind each name (assignments,
     loop and ``with`` targets, imports, ``def`` and ``class``), and the
     names a function declares ``global`` (which it may rebind)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.count: Dict[str, int] = {}
         self.declared: Set[str] = set()
         self._depth = 0
+
+    def _add(self, target: cst.BaseExpression) -> None:
+        self._bind(target)
 
     def _bind(self, target: Optional[cst.CSTNode]) -> None:
         if self._depth or target is None:
@@ -5190,16 +5195,6 @@ class _ModuleBindings(cst.CSTVisitor):
 
     def visit_Global(self, node: cst.Global) -> None:
         self.declared.update(n.name.value for n in node.names)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._bind(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target)
 
     def visit_For(self, node: cst.For) -> None:
         self._bind(node.target)
