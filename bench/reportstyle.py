@@ -10,12 +10,14 @@ written in a later round: 13 found on a bug line at ``7bda43a``, its first
 measurement, with one finding on a fixed look-alike), and so was ``e`` (20
 programs written blind on 2026-12-05: 10 found on a bug line at
 ``5f44f0e``, its first measurement, with two findings on one fixed
-look-alike). A bug counts as found when a
+look-alike), and so was ``f`` (20 programs written blind later that day,
+by a helper that read nothing of devlint: 10 found on a bug line at
+``aafbac9``, its first measurement, no finding on a fixed look-alike). A bug counts as found when a
 finding sits on one of its lines (where the tensor is made or the device
 chosen, or where the mismatch raises) or, in ``--by-file`` mode, anywhere in
 its file. Findings on the fixed look-alikes are false alarms.
 
-    python bench/reportstyle.py [--sets a b c d e] [--devlint PATH] [--json OUT]
+    python bench/reportstyle.py [--sets a b c d e f] [--devlint PATH] [--json OUT]
 
 The exit status is 0 unless devlint could not run; the figures are the
 result, not a gate."""
