@@ -159,13 +159,14 @@ without parameters raises `StopIteration` there.
 
 from __future__ import annotations
 
+import ast
 import builtins
 from dataclasses import replace
 
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
-from devlint.facts.flow import CPU, CURRENT, Flow, INIT_METHODS as _INIT_METHODS
+from devlint.facts.flow import CPU, CURRENT, Flow, INIT_METHODS as _INIT_METHODS, reads_own_weights_device
 from devlint.facts.training import MODULE_SCOPE
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import calls_in, code_of, keyword_arg, with_keyword_arg
@@ -301,8 +302,15 @@ class RNN(nn.Module):
             "generator" in c.keywords and "device" in c.keywords for c in scan.calls
         ):
             return True
+        built_on: "set[str] | None" = None
         for call in scan.calls:
             default_cpu = call.device_arg is not None and call.device_arg[0] == "name" and call.device_arg[1] in scan.cpu_default_params
+            if "device" in call.keywords and not default_cpu and call.device_arg is not None and call.device_arg[0] == "attr" \
+                    and call.device_arg[1].startswith("self."):
+                if built_on is None:  # self.device = next(self.parameters()).device in __init__: the CPU
+                    built_on = {name for _, method, name, value in scan.attribute_stores
+                                if method == "__init__" and reads_own_weights_device(ast.unparse(value))}
+                default_cpu = call.device_arg[1][len("self."):] in built_on
             if ("device" in call.keywords and not default_cpu) or "out" in call.keywords or call.has_star_kwargs or call.moved:
                 continue
             if call.cls is not None and call.method in _INIT_METHODS and scan.class_may_be_module(call.cls):
@@ -381,6 +389,13 @@ class RNN(nn.Module):
                 message = (
                     f"{shown} in `{found.where}` creates its tensor on the CPU; it meets "
                     f"{found.partner_text} through {found.how_text}, which fails when that is on a GPU"
+                )
+            if found.source and isinstance(origin, cst.Call) and keyword_arg(origin, "device") is not None:
+                # device=self.device of self.device = next(self.parameters()).device in __init__
+                message = message.replace(
+                    "creates its tensor on the CPU",
+                    f"creates its tensor on `{found.source}`, which `__init__` read off the module's weights "
+                    f"while they were on the CPU (moving the module does not update it)", 1,
                 )
             related = []
             if found.relay is not None:
@@ -512,4 +527,11 @@ def _layer_called_in_scope(scan, call) -> bool:
 
 
 def _add_device(call: cst.Call, anchor: str) -> cst.Call:
-    return call.with_changes(args=with_keyword_arg(call.args, "device", cst.parse_expression(anchor)))
+    """``call`` with ``device=<anchor>``: added, or in place of the device
+    it names (``device=self.device`` read off the weights at construction)."""
+    value = cst.parse_expression(anchor)
+    if keyword_arg(call, "device") is not None:
+        return call.with_changes(args=[
+            a.with_changes(value=value) if a.keyword is not None and a.keyword.value == "device" else a for a in call.args
+        ])
+    return call.with_changes(args=with_keyword_arg(call.args, "device", value))

@@ -75,6 +75,7 @@ from devlint.syntax import (
     current_device_only,
     annotated_name,
     dotted_name,
+    first_parameter_of,
     free_names,
     is_device_name,
     is_explicit_device,
@@ -355,6 +356,25 @@ def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
     elif v.kind == SEQ and depth < 3:
         for item in (*v.items, *((v.elem,) if v.elem is not None and not v.exact else ())):
             yield from _tensors_in(item, depth + 1)
+
+
+def reads_own_weights_device(value: str) -> bool:
+    """``next(self.parameters()).device``, ``self.fc.weight.device``: the
+    device of the module's own weights, as code reads it."""
+    try:
+        node = cst.parse_expression(value)
+    except Exception:
+        return False
+    if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
+        return False
+    inner = node.value
+    found = first_parameter_of(inner)
+    if found is not None:
+        return isinstance(found[0], cst.Name) and found[0].value == "self"
+    root = inner
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return isinstance(inner, cst.Attribute) and inner.attr.value in ("weight", "bias") and isinstance(root, cst.Name) and root.value == "self"
 
 
 def _unmoved_model(v: Value) -> bool:
@@ -3438,7 +3458,22 @@ class _Interpreter:
             return ANY
         if any(m in c.methods for c in lineage for m in ("_apply", "to", "cuda")):
             return ANY
+        if cls.is_module and reads_own_weights_device(value) and not self._init_moves_self(cls):
+            # self.device = next(self.parameters()).device in __init__: a
+            # module is built on the CPU, so that is the CPU, for good
+            return CPU
         return CURRENT if current_device_only(value) else FIXED
+
+    def _init_moves_self(self, cls: ClassFacts) -> bool:
+        """Whether the class's ``__init__`` moves the module itself
+        (``self.to(device)``, ``self.cuda()``), after which its weights are
+        no longer where the module was built."""
+        init = self.flows.method(cls.name, "__init__")
+        return init is None or any(
+            isinstance(c.func, cst.Attribute) and c.func.attr.value in ("to", "cuda")
+            and isinstance(c.func.value, cst.Name) and c.func.value.value == "self"
+            for c in calls_in(init.body)
+        )
 
     def _module_device(self, name: str) -> Value:
         """A module-level device (``DEVICE = torch.device("cuda")``) read
@@ -3726,6 +3761,8 @@ class _Interpreter:
                     self._meet(origin, node, "generator", partner, CPU, where, arg.value if arg is not None else None)
             if where in (CURRENT, FIXED):  # device="cuda", device="cuda:1", device=self.device
                 return self._born(node, name, env, device=where, source=source)
+            if where == CPU and source:
+                return self._born(node, name, env, source=source)  # device=self.device, the CPU it was built on
             return _tensor(where, born)  # device=t.device: where t is (with its birth, if t was born there)
         if keyword_arg(node, "out") is not None or any(a.star == "**" for a, _ in args):
             return _tensor(ANY)
@@ -3829,6 +3866,8 @@ class _Interpreter:
             return v.device, frozenset(), (v.anchor or "") if v.kind == DEVICE else ""
         if v.kind in (DEVICE, TENSOR) and v.device == CPU and v.born:
             return CPU, v.born, ""
+        if v.kind == DEVICE and v.device == CPU and v.anchor:
+            return CPU, frozenset(), v.anchor  # self.device read off the weights while the module was built
         return ANY, frozenset(), ""
 
     def _torch_call(self, node: cst.Call, q: str, args: List[Tuple[cst.Arg, Value]], env: Env) -> Value:
