@@ -849,6 +849,21 @@ return eraser(torch.randn(4, 3, 8, 8, device=torch.device('cuda')))
     assert "generator" in r["original"]["error"]["message"]
 
 
+def test_a_buffer_objects_cpu_index_is_reproduced_though_it_has_no_fix():
+    """DL011 on the actions a script's buffer object builds on the CPU and
+    a helper uses to gather the network's GPU output: PyTorch's error."""
+    r = _reproduced_without_fix(FIXTURES / "DL011" / "bad_buffer_object_handed_to_helper.py", """
+device = torch.device('cuda')
+net = nn.Linear(3, 2).to(device)
+buffer = TransitionBuffer()
+for i in range(4):
+    buffer.add([float(i), 1.0, 0.0], i % 2, 1.0)
+states, actions, rewards = buffer.sample(4)
+return net(states.to(device)).gather(1, actions.unsqueeze(1))
+""")
+    assert "device" in r["original"]["error"]["message"]
+
+
 def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a tensor a module's class body makes: `.to()` leaves it on
     the CPU, and the moved loss indexing it with GPU targets fails as

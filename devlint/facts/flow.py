@@ -1104,6 +1104,13 @@ class DeviceFlow:
                     # device)``, to a plain object's method too), which a CPU
                     # tensor made in it (or kept by its object) meets
                     hints[p] = Value(TENSOR, LOCAL, anchor=p)
+                elif not method and self.scripts and all(v is not None and v.kind == OTHER and v.born for v in vals) and len(
+                    {b.func.value for v in vals for b in v.born if isinstance(b, cst.Call) and isinstance(b.func, cst.Name)}  # type: ignore[attr-defined]
+                ) == 1:
+                    # an object of one plain class of the file at every call
+                    # (``optimize(policy, buffer)`` of ``buffer = ReplayBuffer()``):
+                    # its methods run as the script's own calls of them do
+                    hints[p] = Value(OTHER, born=frozenset().union(*(v.born for v in vals)))
                 elif not method and all(v is not None and v.kind == SEQ and element_of(v).kind == NUMBER for v in vals):
                     # a Python list or tuple of numbers at every call
                     # (``torch.tensor(thresholds)`` of one is a tensor of one
@@ -1198,12 +1205,18 @@ class DeviceFlow:
     def _function_callers(self, node: cst.FunctionDef) -> List[cst.FunctionDef]:
         """For a module-level function: the functions and methods of the
         file that call it by name (``f(...)``). The module's own statements
-        (demo code under ``__main__``) are not asked: a function they call
-        once with made-up inputs is still the library's."""
+        (demo code under ``__main__``) are asked only where they place
+        something on a device (a script, whose statements are the program);
+        else a function they call once with made-up inputs is still the
+        library's."""
         name = node.name.value
         if self.functions.get(name) is not node:
             return []
-        return [fn for fn in self.owner if name in self.body_facts(fn).called_names]
+        out = [fn for fn in self.owner if name in self.body_facts(fn).called_names]
+        script = self.module_function()
+        if self.scripts and name in self.body_facts(script).called_names and self.body_facts(script).places:
+            out.append(script)  # a script's own statements (they move things to a device): the program itself
+        return out
 
     def _method_callers(self, node: cst.FunctionDef) -> List[cst.FunctionDef]:
         """For a method: the methods of its class, and of the file's classes
