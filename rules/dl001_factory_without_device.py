@@ -76,7 +76,19 @@ callable attribute that holds a torch factory by default
 factory when it is called without `device=`. A
 default built for a missing argument (`if mask is None: mask =
 torch.ones(n)`) is a finding: on the path where the caller passes no mask,
-it meets the GPU input.
+it meets the GPU input. So is a factory given `device=self.device` where
+`__init__` read `self.device` off the module's own weights
+(`next(self.parameters()).device`, `self.fc.weight.device`): a module is
+built on the CPU and a plain attribute does not follow `.to()`, so that is
+the CPU for good (not when `__init__` moves the module first, or the class
+keeps the attribute in step); the fix names a weight's device instead. A
+tensor the module makes at import (`MEAN = torch.tensor([...])`, bound once)
+is reported where it is made, with no fix, when a function meets it with
+the inputs' device. In a script's function, a tensor it puts on the GPU it
+chose (`device=DEVICE`) is met by a CPU one (`torch.cat([tokens,
+torch.tensor([[tok]])])`, fix: `device=tokens.device`), and a CPU
+`torch.Generator()` the script hands an object that draws with it on a
+moved batch's device is reported where it is made.
 
 An argument counts as a tensor on the inputs' device when it is annotated as
 one, used the way only a tensor is (`.device`, `.size()`, `.view()`, the
