@@ -864,6 +864,16 @@ return net(states.to(device)).gather(1, actions.unsqueeze(1))
     assert "device" in r["original"]["error"]["message"]
 
 
+def test_a_cpu_generator_handed_to_a_sampler_is_reproduced_though_it_has_no_fix():
+    """DL001 on a script's CPU generator that a sampler function draws with
+    on the GPU it is handed: PyTorch's generator error."""
+    r = _reproduced_without_fix(FIXTURES / "DL001" / "bad_sampler_given_cpu_generator.py", """
+device = torch.device('cuda')
+return preview(nn.Linear(4, 2).to(device), 8, device, generator=torch.Generator())
+""")
+    assert "generator" in r["original"]["error"]["message"]
+
+
 def test_a_class_body_tensor_finding_is_reproduced_though_it_has_no_fix():
     """DL006 on a tensor a module's class body makes: `.to()` leaves it on
     the CPU, and the moved loss indexing it with GPU targets fails as

@@ -1448,7 +1448,7 @@ class DeviceFlow:
                     continue
                 if is_placed(meeting.against) and meeting.device != CURRENT:
                     continue  # a script's GPU tensor is where its device puts it; .cuda() may be elsewhere
-                if fn is script and not is_placed(meeting.against):
+                if fn is script and not is_placed(meeting.against) and meeting.how != "generator":
                     # the module's own statements: only a batch put on the
                     # current GPU for a model the script put on a chosen one
                     # (a CPU tensor fed to a moved model there is DL011's)
@@ -4538,6 +4538,11 @@ class _Interpreter:
             for k, v in bound.items() if k not in passed and v.kind == TENSOR and v.device == LOCAL and not v.guessed
         )
         passed.update((k, replace(v, anchor=k)) for k, v in bound.items() if k not in passed and v.kind == DEVICE and v.device == LOCAL)
+        if any(_cpu_generator(v) for v in passed.values()):
+            # sample(model, n, device, generator=g) of a CPU generator: the
+            # GPU the caller names is where the callee draws with it
+            passed.update((k, replace(v, anchor=k)) for k, v in bound.items()
+                          if k not in passed and v.kind == DEVICE and v.device in (CURRENT, FIXED))
         # and what a script's model gave (or a tensor the script put where
         # its model is) stays there: ``auc(scores, labels.to(device))`` of a
         # model moved with ``.to(device)`` hands the callee two tensors on
