@@ -108,6 +108,10 @@ class ScanSummary:
         self.call_bound: Dict[str, Set[str]] = {}
         #: names assigned outside any class (at module level or in functions)
         self.unclassed_names: Set[str] = set()
+        #: attributes ``__init__`` sets to the device of the module's own
+        #: weights (``self.device = next(self.parameters()).device``): a
+        #: superset of ``AttributeFacts.weights_device``
+        self.weights_device_attrs: Set[str] = set()
         #: parameters (of any ``def``) whose default is the CPU device
         #: (``device="cpu"``, ``device=torch.device("cpu")``)
         self.cpu_default_params: Set[str] = set()
@@ -979,6 +983,8 @@ class _Scanner:
                                     s.attribute_stores.append((cls, method, tgt.attr, val))  # type: ignore[arg-type]
                                     if tgt.attr == "device":
                                         s.self_device_stores.add(cls)  # type: ignore[arg-type]
+                                    if method == "__init__" and _reads_weights_device(val):
+                                        s.weights_device_attrs.add(tgt.attr)
                             elif type(tgt) is Name:
                                 s.local_values.setdefault((cls, method), {}).setdefault(tgt.id, []).append(val)  # type: ignore[arg-type]
                             elif type(tgt) is ast.Subscript:
@@ -1229,4 +1235,18 @@ def _annotation_text(node: ast.AST) -> str:
     ``Optional Tensor``): enough to see a ``Tensor`` in it."""
     return " ".join(n.id if type(n) is ast.Name else n.attr for n in ast.walk(node) if type(n) in (ast.Name, ast.Attribute)) + (
         " " + node.value if type(node) is ast.Constant and isinstance(node.value, str) else ""
+    )
+
+
+def _reads_weights_device(node: ast.AST) -> bool:
+    """``<x>.device`` of ``next(...parameters())`` (also through ``iter``)
+    or of a ``.weight``/``.bias``: the device of some module's weights (a
+    superset of ``syntax.reads_own_weights_device``)."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "device"):
+        return False
+    inner = node.value
+    if isinstance(inner, ast.Attribute):
+        return inner.attr in ("weight", "bias")
+    return isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == "next" and any(
+        isinstance(n, ast.Attribute) and n.attr == "parameters" for n in ast.walk(inner)
     )

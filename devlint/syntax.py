@@ -713,3 +713,19 @@ def annotated_name(annotation: cst.BaseExpression) -> Optional[str]:
         except cst.ParserSyntaxError:
             return None
     return dotted_name(optional_inner(annotation))
+
+
+def reads_own_weights_device(node: cst.BaseExpression, self_name: str = "self") -> bool:
+    """``next(self.parameters()).device``, ``self.fc.weight.device``: the
+    device of the module's own weights, as code reads it."""
+    if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
+        return False
+    inner = node.value
+    found = first_parameter_of(inner)
+    if found is not None:
+        return isinstance(found[0], cst.Name) and found[0].value == self_name
+    root = inner
+    while isinstance(root, cst.Attribute):
+        root = root.value
+    return (isinstance(inner, cst.Attribute) and inner.attr.value in ("weight", "bias")
+            and isinstance(root, cst.Name) and root.value == self_name)

@@ -171,14 +171,13 @@ without parameters raises `StopIteration` there.
 
 from __future__ import annotations
 
-import ast
 import builtins
 from dataclasses import replace
 
 import libcst as cst
 
 from devlint.diagnostic import FixSafety
-from devlint.facts.flow import CPU, CURRENT, Flow, INIT_METHODS as _INIT_METHODS, reads_own_weights_device
+from devlint.facts.flow import CPU, CURRENT, Flow, INIT_METHODS as _INIT_METHODS
 from devlint.facts.training import MODULE_SCOPE
 from devlint.rule import Invalid, Rule, Valid
 from devlint.syntax import calls_in, code_of, keyword_arg, with_keyword_arg
@@ -314,15 +313,13 @@ class RNN(nn.Module):
             "generator" in c.keywords and "device" in c.keywords for c in scan.calls
         ):
             return True
-        built_on: "set[str] | None" = None
         for call in scan.calls:
-            default_cpu = call.device_arg is not None and call.device_arg[0] == "name" and call.device_arg[1] in scan.cpu_default_params
-            if "device" in call.keywords and not default_cpu and call.device_arg is not None and call.device_arg[0] == "attr" \
-                    and call.device_arg[1].startswith("self."):
-                if built_on is None:  # self.device = next(self.parameters()).device in __init__: the CPU
-                    built_on = {name for _, method, name, value in scan.attribute_stores
-                                if method == "__init__" and reads_own_weights_device(ast.unparse(value))}
-                default_cpu = call.device_arg[1][len("self."):] in built_on
+            default_cpu = call.device_arg is not None and (
+                call.device_arg[0] == "name" and call.device_arg[1] in scan.cpu_default_params
+                # device=self.device of self.device = next(self.parameters()).device in __init__: the CPU
+                or call.device_arg[0] == "attr" and call.device_arg[1].startswith("self.")
+                and call.device_arg[1][len("self."):] in scan.weights_device_attrs
+            )
             if ("device" in call.keywords and not default_cpu) or "out" in call.keywords or call.has_star_kwargs or call.moved:
                 continue
             if call.cls is not None and call.method in _INIT_METHODS and scan.class_may_be_module(call.cls):

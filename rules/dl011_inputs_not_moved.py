@@ -202,11 +202,12 @@ from devlint.facts.flow import (
     FunctionFlow,
     LoaderItem,
     Meeting,
+    how_text,
     is_placed,
 )
 from devlint.facts.training import Placement, Training, looks_like_loader, lookup_scoped
 from devlint.rule import Invalid, Rule, Valid
-from devlint.syntax import LINES, code_of, cuda_index, is_number_literal, statements, with_keyword_arg
+from devlint.syntax import LINES, code_of, cuda_index, is_number_literal, short_code, statements, with_keyword_arg
 from devlint.torch_api import DATA_LOADERS, ITER_WRAPPERS, LEGACY_TENSOR_CONSTRUCTORS
 from devlint.walk import walk
 
@@ -507,14 +508,12 @@ class Trainer:
         """A CPU tensor meets a model the script moved, or its output: a
         batch item the loop never moved, or a tensor built on the CPU and
         fed to the model."""
-        copied = self.context.device_flow.weight_copies.get(m.origin)
-        if copied is not None:
+        where = self.context.device_flow.weight_copies.get(m.origin)
+        if where is not None:
             # ema = EMA(model) before model.to(device): its copy stays behind
             if (id(m.origin), "copy") not in reported:
                 reported.add((id(m.origin), "copy"))
-                how, where = copied
-                how_text = f"`{m.how[len('method '):]}`" if m.how.startswith("method ") else "an operation" if m.how == "operator" else f"`{m.how}`"
-                self.report(m.at, self.copy_message.format(copy=_short(m.origin), where=where, how=how_text),
+                self.report(m.at, self.copy_message.format(copy=short_code(m.origin, 60), where=where, how=how_text(m.how)),
                             no_fix_reason="make the copy after the model is moved, or move the copy with it")
             return
         # (an item a helper unpacked from the batch this function handed it)
@@ -657,12 +656,6 @@ class Trainer:
         else:
             fix = self.replace(loop.body, new_block, f"move `{item.key}` with `.{call}` at the top of the loop")
         report(at, message, fix=fix)
-
-
-def _short(node: cst.CSTNode) -> str:
-    """A copy's code as a message shows it (a long comprehension cut)."""
-    text = " ".join(code_of(node).split())
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _named_at(arg: cst.CSTNode, item: Optional[LoaderItem]) -> cst.CSTNode:

@@ -88,7 +88,7 @@ import libcst as cst
 from devlint.diagnostic import Fix, FixSafety
 from devlint.facts.scripts import ScopeFacts, WrapEvent, visible_devices_value
 from devlint.rule import Invalid, ScriptRule, Valid
-from devlint.syntax import keyword_arg, positional_args
+from devlint.syntax import code_of, keyword_arg, positional_args
 from devlint.torch_api import DISTRIBUTED_DATA_PARALLEL
 
 
@@ -330,14 +330,12 @@ if __name__ == "__main__":
         element = _single_device_id(node)
         if not isinstance(element, cst.Attribute) or element.attr.value != "local_rank":
             return False
-        finder = _LocalRankOption()
-        self.context.module.visit(finder)
-        if finder.reads_env or finder.default is None:
+        default = self.scripts.local_rank_option_default
+        if self.scripts.reads_local_rank_env or default is None:
             return False
-        default = finder.default
-        number = cst.Module(body=[]).code_for_node(default.value)
+        number = code_of(default.value)
         message = (
-            f"DistributedDataParallel gets `{cst.Module(body=[]).code_for_node(element)}`, the `--local_rank` option, "
+            f"DistributedDataParallel gets `{code_of(element)}`, the `--local_rank` option, "
             f"whose default is {number}: torchrun passes the local rank only in the `LOCAL_RANK` environment "
             f"variable (`torch.distributed.launch` as `--local-rank`), so every process keeps {number} and uses GPU {number}"
         )
@@ -407,30 +405,6 @@ if __name__ == "__main__":
             if name.split(".")[0] not in scope.params:
                 return name
         return None
-
-
-class _LocalRankOption(cst.CSTVisitor):
-    """The ``default=`` of ``parser.add_argument("--local_rank", ...)``
-    (a number), and whether the file reads ``LOCAL_RANK`` from the
-    environment anywhere."""
-
-    def __init__(self) -> None:
-        self.default: Optional[cst.Arg] = None
-        self.reads_env = False
-
-    def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if node.value.strip("\"'") == "LOCAL_RANK":  # os.environ["LOCAL_RANK"], getenv("LOCAL_RANK")
-            self.reads_env = True
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if not (isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument"):
-            return
-        names = [a.value for a in node.args if a.keyword is None and isinstance(a.value, cst.SimpleString)]
-        if not any(n.value.strip("\"'") in ("--local_rank", "--local-rank") for n in names):
-            return
-        default = keyword_arg(node, "default")
-        if default is not None and isinstance(default.value, cst.Integer):
-            self.default = default
 
 
 def _single_device_id(node: cst.Call) -> Optional[cst.BaseExpression]:

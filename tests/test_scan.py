@@ -568,6 +568,37 @@ def test_factory_attributes_bound_the_attributes_that_hold_a_torch_factory():
     assert scan_source(src).factory_attributes() == {"w"}
 
 
+def test_weights_device_attributes_bound_the_devices_read_off_the_weights():
+    """``ScanSummary.weights_device_attrs`` (DL001's pre-filter for
+    ``device=self.device``) is a superset of the attributes whose
+    ``AttributeFacts.weights_device`` the class facts set, over every
+    fixture, and it is not everything."""
+    import libcst as cst
+
+    from devlint.facts.classes import build_facts
+
+    seen = 0
+    for path in ALL_FIXTURES:
+        src = path.read_text()
+        try:
+            module = cst.parse_module(src)
+        except cst.ParserSyntaxError:
+            continue
+        exact = {a.name for c in build_facts(module).classes.values() for a in c.assignments if a.weights_device}
+        summary = scan_source(src)
+        if summary is None:
+            continue
+        assert exact <= summary.weights_device_attrs, path
+        seen += bool(exact)
+    assert seen >= 1
+    src = (
+        "import torch\nimport torch.nn as nn\nclass M(nn.Module):\n    def __init__(self, device):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(2, 2)\n        self.device = device\n"
+        "        self.home = next(self.parameters()).device\n        self.fc_home = self.fc.weight.device\n"
+    )
+    assert scan_source(src).weights_device_attrs == {"home", "fc_home"}
+
+
 def test_output_classes_and_the_annotations_that_name_them():
     # the scan's tensor fields are the facts' (one tensor, maybe None; not a
     # tuple of them), its record classes the wider bound; an annotation names

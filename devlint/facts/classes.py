@@ -25,6 +25,7 @@ import libcst as cst
 from devlint.facts.store import FactStore, Provider
 from devlint.syntax import (
     LINES,
+    reads_own_weights_device,
     annotates_tensor,
     is_device_name,
     _strip_placement,
@@ -140,6 +141,9 @@ class AttributeFacts:
     #: ``torch.Generator()`` with no device (a ``manual_seed`` chained on it
     #: returns the generator): a CPU generator, which no ``.to()`` moves
     cpu_generator: bool = False
+    #: for devices: read off the module's own weights
+    #: (``next(self.parameters()).device``), while ``__init__`` builds it
+    weights_device: bool = False
     #: for tensors: the argument of the method itself (``self.bounds =
     #: bounds`` with ``bounds: Optional[Tensor]``), which a caller may pass
     #: as an ``nn.Parameter`` (assigning one registers it)
@@ -2293,6 +2297,8 @@ class _AttributeCollector(cst.CSTVisitor):
             record.stateless_elements = self.b.stateless_elements(value)
         if kind == "other":
             record.cpu_generator = self.b.is_cpu_generator(value)
+        if kind == "device":
+            record.weights_device = reads_own_weights_device(value, self.self_name)
         record.sequence = _is_sequence_value(value) or (
             isinstance(value, cst.Name) and value.value in self.sequence_params
         )

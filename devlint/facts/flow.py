@@ -75,7 +75,6 @@ from devlint.syntax import (
     current_device_only,
     annotated_name,
     dotted_name,
-    first_parameter_of,
     free_names,
     is_device_name,
     is_explicit_device,
@@ -356,25 +355,6 @@ def _tensors_in(v: Value, depth: int = 0) -> Iterator[Value]:
     elif v.kind == SEQ and depth < 3:
         for item in (*v.items, *((v.elem,) if v.elem is not None and not v.exact else ())):
             yield from _tensors_in(item, depth + 1)
-
-
-def reads_own_weights_device(value: str) -> bool:
-    """``next(self.parameters()).device``, ``self.fc.weight.device``: the
-    device of the module's own weights, as code reads it."""
-    try:
-        node = cst.parse_expression(value)
-    except Exception:
-        return False
-    if not (isinstance(node, cst.Attribute) and node.attr.value == "device"):
-        return False
-    inner = node.value
-    found = first_parameter_of(inner)
-    if found is not None:
-        return isinstance(found[0], cst.Name) and found[0].value == "self"
-    root = inner
-    while isinstance(root, cst.Attribute):
-        root = root.value
-    return isinstance(inner, cst.Attribute) and inner.attr.value in ("weight", "bias") and isinstance(root, cst.Name) and root.value == "self"
 
 
 def _unmoved_model(v: Value) -> bool:
@@ -747,8 +727,12 @@ class OriginMeeting:
 
     @property
     def how_text(self) -> str:
-        how = self.meeting.how
-        return _HOW_TEXT.get(how, f"`{how}`")
+        return how_text(self.meeting.how)
+
+
+def how_text(how: str) -> str:
+    """How a message names a meeting's operation (``Meeting.how``)."""
+    return _HOW_TEXT.get(how, f"`{how}`")
 
 
 _HOW_TEXT = {
@@ -819,10 +803,10 @@ class DeviceFlow:
         self._class_stages: Dict[str, Tuple[Stages, FrozenSet[str]]] = {}
         self._cpu_default_params: Dict[cst.FunctionDef, FrozenSet[str]] = {}
         #: copies of the weights of a module a script built, made before it
-        #: moves it (``copy.deepcopy(model)``, ``p.detach().clone()`` of its
-        #: parameters, its ``state_dict()``): node -> (how, ``deepcopy``;
-        #: the function that makes it, as a message names it)
-        self.weight_copies: Dict[cst.CSTNode, Tuple[str, str]] = {}
+        #: moves it (``copy.deepcopy(model)``, ``p.detach()``/``clone()`` of its
+        #: parameters, its ``state_dict()``) -> the function that makes it,
+        #: as a message names it
+        self.weight_copies: Dict[cst.CSTNode, str] = {}
         #: a plain object a script builds -> what its ``__init__`` left in
         #: ``self.<attr>`` given the constructor's arguments
         self.object_states: Dict[cst.CSTNode, Dict[str, Value]] = {}
@@ -3471,7 +3455,7 @@ class _Interpreter:
             return ANY
         if any(m in c.methods for c in lineage for m in ("_apply", "to", "cuda")):
             return ANY
-        if cls.is_module and reads_own_weights_device(value) and not self._init_moves_self(cls):
+        if cls.is_module and all(x.weights_device for x in assigned) and not self._init_moves_self(cls):
             # self.device = next(self.parameters()).device in __init__: a
             # module is built on the CPU, so that is the CPU, for good
             return CPU
@@ -4008,7 +3992,7 @@ class _Interpreter:
     def _weight_copy(self, node: cst.Call, how: str, kind: str) -> Value:
         """A copy of an unmoved model's weights (or of the model): made on
         the CPU, and the script's later ``model.to(device)`` leaves it there."""
-        self.flows.weight_copies[node] = (how, self.flows._display_name(self.node))
+        self.flows.weight_copies[node] = self.flows._display_name(self.node)
         self.result.origin_names[node] = how
         self.result.anchors.setdefault(node, [])
         return Value(kind, CPU, frozenset({node}))
@@ -4018,11 +4002,12 @@ class _Interpreter:
         yet: what ``__init__`` stores from it (a copy of its weights), kept
         for the object's methods the script calls later."""
         init = self.flows.method(cls, "__init__")
-        kept = lambda v: _unmoved_model(v) or _holds_pinned(v)  # noqa: E731
-        if init is None or self.depth >= _MAX_DEPTH or not any(kept(v) for _, v in args):
+        if init is None or self.depth >= _MAX_DEPTH:
             return
         bound = _bind_arguments(init, _spread(args), method=True)
-        passed = {k: v for k, v in bound.items() if kept(v)}
+        passed = {k: v for k, v in bound.items() if _unmoved_model(v) or _holds_pinned(v)}
+        if not passed:
+            return
         stores = self.flows.specialised(init, passed, self.depth + 1).stores
         given = frozenset().union(*(t.born for v in passed.values() for t in (v, *_tensors_in(v))))
         # a copy of the model's weights it made, or something pinned it was

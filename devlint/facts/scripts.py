@@ -706,9 +706,21 @@ class _ScriptCollector(cst.CSTVisitor):
         return self._bind(target, "other")
 
     # -- calls -------------------------------------------------------------
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if _env_read(node) == "LOCAL_RANK":
+            self.out.reads_local_rank_env = True  # os.environ["LOCAL_RANK"]
+
     def visit_Call(self, node: cst.Call) -> None:
         # where the call runs: after every event so far (``unbound_at``)
         self.out.call_points[node] = (self.scope.index, self.order + 1, tuple(self._branch()))
+        if _env_read(node) == "LOCAL_RANK":
+            self.out.reads_local_rank_env = True
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "add_argument" and any(
+            string_value(a.value) in ("--local_rank", "--local-rank") for a in node.args if a.keyword is None
+        ):
+            default = keyword_arg(node, "default")
+            if default is not None and isinstance(default.value, cst.Integer):
+                self.out.local_rank_option_default = default  # parser.add_argument("--local_rank", default=0)
         p = placement_call(node)
         if p is not None and isinstance(p[0], cst.Call):
             dev = p[2]
@@ -1205,6 +1217,9 @@ class ScriptFacts:
     #: the file assigns ``os.environ["CUDA_VISIBLE_DEVICES"]`` a value that is
     #: not a constant (``str(rank)``: each process its own GPU)
     sets_visible_devices: bool = False
+    #: the file reads ``LOCAL_RANK`` from the environment somewhere
+    #: (``os.environ["LOCAL_RANK"]``, ``os.environ.get(...)``, ``getenv``)
+    reads_local_rank_env: bool = False
     #: functions of this file that return one of their parameters wrapped in
     #: DataParallel/DDP, possibly under a condition (scope name, e.g.
     #: ``maybe_parallel`` or ``Trainer.wrap`` -> :class:`WrapHelper`)
@@ -1230,6 +1245,9 @@ class ScriptFacts:
     #: index, the order an event after it would have, its branch): where to
     #: ask what the name holds (:meth:`position`)
     read_at: Dict[cst.Attribute, Tuple[int, int, Tuple[str, ...]]] = field(default_factory=dict, repr=False)
+    #: the ``default=`` of ``parser.add_argument("--local_rank", ...)`` when
+    #: it is a number (``default=0``)
+    local_rank_option_default: Optional[cst.Arg] = field(default=None, repr=False)
 
     def position(self, node: cst.Attribute) -> Optional[Tuple[ScopeFacts, int, List[str]]]:
         """The scope an attribute read on a dotted name sits in, the order and
